@@ -1,0 +1,42 @@
+# mcpsub — every target sets up what it needs; nothing relies on hand-installed tools.
+SHELL := /bin/bash
+PYTHON ?= python3
+UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
+VENV := .venv
+PY := $(VENV)/bin/python
+export UV_PYTHON_DOWNLOADS := never
+# Tests run in parallel; set PYTEST_WORKERS=0 to run them in one process.
+PYTEST_WORKERS ?= auto
+
+.PHONY: setup run test lint fmt bench clean
+
+.tools/bin/uv:
+	$(PYTHON) -m venv .tools
+	.tools/bin/pip install --quiet --disable-pip-version-check uv
+
+$(VENV)/.synced: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --quiet
+	@touch $@
+
+setup: $(VENV)/.synced
+
+run: setup
+	$(PY) -m labserver
+
+test: setup
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+fmt: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: setup
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

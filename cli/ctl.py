@@ -1,0 +1,255 @@
+"""``mcpsubctl``: the product's own CLI.
+
+This first part holds the one-shot commands that need no daemon: ``probe`` (the same engine
+and output schema as ``mcp-resource-subscriber``, with several URIs, ``--follow`` and exit
+codes per failure class) and ``call``. Exit codes are listed in :mod:`cli.failures` and in
+``docs/cli.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from service._version import __version__
+
+DESCRIPTION = "mcpsub control: probe and call MCP 2026-07-28 servers (and, later, the daemon)."
+EXIT_CODE_TABLE = """\
+exit codes: 0 ok, 1 tool error, 2 usage, 3 auth, 4 protocol, 5 network, 6 timeout,
+            7 resource not found, 8 subscription not honored/refused,
+            9 subscription disconnected/closed, 10 daemon unavailable, 70 internal"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in our JSON/line shape with exit code 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        from cli.failures import EXIT_USAGE
+
+        as_json = "--json" in sys.argv
+        if as_json:
+            sys.stdout.write(json.dumps({"errorCode": "USAGE_ERROR", "message": message}) + "\n")
+        else:
+            sys.stdout.write(f"error-code USAGE_ERROR\nmessage {message}\n")
+        sys.stderr.write(f"{self.prog}: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", default=os.environ.get("MCP_PROBE_URL"), help="MCP endpoint URL")
+    p.add_argument("--auth-token", help="bearer token (prefer MCPSUB_AUTH_TOKEN or login)")
+    p.add_argument("--timeout-ms", type=float, default=None, help="budget for every phase")
+    p.add_argument("--ca-cert", help="CA file to trust for https")
+    p.add_argument("--json", action="store_true", help="one JSON object (or NDJSON) on stdout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="mcpsubctl", description=DESCRIPTION, epilog=EXIT_CODE_TABLE,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"mcpsubctl v{__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    probe = sub.add_parser("probe", help="wait once for the next update of one or more URIs",
+                           epilog=EXIT_CODE_TABLE,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(probe)
+    probe.add_argument("--uri", action="append", default=None,
+                       help="resource URI; repeat for several URIs on one listen stream")
+    probe.add_argument("--skip-resource-list-check", action="store_true")
+    probe.add_argument("--follow", action="store_true",
+                       help="keep listening; print one JSON line per re-read (NDJSON)")
+    probe.add_argument("--max-events", type=int, default=None, help=argparse.SUPPRESS)
+
+    call = sub.add_parser("call", help="call one tool once", epilog=EXIT_CODE_TABLE,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(call)
+    call.add_argument("--tool", help="tool name")
+    call.add_argument("--args", default=None, help="tool arguments as a JSON object")
+    return parser
+
+
+def _timeout_ms(value: float | None, default: float) -> float:
+    from cli.failures import EXIT_USAGE
+
+    if value is None:
+        raw = os.environ.get("MCP_PROBE_TIMEOUT_MS")
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1
+    if not (value > 0 and value != float("inf")):
+        sys.stdout.write("error-code USAGE_ERROR\n")
+        sys.stderr.write(f"mcpsubctl: --timeout-ms must be a number > 0, got {value}\n")
+        raise SystemExit(EXIT_USAGE)
+    return value
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    if args.auth_token:
+        sys.stderr.write("warning: --auth-token value is visible in process lists and shell "
+                         "history; prefer MCPSUB_AUTH_TOKEN or `mcpsubctl login`\n")
+        return str(args.auth_token)
+    return os.environ.get("MCPSUB_AUTH_TOKEN") or os.environ.get("MCP_PROBE_AUTH_TOKEN") or None
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from cli import output
+    from cli.failures import ctl_exit_code
+
+    uris: list[str] = args.uri or []
+    if not args.url:
+        return _usage_failure("SERVER_URL_UNKNOWN", "pass --url or set MCP_PROBE_URL", args, uris)
+    if not uris:
+        return _usage_failure("RESOURCE_URI_REQUIRED", "pass --uri (repeat it for several)", args, uris)
+    follow_forever = args.follow and args.timeout_ms is None
+    timeout_ms = None if follow_forever else _timeout_ms(args.timeout_ms, 15000.0)
+    if args.follow:
+        return _follow(args, uris, timeout_ms)
+
+    from cli.runner import run_subscribe_probe
+
+    assert timeout_ms is not None
+    outcome = run_subscribe_probe(
+        url=args.url, uris=uris, explicit_token=_token(args), timeout_ms=timeout_ms,
+        skip_list_check=args.skip_resource_list_check, ca_cert=args.ca_cert, compat=False,
+        client_name="mcpsubctl", program="mcpsubctl",
+    )
+    extra = {"resourceUris": uris, "notificationUri": None}
+    if outcome.failure is not None:
+        f = outcome.failure
+        sys.stderr.write(f"probe failed: {f.message}\n")
+        if f.hint:
+            sys.stderr.write(f"hint: {f.hint}\n")
+        if args.json:
+            extra["message"] = f.message
+            _emit(output.dumps(output.failure_json(f.code, f.hint, args.url, uris[0], extra)))
+        else:
+            _emit(output.failure_lines(f.code, f.hint, args.url, uris[0]))
+        return ctl_exit_code(f.code)
+    result = outcome.result
+    if result.error_message:
+        sys.stderr.write(f"probe: {result.error_message}\n")
+    extra["notificationUri"] = result.notification_uri
+    _emit(output.dumps(output.probe_json(result, extra)) if args.json else output.probe_lines(result))
+    return ctl_exit_code(result.error_code)
+
+
+def _usage_failure(code: str, hint: str, args: argparse.Namespace, uris: list[str]) -> int:
+    from cli import output
+    from cli.failures import ctl_exit_code
+
+    sys.stderr.write(f"mcpsubctl: {hint}\n")
+    uri = uris[0] if uris else None
+    if args.json:
+        _emit(output.dumps(output.failure_json(code, hint, args.url, uri)))
+    else:
+        _emit(output.failure_lines(code, hint, args.url, uri))
+    return ctl_exit_code(code)
+
+
+def _follow(args: argparse.Namespace, uris: list[str], timeout_ms: float | None) -> int:
+    import asyncio
+
+    from cli.failures import classify, ctl_exit_code
+    from service.backoff import Backoff
+    from service.follow import follow
+    from service.probe import ProbeOptions
+
+    options = ProbeOptions(url=args.url, uris=uris, token=_token(args), client_name="mcpsubctl",
+                           ca_cert=args.ca_cert, exact_uri_match=False, bound_all_phases=True)
+    base = float(os.environ.get("MCPSUB_BACKOFF_BASE_S", "1.0"))
+    backoff = Backoff(base_s=base, cap_s=max(base, 60.0))
+
+    def emit(record: dict[str, Any]) -> None:
+        _emit(json.dumps(record, separators=(",", ":"), ensure_ascii=False))
+
+    async def run() -> None:
+        task = follow(options, emit, backoff=backoff, max_events=args.max_events)
+        if timeout_ms is None:
+            await task
+        else:
+            try:
+                async with asyncio.timeout(timeout_ms / 1000):
+                    await task
+            except TimeoutError:
+                return
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        return 0
+    except Exception as exc:
+        failure = classify(exc, mode="subscribe", compat=False)
+        code = getattr(exc, "error_code", None) if failure.code == "INTERNAL_ERROR" else failure.code
+        code = code or failure.code
+        emit({"type": "error", "errorCode": code, "message": failure.message,
+              "recommendedNextAction": failure.hint})
+        sys.stderr.write(f"probe --follow failed: {failure.message}\n")
+        return ctl_exit_code(code)
+    return 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    from cli import output
+    from cli.failures import ctl_exit_code
+
+    def finish(code: str | None, content: object, hint: str | None, is_error: bool,
+               message: str | None = None) -> int:
+        if message:
+            sys.stderr.write(f"call failed: {message}\n")
+        if hint and code != "TOOL_ERROR":
+            sys.stderr.write(f"hint: {hint}\n")
+        if args.json:
+            _emit(output.dumps(output.call_json(args.url, args.tool, is_error, code, content, hint)))
+        else:
+            _emit(output.call_lines(args.url, args.tool, is_error, code, content, hint))
+        return ctl_exit_code(code)
+
+    if not args.url:
+        return finish("SERVER_URL_UNKNOWN", None, "pass --url or set MCP_PROBE_URL", True, "no URL")
+    if not args.tool:
+        return finish("TOOL_NAME_REQUIRED", None, "pass --tool NAME", True, "no tool name")
+    try:
+        arguments = json.loads(args.args) if args.args is not None else {}
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        return finish("INVALID_ARGS", None, "--args must be a JSON object", True,
+                      f"--args is not a JSON object: {args.args}")
+    timeout_ms = _timeout_ms(args.timeout_ms, 15000.0)
+    from cli.runner import run_tool_call
+
+    outcome = run_tool_call(url=args.url, tool=args.tool, arguments=arguments,
+                            explicit_token=_token(args), timeout_ms=timeout_ms,
+                            ca_cert=args.ca_cert, compat=False, client_name="mcpsubctl",
+                            program="mcpsubctl")
+    if outcome.failure is not None:
+        f = outcome.failure
+        return finish(f.code, None, f.hint, True, f.message)
+    result = outcome.result or {}
+    content = result.get("content")
+    is_error = result.get("isError") is True
+    return finish("TOOL_ERROR" if is_error else None,
+                  content if isinstance(content, list) else [], None, is_error)
+
+
+COMMANDS = {"probe": cmd_probe, "call": cmd_call}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return COMMANDS[args.command](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

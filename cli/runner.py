@@ -1,0 +1,105 @@
+"""Run the one-shot engine for a front door: resolve the token, run, classify failures.
+
+Both CLIs call these; only the classification mode (``compat``) and the client name differ.
+The elapsed time of token resolution is taken out of the caller's budget, as in the
+original (seed-behaviour §3.6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from cli.failures import Failure, classify
+from service.probe import ProbeOptions, ProbeResult, run_probe
+
+
+@dataclass
+class Outcome:
+    result: Any = None
+    failure: Failure | None = None
+
+
+def _resolve_token(url: str, explicit: str | None, budget_s: float, program: str) -> str | None:
+    """The explicit token wins; otherwise the login cache (when the auth module is present)."""
+    if explicit:
+        return explicit
+    try:
+        from service.auth.resolve import resolve_token_sync
+    except ImportError:  # pragma: no cover - before the auth module lands
+        return None
+    token, source = resolve_token_sync(url, budget_s)
+    if source in ("cache", "cache-refreshed"):
+        sys.stderr.write(f"auth token source: {source}\n")
+    return token
+
+
+def run_subscribe_probe(
+    *,
+    url: str,
+    uris: list[str],
+    explicit_token: str | None,
+    timeout_ms: float,
+    skip_list_check: bool,
+    ca_cert: str | None,
+    compat: bool,
+    client_name: str,
+    program: str,
+) -> Outcome:
+    started = time.monotonic()
+    result = ProbeResult(url, uris[0], list(uris))
+    try:
+        token = _resolve_token(url, explicit_token, timeout_ms / 1000, program)
+        remaining = max(0.001, timeout_ms / 1000 - (time.monotonic() - started))
+        options = ProbeOptions(
+            url=url,
+            uris=uris,
+            token=token,
+            timeout_s=remaining,
+            skip_list_check=skip_list_check,
+            exact_uri_match=compat,
+            bound_all_phases=not compat,
+            client_name=client_name,
+            ca_cert=ca_cert,
+        )
+        return Outcome(result=asyncio.run(run_probe(options, result)))
+    except Exception as exc:
+        failure = classify(exc, mode="subscribe", compat=compat)
+        if failure.code == "AUTH_LOGIN_REQUIRED":
+            sys.stderr.write(f"hint: run `{program} --login --url {url}` to re-authenticate\n")
+        return Outcome(result=result, failure=failure)
+
+
+def run_tool_call(
+    *,
+    url: str,
+    tool: str,
+    arguments: dict[str, Any],
+    explicit_token: str | None,
+    timeout_ms: float,
+    ca_cert: str | None,
+    compat: bool,
+    client_name: str,
+    program: str,
+) -> Outcome:
+    from service.toolcall import call_tool_once
+
+    started = time.monotonic()
+    try:
+        token = _resolve_token(url, explicit_token, timeout_ms / 1000, program)
+        remaining = max(0.001, timeout_ms / 1000 - (time.monotonic() - started))
+        result = asyncio.run(
+            call_tool_once(
+                url, tool, arguments, token=token, timeout_s=remaining,
+                client_name=client_name, ca_cert=ca_cert,
+            )
+        )
+        return Outcome(result=result)
+    except Exception as exc:
+        failure = classify(exc, mode="call", compat=compat)
+        if failure.code == "AUTH_LOGIN_REQUIRED":
+            sys.stderr.write(f"hint: run `{program} --login --url {url}` to re-authenticate\n")
+        return Outcome(failure=failure)

@@ -1,0 +1,52 @@
+"""Argument scanning with the TypeScript CLI's rules (seed-behaviour §1.2).
+
+The original does not parse positionally: flags are found anywhere in argv, the first
+occurrence of a value option wins, and ``--name value`` and ``--name=value`` both work.
+Scripts in the wild depend on those quirks (e.g. repeating ``--url`` and expecting the first),
+so this module reproduces them instead of using argparse, whose rules differ.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class UsageError(ValueError):
+    """A malformed command line. The message is shown to the user as is."""
+
+
+def has_flag(argv: list[str], *names: str) -> bool:
+    return any(arg in names for arg in argv)
+
+
+def option(argv: list[str], name: str) -> str | None:
+    """The value of ``--name`` (first occurrence), or None; raises on a missing value."""
+    flag = f"--{name}"
+    for index, arg in enumerate(argv):
+        if arg == flag:
+            value = argv[index + 1] if index + 1 < len(argv) else None
+            if value is None or value.startswith("--"):
+                raise UsageError(f"Missing value for {flag}")
+            return value
+        if arg.startswith(flag + "="):
+            return arg[len(flag) + 1 :]
+    return None
+
+
+def peek(argv: list[str], name: str) -> str | None:
+    """Like :func:`option` but never raises: used to report the URL/URI of a bad command."""
+    try:
+        return option(argv, name)
+    except UsageError:
+        return None
+
+
+def parse_timeout_ms(raw: str) -> float:
+    """A finite number > 0; decimals and exponents are accepted, as ``Number()`` does."""
+    try:
+        value = float(raw.strip()) if raw.strip() else math.nan
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"Invalid --timeout-ms: {raw}")
+    return value

@@ -1,0 +1,404 @@
+"""The one async MCP 2026-07-28 client every front door uses (probe, call, daemon).
+
+This is the thin I/O shell around the pure modules: :mod:`wire` builds messages and
+headers, :mod:`classify` reads answers, :mod:`listen` judges listen frames, :mod:`sse`
+decodes bytes. Here we only move bytes with httpx and translate httpx exceptions into
+:class:`TransportError` at the one place they can enter.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import ssl
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from service._version import __version__
+from service.mcp import wire
+from service.mcp.classify import discover_failure, parse_json_message, parse_response
+from service.mcp.errors import (
+    HttpStatusError,
+    JsonRpcError,
+    McpError,
+    ProtocolViolation,
+    TransportError,
+)
+from service.mcp.listen import (
+    Acknowledged,
+    Closed,
+    Failed,
+    ListenEvent,
+    ListenMachine,
+    Lost,
+    honored_uris,
+)
+from service.mcp.sse import Comment, Event, EventTooLarge, SSEDecoder
+
+DEFAULT_CLIENT_NAME = "mcpsub"
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""A single JSON-RPC response larger than this is refused rather than buffered."""
+MAX_LIST_PAGES = 1000
+"""``resources/list`` pages we follow before deciding the server's cursor loops."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoverResult:
+    supported_versions: list[str]
+    capabilities: dict[str, Any]
+    server_info: dict[str, Any] | None
+    raw: dict[str, Any] = field(repr=False)
+
+    @property
+    def resources_capability(self) -> dict[str, Any] | None:
+        value = self.capabilities.get("resources")
+        return value if isinstance(value, dict) else None
+
+
+def make_http_client(
+    url: str,
+    *,
+    ca_cert: str | None = None,
+    timeout: float | None = 30.0,
+    max_connections: int = 10,
+) -> httpx.AsyncClient:
+    """An httpx client for one server URL.
+
+    For plain ``http://`` URLs we skip loading a CA bundle (a measurable part of a one-shot
+    probe's start-up); ``https://`` gets the default trust (certifi, or ``SSL_CERT_FILE``)
+    or exactly the CA file the user named.
+    """
+    verify: ssl.SSLContext | bool
+    if ca_cert:
+        verify = ssl.create_default_context(cafile=ca_cert)
+    elif urlsplit(url).scheme == "http":
+        verify = False
+    else:
+        verify = True
+    return httpx.AsyncClient(
+        verify=verify,
+        timeout=httpx.Timeout(timeout, connect=timeout),
+        follow_redirects=False,
+        limits=httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        ),
+        trust_env=True,
+    )
+
+
+def _transport_error(exc: httpx.HTTPError, url: str) -> TransportError:
+    kind = (
+        "timeout"
+        if isinstance(exc, httpx.TimeoutException)
+        else ("connect" if isinstance(exc, httpx.ConnectError) else "read")
+    )
+    detail = str(exc) or type(exc).__name__
+    error = TransportError(f"{kind} error talking to {url}: {detail}", kind=kind)
+    error.__cause__ = exc
+    return error
+
+
+class McpClient:
+    """A client for one MCP endpoint. Cheap to create; owns its httpx client unless given one."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        client_name: str = DEFAULT_CLIENT_NAME,
+        client_version: str = __version__,
+        capabilities: dict[str, Any] | None = None,
+        http: httpx.AsyncClient | None = None,
+        ca_cert: str | None = None,
+        timeout: float | None = 30.0,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.client_info = {"name": client_name, "version": client_version}
+        self.capabilities = dict(capabilities or {})
+        self._owns_http = http is None
+        self._http = http or make_http_client(url, ca_cert=ca_cert, timeout=timeout)
+        self._ids = itertools.count(1)
+        self.discovered: DiscoverResult | None = None
+
+    async def __aenter__(self) -> McpClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    # ---- building -------------------------------------------------------------------------
+    def _message(
+        self, method: str, params: dict[str, Any] | None
+    ) -> tuple[Any, dict[str, Any], dict[str, str]]:
+        request_id = next(self._ids)
+        body_params = dict(params or {})
+        body_params["_meta"] = wire.request_meta(self.client_info, self.capabilities)
+        headers = wire.request_headers(method, body_params)
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}
+        return request_id, message, headers
+
+    # ---- plain requests -------------------------------------------------------------------
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send one request and return its result (raises an :class:`McpError`)."""
+        request_id, message, headers = self._message(method, params)
+        content = json.dumps(message, separators=(",", ":")).encode()
+        try:
+            async with self._http.stream(
+                "POST", self.url, content=content, headers=headers
+            ) as response:
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_RESPONSE_BYTES:
+                        raise ProtocolViolation(
+                            f"{method}: response larger than {MAX_RESPONSE_BYTES} bytes"
+                        )
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, self.url) from exc
+        result = parse_response(
+            response.status_code,
+            response.headers.get("content-type", ""),
+            bytes(body),
+            request_id,
+            method,
+            www_authenticate=response.headers.get("www-authenticate"),
+        )
+        if result.get("resultType", "complete") == "input_required":
+            raise McpError(
+                f"{method}: the server asked for client input (input_required), "
+                "which this client does not provide"
+            )
+        return result
+
+    async def discover(self) -> DiscoverResult:
+        """``server/discover``; a server that cannot serve 2026-07-28 raises ProtocolUnsupported."""
+        try:
+            result = await self.request(wire.DISCOVER)
+        except JsonRpcError as exc:
+            mapped = discover_failure(exc)
+            if mapped is exc and exc.code == wire.UNSUPPORTED_PROTOCOL_VERSION:
+                # Spec §1.4 / conformance request-metadata: a server may reject the first
+                # request while listing 2026-07-28; retry once with exactly that.
+                try:
+                    result = await self.request(wire.DISCOVER)
+                except (JsonRpcError, HttpStatusError) as again:
+                    raise discover_failure(again) from again
+            else:
+                raise mapped from exc
+        except HttpStatusError as exc:
+            raise discover_failure(exc) from exc
+        versions = result.get("supportedVersions")
+        capabilities = result.get("capabilities")
+        if not isinstance(versions, list) or not isinstance(capabilities, dict):
+            raise ProtocolViolation(
+                "server/discover: result lacks supportedVersions or capabilities"
+            )
+        if wire.PROTOCOL_VERSION not in versions:
+            raise discover_failure(
+                JsonRpcError(
+                    wire.UNSUPPORTED_PROTOCOL_VERSION, "not offered", {"supported": versions}
+                )
+            )
+        meta = result.get("_meta")
+        info = meta.get(wire.META_SERVER_INFO) if isinstance(meta, dict) else None
+        self.discovered = DiscoverResult(
+            [str(v) for v in versions],
+            capabilities,
+            info if isinstance(info, dict) else None,
+            result,
+        )
+        return self.discovered
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        """Every resource, following ``nextCursor`` (a repeating cursor is a violation)."""
+        resources: list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_LIST_PAGES):
+            result = await self.request(wire.RESOURCES_LIST, {"cursor": cursor} if cursor else None)
+            page = result.get("resources")
+            if isinstance(page, list):
+                resources.extend(r for r in page if isinstance(r, dict))
+            next_cursor = result.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return resources
+            if next_cursor in seen:
+                raise ProtocolViolation("resources/list: nextCursor repeats")
+            seen.add(next_cursor)
+            cursor = next_cursor
+        raise ProtocolViolation(f"resources/list: more than {MAX_LIST_PAGES} pages")
+
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        return await self.request(wire.RESOURCES_READ, {"uri": uri})
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self.request(wire.TOOLS_CALL, {"name": name, "arguments": arguments})
+
+    def listen(self, notifications: dict[str, Any]) -> ListenStream:
+        """Open a listen stream; use as ``async with client.listen({...}) as stream``."""
+        return ListenStream(self, notifications)
+
+
+class ListenStream:
+    """One open ``subscriptions/listen`` stream: the machine plus the bytes it is fed."""
+
+    def __init__(self, client: McpClient, notifications: dict[str, Any]) -> None:
+        self._client = client
+        self.requested = dict(notifications)
+        self.listen_id: Any = None
+        self.machine: ListenMachine | None = None
+        self.honored: dict[str, Any] = {}
+        self.last_activity = time.monotonic()
+        self.closed_locally = False
+        self._response: httpx.Response | None = None
+        self._stream_cm: Any = None
+        self._pending: list[ListenEvent] = []
+        self._decoder = SSEDecoder()
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._ended: ListenEvent | None = None
+
+    @property
+    def honored_uris(self) -> list[str]:
+        return honored_uris(self.honored)
+
+    async def __aenter__(self) -> ListenStream:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> Acknowledged:
+        """POST the listen and wait for its acknowledgement (caller bounds the time)."""
+        client = self._client
+        request_id, message, headers = client._message(
+            wire.LISTEN, {"notifications": self.requested}
+        )
+        self.listen_id = request_id
+        self.machine = ListenMachine(request_id)
+        content = json.dumps(message, separators=(",", ":")).encode()
+        request = client._http.build_request(
+            "POST",
+            client.url,
+            content=content,
+            headers=headers,
+            timeout=httpx.Timeout(client._http.timeout.connect, read=None),
+        )
+        try:
+            response = await client._http.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, client.url) from exc
+        self._response = response
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "text/event-stream":
+            # A refusal (or an HTTP error): a complete body, not a stream.
+            try:
+                body = await response.aread()
+            except httpx.HTTPError as exc:
+                raise _transport_error(exc, client.url) from exc
+            finally:
+                await response.aclose()
+            parse_response(
+                response.status_code,
+                response.headers.get("content-type", ""),
+                body,
+                request_id,
+                wire.LISTEN,
+                www_authenticate=response.headers.get("www-authenticate"),
+            )
+            raise ProtocolViolation("subscriptions/listen was answered with a result, not a stream")
+        if response.status_code >= 400:
+            await response.aclose()
+            raise HttpStatusError(response.status_code, "")
+        self._chunks = response.aiter_raw()
+        event = await self._next()
+        if isinstance(event, Acknowledged):
+            self.honored = event.honored
+            return event
+        await self.aclose()
+        if isinstance(event, Failed):
+            raise event.error
+        raise ProtocolViolation(f"listen ended before its acknowledgement ({event})")
+
+    async def _next(self) -> ListenEvent:
+        assert self.machine is not None and self._chunks is not None
+        while not self._pending:
+            if self._ended is not None:
+                return self._ended
+            try:
+                chunk = await self._chunks.__anext__()
+            except StopAsyncIteration:
+                self._ended = self.machine.eof()
+                continue
+            except httpx.HTTPError as exc:
+                self._ended = self.machine.eof(f"stream broke: {exc or type(exc).__name__}")
+                continue
+            self.last_activity = time.monotonic()
+            try:
+                items = self._decoder.feed(chunk)
+            except EventTooLarge as exc:
+                raise ProtocolViolation(str(exc)) from exc
+            for item in items:
+                if isinstance(item, Comment) or not isinstance(item, Event):
+                    continue
+                if item.event != "message":
+                    continue
+                event = self.machine.receive(parse_json_message(item.data))
+                self._pending.append(event)
+                if isinstance(event, (Closed, Failed)):
+                    # The stream is over; later bytes are not read.
+                    self._ended = event
+                    break
+        return self._pending.pop(0)
+
+    async def next_event(self) -> ListenEvent:
+        """The next notification, or the event that ended the stream (Closed/Failed/Lost)."""
+        return await self._next()
+
+    def __aiter__(self) -> ListenStream:
+        return self
+
+    async def __anext__(self) -> ListenEvent:
+        if self._ended is not None and not self._pending:
+            raise StopAsyncIteration
+        return await self._next()
+
+    async def aclose(self) -> None:
+        """Close from our side; on HTTP that is the unsubscribe (spec §3.5)."""
+        if self._response is not None and not self._response.is_closed:
+            self.closed_locally = self._ended is None
+            await self._response.aclose()
+        if self._ended is None:
+            self._ended = Lost("closed locally")
+
+
+__all__ = [
+    "DiscoverResult",
+    "ListenStream",
+    "McpClient",
+    "make_http_client",
+]

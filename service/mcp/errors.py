@@ -1,0 +1,116 @@
+"""Everything that can go wrong talking to an MCP server, as a small tree of exceptions.
+
+::
+
+    McpError                      base; every instance has .error_code and .hint
+    ├── TransportError            no usable HTTP exchange (refused, DNS, TLS, reset, timeout)
+    ├── HttpStatusError           an HTTP error status without a JSON-RPC body we could read
+    ├── JsonRpcError              the server answered with a JSON-RPC error object
+    ├── ProtocolUnsupported       the server cannot serve revision 2026-07-28
+    ├── ProtocolViolation         the server broke the protocol (bad frame, missing ack, …)
+    └── ListenEnded               a listen stream ended before the caller was done
+        ├── ListenClosed          … gracefully: the server sent the empty result
+        └── ListenLost            … abruptly: EOF, reset, or no bytes for too long
+
+Only :mod:`service.mcp.transport` creates :class:`TransportError` (it is where httpx
+exceptions enter); it keeps the original exception as ``__cause__`` so that
+:func:`service.mcp.classify.network_error_code` can walk the chain the way the TypeScript
+CLI walks ``cause``. Error codes are the stable strings users' scripts match on; the exit
+code for each is a front door's decision (see ``cli/``), not the engine's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.mcp.wire import PROTOCOL_VERSION
+
+PROTOCOL_UNSUPPORTED_HINT = (
+    f"The server does not offer MCP protocol revision {PROTOCOL_VERSION}. This client speaks "
+    f"only {PROTOCOL_VERSION} and never falls back to older revisions: upgrade the server "
+    f"(or the gateway in front of it) to a release that supports {PROTOCOL_VERSION}, then retry."
+)
+
+
+class McpError(Exception):
+    """Base class. ``error_code`` is stable; ``hint`` tells a person what to do next."""
+
+    error_code = "INTERNAL_ERROR"
+    hint: str | None = None
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class TransportError(McpError):
+    """The HTTP exchange itself failed. ``kind`` is ``connect``, ``timeout`` or ``read``."""
+
+    def __init__(self, message: str, *, kind: str = "connect") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class HttpStatusError(McpError):
+    """An HTTP error status whose body is not a JSON-RPC error."""
+
+    def __init__(self, status: int, body: str = "", *, www_authenticate: str | None = None):
+        snippet = body.strip().replace("\n", " ")[:200]
+        super().__init__(f"HTTP {status}" + (f": {snippet}" if snippet else ""))
+        self.status = status
+        self.body = body
+        self.www_authenticate = www_authenticate
+        if status in (401, 403):
+            self.error_code = "AUTH_FAILED"
+
+
+class JsonRpcError(McpError):
+    """A JSON-RPC error object, whatever HTTP status carried it."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        http_status: int | None = None,
+        method: str | None = None,
+    ) -> None:
+        super().__init__(f"{message} (JSON-RPC {code})")
+        self.code = code
+        self.rpc_message = message
+        self.data = data
+        self.http_status = http_status
+        self.method = method
+        if http_status in (401, 403):
+            self.error_code = "AUTH_FAILED"
+
+
+class ProtocolUnsupported(McpError):
+    error_code = "PROTOCOL_UNSUPPORTED"
+    hint = PROTOCOL_UNSUPPORTED_HINT
+
+
+class ProtocolViolation(McpError):
+    """The server sent something 2026-07-28 forbids; we report it rather than guess."""
+
+    error_code = "PROTOCOL_ERROR"
+
+
+class ListenEnded(McpError):
+    close_reason = "remote"
+
+
+class ListenClosed(ListenEnded):
+    error_code = "SUBSCRIPTION_CLOSED"
+    close_reason = "graceful"
+
+
+class ListenLost(ListenEnded):
+    error_code = "SUBSCRIPTION_DISCONNECTED"
+    close_reason = "remote"
