@@ -26,7 +26,7 @@ exit codes: 0 ok, 1 tool error, 2 usage, 3 auth, 4 protocol, 5 network, 6 timeou
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in our JSON/line shape with exit code 2."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         from cli.failures import EXIT_USAGE
 
         as_json = "--json" in sys.argv
@@ -47,24 +47,42 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mcpsubctl", description=DESCRIPTION, epilog=EXIT_CODE_TABLE,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(
+        prog="mcpsubctl",
+        description=DESCRIPTION,
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"mcpsubctl v{__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    probe = sub.add_parser("probe", help="wait once for the next update of one or more URIs",
-                           epilog=EXIT_CODE_TABLE,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    probe = sub.add_parser(
+        "probe",
+        help="wait once for the next update of one or more URIs",
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _common(probe)
-    probe.add_argument("--uri", action="append", default=None,
-                       help="resource URI; repeat for several URIs on one listen stream")
+    probe.add_argument(
+        "--uri",
+        action="append",
+        default=None,
+        help="resource URI; repeat for several URIs on one listen stream",
+    )
     probe.add_argument("--skip-resource-list-check", action="store_true")
-    probe.add_argument("--follow", action="store_true",
-                       help="keep listening; print one JSON line per re-read (NDJSON)")
+    probe.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep listening; print one JSON line per re-read (NDJSON)",
+    )
     probe.add_argument("--max-events", type=int, default=None, help=argparse.SUPPRESS)
 
-    call = sub.add_parser("call", help="call one tool once", epilog=EXIT_CODE_TABLE,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    call = sub.add_parser(
+        "call",
+        help="call one tool once",
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _common(call)
     call.add_argument("--tool", help="tool name")
     call.add_argument("--args", default=None, help="tool arguments as a JSON object")
@@ -91,8 +109,10 @@ def _timeout_ms(value: float | None, default: float) -> float:
 
 def _token(args: argparse.Namespace) -> str | None:
     if args.auth_token:
-        sys.stderr.write("warning: --auth-token value is visible in process lists and shell "
-                         "history; prefer MCPSUB_AUTH_TOKEN or `mcpsubctl login`\n")
+        sys.stderr.write(
+            "warning: --auth-token value is visible in process lists and shell "
+            "history; prefer MCPSUB_AUTH_TOKEN or `mcpsubctl login`\n"
+        )
         return str(args.auth_token)
     return os.environ.get("MCPSUB_AUTH_TOKEN") or os.environ.get("MCP_PROBE_AUTH_TOKEN") or None
 
@@ -110,7 +130,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if not args.url:
         return _usage_failure("SERVER_URL_UNKNOWN", "pass --url or set MCP_PROBE_URL", args, uris)
     if not uris:
-        return _usage_failure("RESOURCE_URI_REQUIRED", "pass --uri (repeat it for several)", args, uris)
+        return _usage_failure(
+            "RESOURCE_URI_REQUIRED", "pass --uri (repeat it for several)", args, uris
+        )
     follow_forever = args.follow and args.timeout_ms is None
     timeout_ms = None if follow_forever else _timeout_ms(args.timeout_ms, 15000.0)
     if args.follow:
@@ -120,11 +142,17 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     assert timeout_ms is not None
     outcome = run_subscribe_probe(
-        url=args.url, uris=uris, explicit_token=_token(args), timeout_ms=timeout_ms,
-        skip_list_check=args.skip_resource_list_check, ca_cert=args.ca_cert, compat=False,
-        client_name="mcpsubctl", program="mcpsubctl",
+        url=args.url,
+        uris=uris,
+        explicit_token=_token(args),
+        timeout_ms=timeout_ms,
+        skip_list_check=args.skip_resource_list_check,
+        ca_cert=args.ca_cert,
+        compat=False,
+        client_name="mcpsubctl",
+        program="mcpsubctl",
     )
-    extra = {"resourceUris": uris, "notificationUri": None}
+    extra: dict[str, Any] = {"resourceUris": uris, "notificationUri": None}
     if outcome.failure is not None:
         f = outcome.failure
         sys.stderr.write(f"probe failed: {f.message}\n")
@@ -140,7 +168,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if result.error_message:
         sys.stderr.write(f"probe: {result.error_message}\n")
     extra["notificationUri"] = result.notification_uri
-    _emit(output.dumps(output.probe_json(result, extra)) if args.json else output.probe_lines(result))
+    _emit(
+        output.dumps(output.probe_json(result, extra)) if args.json else output.probe_lines(result)
+    )
     return ctl_exit_code(result.error_code)
 
 
@@ -165,8 +195,15 @@ def _follow(args: argparse.Namespace, uris: list[str], timeout_ms: float | None)
     from service.follow import follow
     from service.probe import ProbeOptions
 
-    options = ProbeOptions(url=args.url, uris=uris, token=_token(args), client_name="mcpsubctl",
-                           ca_cert=args.ca_cert, exact_uri_match=False, bound_all_phases=True)
+    options = ProbeOptions(
+        url=args.url,
+        uris=uris,
+        token=_token(args),
+        client_name="mcpsubctl",
+        ca_cert=args.ca_cert,
+        exact_uri_match=False,
+        bound_all_phases=True,
+    )
     base = float(os.environ.get("MCPSUB_BACKOFF_BASE_S", "1.0"))
     backoff = Backoff(base_s=base, cap_s=max(base, 60.0))
 
@@ -190,10 +227,18 @@ def _follow(args: argparse.Namespace, uris: list[str], timeout_ms: float | None)
         return 0
     except Exception as exc:
         failure = classify(exc, mode="subscribe", compat=False)
-        code = getattr(exc, "error_code", None) if failure.code == "INTERNAL_ERROR" else failure.code
+        code = (
+            getattr(exc, "error_code", None) if failure.code == "INTERNAL_ERROR" else failure.code
+        )
         code = code or failure.code
-        emit({"type": "error", "errorCode": code, "message": failure.message,
-              "recommendedNextAction": failure.hint})
+        emit(
+            {
+                "type": "error",
+                "errorCode": code,
+                "message": failure.message,
+                "recommendedNextAction": failure.hint,
+            }
+        )
         sys.stderr.write(f"probe --follow failed: {failure.message}\n")
         return ctl_exit_code(code)
     return 0
@@ -203,14 +248,21 @@ def cmd_call(args: argparse.Namespace) -> int:
     from cli import output
     from cli.failures import ctl_exit_code
 
-    def finish(code: str | None, content: object, hint: str | None, is_error: bool,
-               message: str | None = None) -> int:
+    def finish(
+        code: str | None,
+        content: object,
+        hint: str | None,
+        is_error: bool,
+        message: str | None = None,
+    ) -> int:
         if message:
             sys.stderr.write(f"call failed: {message}\n")
         if hint and code != "TOOL_ERROR":
             sys.stderr.write(f"hint: {hint}\n")
         if args.json:
-            _emit(output.dumps(output.call_json(args.url, args.tool, is_error, code, content, hint)))
+            _emit(
+                output.dumps(output.call_json(args.url, args.tool, is_error, code, content, hint))
+            )
         else:
             _emit(output.call_lines(args.url, args.tool, is_error, code, content, hint))
         return ctl_exit_code(code)
@@ -224,23 +276,39 @@ def cmd_call(args: argparse.Namespace) -> int:
     except ValueError:
         arguments = None
     if not isinstance(arguments, dict):
-        return finish("INVALID_ARGS", None, "--args must be a JSON object", True,
-                      f"--args is not a JSON object: {args.args}")
+        return finish(
+            "INVALID_ARGS",
+            None,
+            "--args must be a JSON object",
+            True,
+            f"--args is not a JSON object: {args.args}",
+        )
     timeout_ms = _timeout_ms(args.timeout_ms, 15000.0)
     from cli.runner import run_tool_call
 
-    outcome = run_tool_call(url=args.url, tool=args.tool, arguments=arguments,
-                            explicit_token=_token(args), timeout_ms=timeout_ms,
-                            ca_cert=args.ca_cert, compat=False, client_name="mcpsubctl",
-                            program="mcpsubctl")
+    outcome = run_tool_call(
+        url=args.url,
+        tool=args.tool,
+        arguments=arguments,
+        explicit_token=_token(args),
+        timeout_ms=timeout_ms,
+        ca_cert=args.ca_cert,
+        compat=False,
+        client_name="mcpsubctl",
+        program="mcpsubctl",
+    )
     if outcome.failure is not None:
         f = outcome.failure
         return finish(f.code, None, f.hint, True, f.message)
     result = outcome.result or {}
     content = result.get("content")
     is_error = result.get("isError") is True
-    return finish("TOOL_ERROR" if is_error else None,
-                  content if isinstance(content, list) else [], None, is_error)
+    return finish(
+        "TOOL_ERROR" if is_error else None,
+        content if isinstance(content, list) else [],
+        None,
+        is_error,
+    )
 
 
 COMMANDS = {"probe": cmd_probe, "call": cmd_call}

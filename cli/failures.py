@@ -25,7 +25,9 @@ from service.mcp.errors import (
     TransportError,
 )
 
-AUTH_CODES = frozenset({"AUTH_LOGIN_REQUIRED", "AUTH_TIMEOUT", "AUTH_REFRESH_FAILED", "AUTH_FAILED"})
+AUTH_CODES = frozenset(
+    {"AUTH_LOGIN_REQUIRED", "AUTH_TIMEOUT", "AUTH_REFRESH_FAILED", "AUTH_FAILED"}
+)
 TOOL_REJECTED_HINT = (
     "the server rejected tools/call before running the tool (unknown tool name or invalid "
     "arguments); check --tool and --args against the server's tools/list"
@@ -72,6 +74,7 @@ CTL_EXIT_CODES: dict[str, int] = {
     "SUBSCRIPTION_CLOSED": EXIT_DISCONNECTED,
     "TOOL_ERROR": EXIT_TOOL_ERROR,
     "DAEMON_UNAVAILABLE": EXIT_DAEMON_UNAVAILABLE,
+    "CALL_FAILED": EXIT_PROTOCOL,
     "INTERNAL_ERROR": EXIT_INTERNAL,
 }
 
@@ -111,8 +114,11 @@ def classify(exc: BaseException, *, mode: str, compat: bool) -> Failure:
         return Failure(auth, hint, message)
     http_auth = getattr(exc, "error_code", None) == "AUTH_FAILED"
     if http_auth and (mode == "call" or not compat):
-        return Failure("AUTH_FAILED", hint or "the server refused the credentials; "
-                       "check --auth-token or run --login", message)
+        return Failure(
+            "AUTH_FAILED",
+            hint or "the server refused the credentials; check --auth-token or run --login",
+            message,
+        )
     if isinstance(exc, ProtocolUnsupported):
         return Failure("PROTOCOL_UNSUPPORTED", exc.hint, message)
     if (
@@ -133,10 +139,15 @@ def classify(exc: BaseException, *, mode: str, compat: bool) -> Failure:
             return Failure("REQUEST_TIMEOUT", "the server did not answer in time", message)
         return Failure("NETWORK_ERROR", "the connection to the server failed; retry later", message)
     if isinstance(exc, TimeoutError) or getattr(exc, "error_code", None) == "NOTIFICATION_TIMEOUT":
-        return Failure("REQUEST_TIMEOUT", "--timeout-ms elapsed before the server answered", message)
+        return Failure(
+            "REQUEST_TIMEOUT", "--timeout-ms elapsed before the server answered", message
+        )
     if isinstance(exc, ProtocolViolation):
-        return Failure("PROTOCOL_ERROR", "the server broke MCP 2026-07-28; report it to its "
-                       "maintainers with this message", message)
+        return Failure(
+            "PROTOCOL_ERROR",
+            "the server broke MCP 2026-07-28; report it to its maintainers with this message",
+            message,
+        )
     if isinstance(exc, McpError) and exc.error_code != "INTERNAL_ERROR":
         return Failure(exc.error_code, hint, message)
     if isinstance(exc, (JsonRpcError, HttpStatusError)):

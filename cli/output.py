@@ -64,7 +64,9 @@ def probe_lines(result: ProbeResult) -> str:
         lines.append(f"notification {result.notification_uri}")
     if result.final_text:
         lines += ["final", result.final_text]
-    summary = f"phase-summary route={result.route} url={result.server_url} uri={result.resource_uri}"
+    summary = (
+        f"phase-summary route={result.route} url={result.server_url} uri={result.resource_uri}"
+    )
     if result.error_code:
         summary += f" error-code={result.error_code}"
     lines.append(summary)
@@ -72,7 +74,11 @@ def probe_lines(result: ProbeResult) -> str:
 
 
 def failure_json(
-    code: str, hint: str | None, url: str | None, uri: str | None, extra: dict[str, Any] | None = None
+    code: str,
+    hint: str | None,
+    url: str | None,
+    uri: str | None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
         "route": "failed",

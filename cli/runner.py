@@ -27,11 +27,14 @@ def _resolve_token(url: str, explicit: str | None, budget_s: float, program: str
     """The explicit token wins; otherwise the login cache (when the auth module is present)."""
     if explicit:
         return explicit
+    import importlib
+
     try:
-        from service.auth.resolve import resolve_token_sync
+        resolve = importlib.import_module("service.auth.resolve")
     except ImportError:  # pragma: no cover - before the auth module lands
         return None
-    token, source = resolve_token_sync(url, budget_s)
+    token: str | None
+    token, source = resolve.resolve_token_sync(url, budget_s)
     if source in ("cache", "cache-refreshed"):
         sys.stderr.write(f"auth token source: {source}\n")
     return token
@@ -93,8 +96,13 @@ def run_tool_call(
         remaining = max(0.001, timeout_ms / 1000 - (time.monotonic() - started))
         result = asyncio.run(
             call_tool_once(
-                url, tool, arguments, token=token, timeout_s=remaining,
-                client_name=client_name, ca_cert=ca_cert,
+                url,
+                tool,
+                arguments,
+                token=token,
+                timeout_s=remaining,
+                client_name=client_name,
+                ca_cert=ca_cert,
             )
         )
         return Outcome(result=result)

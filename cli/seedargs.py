@@ -43,8 +43,10 @@ def peek(argv: list[str], name: str) -> str | None:
 
 def parse_timeout_ms(raw: str) -> float:
     """A finite number > 0; decimals and exponents are accepted, as ``Number()`` does."""
+    text = raw.strip()
     try:
-        value = float(raw.strip()) if raw.strip() else math.nan
+        # float() also takes "1_000", which JavaScript's Number() (the original) rejects.
+        value = float(text) if text and "_" not in text else math.nan
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:

@@ -119,7 +119,11 @@ def _subscribe(args: list[str]) -> int:
         return fail("INTERNAL_ERROR", None, str(exc))
     if not url:
         if as_json:
-            _emit(output.dumps(output.failure_json("SERVER_URL_UNKNOWN", None, None, uri or DEFAULT_URI)))
+            _emit(
+                output.dumps(
+                    output.failure_json("SERVER_URL_UNKNOWN", None, None, uri or DEFAULT_URI)
+                )
+            )
         else:
             _emit(output.failure_lines("SERVER_URL_UNKNOWN", None, None, uri))
         sys.stderr.write("subscribe-probe failed: no server URL: pass --url or set MCP_PROBE_URL\n")
@@ -135,7 +139,10 @@ def _subscribe(args: list[str]) -> int:
             "warning: --auth-token value is visible in process lists and shell history; "
             "prefer MCP_PROBE_AUTH_TOKEN or --login\n"
         )
-    skip = has_flag(args, "--skip-resource-list-check") or env.get("MCP_PROBE_SKIP_LIST_CHECK") == "true"
+    skip = (
+        has_flag(args, "--skip-resource-list-check")
+        or env.get("MCP_PROBE_SKIP_LIST_CHECK") == "true"
+    )
 
     from cli.runner import run_subscribe_probe
 
@@ -227,7 +234,12 @@ def _call(args: list[str]) -> int:
     result = outcome.result or {}
     content = result.get("content")
     is_error = result.get("isError") is True
-    return finish("TOOL_ERROR" if is_error else None, content if isinstance(content, list) else [], None, is_error)
+    return finish(
+        "TOOL_ERROR" if is_error else None,
+        content if isinstance(content, list) else [],
+        None,
+        is_error,
+    )
 
 
 if __name__ == "__main__":

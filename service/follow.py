@@ -18,7 +18,13 @@ from service.actions import extract_next_action
 from service.backoff import Backoff
 from service.mcp import wire
 from service.mcp.client import McpClient
-from service.mcp.errors import HttpStatusError, ListenEnded, McpError, ProtocolViolation, TransportError
+from service.mcp.errors import (
+    HttpStatusError,
+    ListenEnded,
+    McpError,
+    ProtocolViolation,
+    TransportError,
+)
 from service.mcp.listen import Closed, Failed, Lost, Notified
 from service.probe import ProbeOptions, text_of
 
@@ -80,7 +86,9 @@ async def follow(
                     if missing:
                         raise NotHonored(f"the server did not honor: {', '.join(missing)}")
                     for uri in uris:
-                        if report(uri, text_of(await client.read_resource(uri), uri), "acknowledged"):
+                        if report(
+                            uri, text_of(await client.read_resource(uri), uri), "acknowledged"
+                        ):
                             return
                     async for event in stream:
                         if isinstance(event, Notified):

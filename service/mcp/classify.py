@@ -25,6 +25,7 @@ from service.mcp.errors import (
     ProtocolUnsupported,
     ProtocolViolation,
 )
+from service.mcp.listen import same_id
 from service.mcp.sse import Event, SSEDecoder
 
 TLS_HINT = (
@@ -95,7 +96,7 @@ def parse_response(
         for item in decoder.feed(body) + decoder.feed(b"\n\n"):
             if isinstance(item, Event) and item.event == "message":
                 candidate = parse_json_message(item.data)
-                if "method" not in candidate and candidate.get("id") == request_id:
+                if "method" not in candidate and same_id(candidate.get("id"), request_id):
                     message = candidate
                     break
         if message is None:
@@ -108,15 +109,19 @@ def parse_response(
             decoded = json.loads(text) if text.strip() else None
         except ValueError:
             decoded = None
-        if isinstance(decoded, dict) and ("error" in decoded or "result" in decoded):
+        if isinstance(decoded, dict) and (
+            isinstance(decoded.get("error"), dict) or "result" in decoded
+        ):
             message = decoded
         elif status >= 400:
             raise HttpStatusError(status, text, www_authenticate=www_authenticate)
         else:
             raise ProtocolViolation(f"{method}: HTTP {status} without a JSON-RPC response")
     if "error" not in message and status >= 400:
-        raise HttpStatusError(status, body.decode("utf-8", errors="replace"))
-    if message.get("id") != request_id and "error" not in message:
+        raise HttpStatusError(
+            status, body.decode("utf-8", errors="replace"), www_authenticate=www_authenticate
+        )
+    if not same_id(message.get("id"), request_id) and "error" not in message:
         raise ProtocolViolation(
             f"{method}: response id {message.get('id')!r} does not match request {request_id!r}"
         )

@@ -12,7 +12,7 @@
         ├── ListenClosed          … gracefully: the server sent the empty result
         └── ListenLost            … abruptly: EOF, reset, or no bytes for too long
 
-Only :mod:`service.mcp.transport` creates :class:`TransportError` (it is where httpx
+Only :mod:`service.mcp.client` creates :class:`TransportError` (it is where httpx
 exceptions enter); it keeps the original exception as ``__cause__`` so that
 :func:`service.mcp.classify.network_error_code` can walk the chain the way the TypeScript
 CLI walks ``cause``. Error codes are the stable strings users' scripts match on; the exit

@@ -61,10 +61,13 @@ class SSEDecoder:
         self._retry: int | None = None
         self._event_bytes = 0
         self._has_fields = False
+        self._bom_pending = True
 
     def feed(self, chunk: bytes) -> list[Event | Comment]:
         """Consume ``chunk``; return every event and comment it completes, in order."""
         out: list[Event | Comment] = []
+        if not chunk:
+            return out
         if self._pending_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         self._pending_cr = False
@@ -108,6 +111,10 @@ class SSEDecoder:
 
     def _line(self, raw: bytes, out: list[Event | Comment]) -> None:
         line = raw.decode("utf-8", errors="replace")
+        if self._bom_pending:
+            # The stream may start with a UTF-8 byte order mark, which is not a field name.
+            self._bom_pending = False
+            line = line.removeprefix("\ufeff")
         if not line:
             if self._has_fields and self._data:
                 out.append(
@@ -137,5 +144,5 @@ class SSEDecoder:
         elif name == "id":
             if "\x00" not in value:
                 self._last_id = value
-        elif name == "retry" and value.isdigit():
+        elif name == "retry" and value.isascii() and value.isdigit():
             self._retry = int(value)

@@ -79,14 +79,14 @@ def encode_header_value(value: str) -> str:
     and anything that already looks like the sentinel, is wrapped, so decoding is never
     ambiguous.
     """
-    if _PLAIN.match(value) and not _SENTINEL.match(value):
+    if _PLAIN.fullmatch(value) and not _SENTINEL.fullmatch(value):
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
 def decode_header_value(value: str) -> str:
     """Inverse of :func:`encode_header_value`; a broken sentinel raises ``ValueError``."""
-    match = _SENTINEL.match(value)
+    match = _SENTINEL.fullmatch(value)
     if match is None:
         return value
     try:

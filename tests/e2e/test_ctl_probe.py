@@ -1,0 +1,230 @@
+"""``mcpsubctl probe`` / ``call``: the same engine with several URIs, --follow, exit codes."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from tests.support.cli import finish, run_cli, spawn_cli
+from tests.support.lab import LabServer
+
+REVIEW = "test://review/status"
+
+
+def _add(lab: LabServer, uri: str, text: str, notify: bool = True) -> None:
+    lab.control(
+        "PUT", "/lab/resources", json={"uri": uri, "text": text, "notify": notify}
+    ).raise_for_status()
+
+
+def test_probe_json_has_probe_keys_plus_extras(review_lab: LabServer) -> None:
+    result = run_cli("mcpsubctl", "probe", "--url", review_lab.url, "--uri", REVIEW, "--json")
+    assert result.code == 0, result.stderr
+    data = result.json
+    assert list(data)[:12] == [
+        "route", "serverUrl", "resourceUri", "listenAcknowledged", "honoredUris",
+        "notificationReceived", "notificationCount", "closeReason", "errorCode",
+        "initialText", "finalText", "recommendedNextAction",
+    ]  # fmt: skip
+    assert data["resourceUris"] == [REVIEW]
+    assert data["notificationUri"] == REVIEW
+
+
+def test_several_uris_share_one_listen(lab_server_factory) -> None:
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    for n in (1, 2, 3):
+        _add(lab, f"test://multi/{n}", f"item {n}: open")
+    proc = spawn_cli(
+        "mcpsubctl",
+        "probe",
+        "--url",
+        lab.url,
+        "--uri",
+        "test://multi/1",
+        "--uri",
+        "test://multi/2",
+        "--uri",
+        "test://multi/3",
+        "--json",
+    )
+    acks = lab.wait_event("listen.acknowledged", timeout=10)
+    _add(lab, "test://multi/2", "item 2: closed")
+    result = finish(proc)
+    assert result.code == 0, result.stderr
+    data = result.json
+    assert data["resourceUri"] == "test://multi/2"
+    assert data["finalText"] == "item 2: closed"
+    assert sorted(data["honoredUris"]) == ["test://multi/1", "test://multi/2", "test://multi/3"]
+    assert len([e for e in lab.log() if e["event"] == "listen.opened"]) == 1
+    assert len(acks) == 1
+
+
+def test_sub_resource_notification_is_reported_and_read(lab_server_factory) -> None:
+    """Spec §3.3: a server may report a sub-resource; mcpsubctl reads it instead of dropping it."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    _add(lab, "file:///dir", "a directory")
+    _add(lab, "file:///dir/a.txt", "old")
+    proc = spawn_cli(
+        "mcpsubctl",
+        "probe",
+        "--url",
+        lab.url,
+        "--uri",
+        "file:///dir",
+        "--json",
+        "--timeout-ms",
+        "10000",
+    )
+    lab.wait_event("listen.acknowledged", timeout=10)
+    _add(lab, "file:///dir/a.txt", "new", notify=False)
+    lab.control("POST", "/lab/notify", json={"uri": "file:///dir/a.txt", "via": "file:///dir"})
+    result = finish(proc)
+    data = result.json
+    assert result.code == 0, result.stderr
+    assert data["notificationUri"] == "file:///dir/a.txt"
+    assert data["resourceUri"] == "file:///dir/a.txt"
+    assert data["finalText"] == "new"
+
+
+@pytest.mark.parametrize(
+    ("config", "code", "exit_code"),
+    [
+        ({"dishonorUris": [REVIEW]}, "SUBSCRIPTION_NOT_HONORED", 8),
+        ({"refuseListen": True}, "SUBSCRIPTION_FAILED", 8),
+        ({"legacyMode": "method-not-found"}, "PROTOCOL_UNSUPPORTED", 4),
+        ({"authToken": "s3cret"}, "AUTH_FAILED", 3),
+        ({"failMethods": {"server/discover": 503}}, "SERVER_ERROR", 4),
+    ],
+)
+def test_exit_code_per_failure_class(
+    lab_server: LabServer, config, code: str, exit_code: int
+) -> None:
+    lab_server.configure(**config)
+    result = run_cli("mcpsubctl", "probe", "--url", lab_server.url, "--uri", REVIEW, "--json")
+    assert (result.json["errorCode"], result.code) == (code, exit_code)
+
+
+def test_timeout_bounds_every_phase(lab_server: LabServer) -> None:
+    lab_server.configure(silentMethods=["server/discover"])
+    started = time.monotonic()
+    result = run_cli(
+        "mcpsubctl",
+        "probe",
+        "--url",
+        lab_server.url,
+        "--uri",
+        REVIEW,
+        "--timeout-ms",
+        "700",
+        "--json",
+    )
+    assert time.monotonic() - started < 8
+    assert (result.json["errorCode"], result.code) == ("REQUEST_TIMEOUT", 6)
+
+
+def test_not_found_and_timeout_exit_codes(lab_server_factory) -> None:
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    missing = run_cli("mcpsubctl", "probe", "--url", lab.url, "--uri", "test://none", "--json")
+    assert (missing.json["errorCode"], missing.code) == ("RESOURCE_NOT_FOUND", 7)
+    waited = run_cli(
+        "mcpsubctl", "probe", "--url", lab.url, "--uri", REVIEW, "--json", "--timeout-ms", "1500"
+    )
+    assert (waited.json["errorCode"], waited.code) == ("NOTIFICATION_TIMEOUT", 6)
+
+
+def test_disconnected_exit_code(lab_server_factory) -> None:
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    lab.configure(dropAfterAckMs=100)
+    result = run_cli(
+        "mcpsubctl", "probe", "--url", lab.url, "--uri", REVIEW, "--json", "--timeout-ms", "20000"
+    )
+    assert (result.json["errorCode"], result.code) == ("SUBSCRIPTION_DISCONNECTED", 9)
+
+
+def test_usage_errors(lab_server: LabServer) -> None:
+    no_url = run_cli("mcpsubctl", "probe", "--uri", REVIEW, "--json")
+    assert (no_url.json["errorCode"], no_url.code) == ("SERVER_URL_UNKNOWN", 2)
+    no_uri = run_cli("mcpsubctl", "probe", "--url", lab_server.url)
+    assert no_uri.code == 2
+    assert no_uri.field("error-code") == "RESOURCE_URI_REQUIRED"
+    bad = run_cli(
+        "mcpsubctl", "probe", "--url", lab_server.url, "--uri", REVIEW, "--bogus", "--json"
+    )
+    assert bad.code == 2
+    assert bad.json["errorCode"] == "USAGE_ERROR"
+    assert "Traceback" not in bad.stdout + bad.stderr
+
+
+def test_follow_reconnects_and_rereads_after_every_ack(lab_server_factory) -> None:
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    uri = "test://follow/1"
+    _add(lab, uri, "rev 1")
+    proc = spawn_cli(
+        "mcpsubctl",
+        "probe",
+        "--url",
+        lab.url,
+        "--uri",
+        uri,
+        "--follow",
+        "--max-events",
+        "3",
+        "--json",
+        env={"MCPSUB_BACKOFF_BASE_S": "0.05"},
+    )
+    lab.wait_event("resources.read", count=1, timeout=10)  # the read after the ack
+    _add(lab, uri, "rev 2")
+    lab.wait_event("resources.read", count=2, timeout=10)  # after the ack, after the update
+    # The content changes without a notification reaching us, then the stream is lost.
+    _add(lab, uri, "rev 3", notify=False)
+    lab.control("POST", "/lab/streams/drop").raise_for_status()
+    result = finish(proc, timeout=30)
+    assert result.code == 0, result.stderr
+    records = result.ndjson
+    reads = [r for r in records if r["type"] == "read"]
+    assert [r["text"] for r in reads][:2] == ["rev 1", "rev 2"]
+    assert reads[-1]["text"] == "rev 3", "the reconnect must re-read: nothing is replayed"
+    assert reads[-1]["trigger"] == "acknowledged"
+    assert reads[-1]["generation"] > reads[0]["generation"]
+    assert any(r["type"] == "lost" for r in records)
+
+
+def test_follow_stops_cleanly_on_sigint(lab_server: LabServer) -> None:
+    proc = spawn_cli("mcpsubctl", "probe", "--url", lab_server.url, "--uri", REVIEW, "--follow")
+    lab_server.wait_event("listen.acknowledged", timeout=10)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    result = finish(proc, timeout=10)
+    assert result.code == 0
+    assert "Traceback" not in result.stderr
+
+
+def test_ctl_call(lab_server: LabServer) -> None:
+    ok = run_cli(
+        "mcpsubctl",
+        "call",
+        "--url",
+        lab_server.url,
+        "--tool",
+        "echo_tool",
+        "--args",
+        '{"message":"x"}',
+        "--json",
+    )
+    assert (ok.code, ok.json["content"]) == (0, [{"type": "text", "text": "x"}])
+    rejected = run_cli("mcpsubctl", "call", "--url", lab_server.url, "--tool", "nope", "--json")
+    assert (rejected.code, rejected.json["errorCode"]) == (4, "TOOL_REQUEST_REJECTED")
+    failed = run_cli(
+        "mcpsubctl",
+        "call",
+        "--url",
+        lab_server.url,
+        "--tool",
+        "echo_tool",
+        "--args",
+        '{"shouldError":true}',
+    )
+    assert failed.code == 1
+    assert failed.field("error-code") == "TOOL_ERROR"

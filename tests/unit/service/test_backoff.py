@@ -1,0 +1,70 @@
+"""service.backoff: full-jitter exponential backoff."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from service.backoff import Backoff
+
+
+@pytest.mark.parametrize(
+    ("attempt", "ceiling"),
+    [(0, 1.0), (1, 2.0), (2, 4.0), (5, 32.0), (8, 256.0), (9, 300.0), (70, 300.0), (10**6, 300.0)],
+)
+def test_ceiling_doubles_and_caps(attempt: int, ceiling: float) -> None:
+    assert Backoff(base_s=1.0, cap_s=300.0).ceiling(attempt) == ceiling
+
+
+def test_ceiling_with_other_base() -> None:
+    b = Backoff(base_s=0.5, cap_s=3.0)
+    assert [b.ceiling(i) for i in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+
+
+def test_delay_within_zero_and_ceiling() -> None:
+    b = Backoff()
+    rng = random.Random(1234)
+    for attempt in range(14):
+        draws = [b.delay(attempt, rng=rng) for _ in range(200)]
+        assert all(0.0 <= d <= b.ceiling(attempt) for d in draws)
+        # Full jitter: draws spread over the range rather than hugging the ceiling.
+        assert min(draws) < b.ceiling(attempt) / 4
+        assert max(draws) > b.ceiling(attempt) * 3 / 4
+
+
+def test_delay_is_deterministic_for_a_seed() -> None:
+    b = Backoff()
+    one = [b.delay(i, rng=random.Random(9)) for i in range(10)]
+    two = [b.delay(i, rng=random.Random(9)) for i in range(10)]
+    assert one == two
+
+
+def test_delay_uses_the_given_rng() -> None:
+    b = Backoff()
+    assert b.delay(8, rng=random.Random(5)) == random.Random(5).uniform(0.0, 256.0)
+
+
+def test_hint_wins_when_larger() -> None:
+    b = Backoff(base_s=1.0, cap_s=300.0)
+    assert b.delay(0, hint_s=5.0, rng=random.Random(1)) == 5.0
+
+
+def test_hint_is_capped() -> None:
+    b = Backoff(base_s=1.0, cap_s=300.0)
+    assert b.delay(0, hint_s=10_000.0, rng=random.Random(1)) == 300.0
+
+
+def test_smaller_hint_keeps_the_draw() -> None:
+    b = Backoff()
+    expected = random.Random(3).uniform(0.0, 256.0)
+    assert expected > 1e-3
+    assert b.delay(8, hint_s=1e-3, rng=random.Random(3)) == expected
+
+
+def test_next_attempt_resets_after_healthy_period() -> None:
+    b = Backoff(healthy_reset_s=60.0)
+    assert b.next_attempt(5, healthy_for_s=60.0) == 0
+    assert b.next_attempt(5, healthy_for_s=3600.0) == 0
+    assert b.next_attempt(5, healthy_for_s=59.9) == 6
+    assert b.next_attempt(0, healthy_for_s=0.0) == 1
