@@ -109,10 +109,9 @@ def _timeout_ms(value: float | None, default: float) -> float:
 
 def _token(args: argparse.Namespace) -> str | None:
     if args.auth_token:
-        sys.stderr.write(
-            "warning: --auth-token value is visible in process lists and shell "
-            "history; prefer MCPSUB_AUTH_TOKEN or `mcpsubctl login`\n"
-        )
+        from cli.seedargs import warn_token_flag
+
+        warn_token_flag("MCPSUB_AUTH_TOKEN or `mcpsubctl login`")
         return str(args.auth_token)
     return os.environ.get("MCPSUB_AUTH_TOKEN") or os.environ.get("MCP_PROBE_AUTH_TOKEN") or None
 

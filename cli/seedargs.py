@@ -52,3 +52,13 @@ def parse_timeout_ms(raw: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise UsageError(f"Invalid --timeout-ms: {raw}")
     return value
+
+
+def warn_token_flag(prefer: str = "MCP_PROBE_AUTH_TOKEN or --login") -> None:
+    """``--auth-token`` puts a secret into ``ps`` output and shell history: say so, once."""
+    import sys
+
+    sys.stderr.write(
+        "warning: --auth-token value is visible in process lists and shell history; "
+        f"prefer {prefer}\n"
+    )

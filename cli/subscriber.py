@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cli.seedargs import UsageError, has_flag, option, parse_timeout_ms, peek
+from cli.seedargs import UsageError, has_flag, option, parse_timeout_ms, peek, warn_token_flag
 
 PROGRAM = "mcp-resource-subscriber"
 DEFAULT_URI = "test://review/status"
@@ -135,10 +135,7 @@ def _subscribe(args: list[str]) -> int:
             "to watch another resource)\n"
         )
     if token_flag:
-        sys.stderr.write(
-            "warning: --auth-token value is visible in process lists and shell history; "
-            "prefer MCP_PROBE_AUTH_TOKEN or --login\n"
-        )
+        warn_token_flag()
     skip = (
         has_flag(args, "--skip-resource-list-check")
         or env.get("MCP_PROBE_SKIP_LIST_CHECK") == "true"
@@ -212,10 +209,7 @@ def _call(args: list[str]) -> int:
     if not isinstance(arguments, dict):
         return fail("INVALID_ARGS", f"--args must be a JSON object, got: {raw_args}")
     if token_flag:
-        sys.stderr.write(
-            "warning: --auth-token value is visible in process lists and shell history; "
-            "prefer MCP_PROBE_AUTH_TOKEN or --login\n"
-        )
+        warn_token_flag()
     from cli.runner import run_tool_call
 
     outcome = run_tool_call(
