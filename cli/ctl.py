@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(call)
     call.add_argument("--tool", help="tool name")
     call.add_argument("--args", default=None, help="tool arguments as a JSON object")
+
+    from cli.daemon_cmds import add_daemon_commands
+
+    add_daemon_commands(sub)
     return parser
 
 
@@ -312,8 +316,16 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 COMMANDS = {"probe": cmd_probe, "call": cmd_call}
 
+from cli.daemon_cmds import DAEMON_COMMANDS  # noqa: E402
+
+COMMANDS.update(DAEMON_COMMANDS)
+
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # answer before building the parser: scripts call it often
+        sys.stdout.write(f"mcpsubctl v{__version__}\n")
+        return 0
     args = build_parser().parse_args(argv)
     return COMMANDS[args.command](args)
 

@@ -279,7 +279,7 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
                 drain.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await drain
-            if result.close_reason is None and stream.machine is not None:
+            if result.close_reason is None and stream.streamed:
                 result.close_reason = "local"
             await stream.aclose()
             result.notification_count = queue.count

@@ -269,6 +269,8 @@ class ListenStream:
         self.honored: dict[str, Any] = {}
         self.last_activity = time.monotonic()
         self.closed_locally = False
+        self.streamed = False
+        """True once the server answered with an event stream (there is a stream to close)."""
         self._response: httpx.Response | None = None
         self._stream_cm: Any = None
         self._pending: list[ListenEvent] = []
@@ -334,6 +336,7 @@ class ListenStream:
         if response.status_code >= 400:
             await response.aclose()
             raise HttpStatusError(response.status_code, "")
+        self.streamed = True
         self._chunks = response.aiter_raw()
         event = await self._next()
         if isinstance(event, Acknowledged):

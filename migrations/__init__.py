@@ -1,0 +1,1 @@
+"""Alembic migrations for the daemon's database; applied by ``mcpsubd`` on start."""

@@ -1,0 +1,1 @@
+"""mcpsubd: the long-running subscription daemon."""

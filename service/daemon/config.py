@@ -1,0 +1,158 @@
+"""The daemon's settings, built once: flags, then ``MCPSUB_*`` env, then a TOML file, then defaults.
+
+Every limit and timeout has a name here, a default, and a line in ``docs/operations.md``
+(principle 6: bounded everything). The settings object is frozen and passed down; nothing
+below reads the environment again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A setting has a value we cannot use; the message names the setting."""
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/mcpsub`` (Linux), ``~/Library/Application Support/mcpsub`` (macOS)."""
+    explicit = os.environ.get("STATE_DIRECTORY")  # systemd StateDirectory=
+    if explicit:
+        return Path(explicit.split(":")[0])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "mcpsub"
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "mcpsub"
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_dir: Path = field(default_factory=default_state_dir)
+    api: str = ""
+    """``unix:///path/api.sock`` (default: ``<state_dir>/api.sock``) or ``tcp://127.0.0.1:PORT``."""
+    database_url: str = ""
+    """Default: SQLite ``<state_dir>/mcpsub.db``."""
+    log_level: str = "info"
+    log_format: str = "auto"
+    """``json``, ``console`` or ``auto`` (JSON when stdout is not a TTY)."""
+    keepalive_s: float = 15.0
+    """Keep-alive interval we expect from servers; no bytes for 3x this = stream lost."""
+    ack_timeout_s: float = 30.0
+    request_timeout_s: float = 30.0
+    connect_timeout_s: float = 10.0
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 300.0
+    healthy_reset_s: float = 60.0
+    not_honored_retry_s: float = 300.0
+    login_retry_s: float = 300.0
+    read_concurrency: int = 64
+    keep_revisions: int = 100
+    max_age_days: float = 30.0
+    keep_events: int = 100_000
+    prune_interval_s: float = 600.0
+    shutdown_timeout_s: float = 5.0
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / "mcpsub.db"
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{self.db_path}"
+
+    @property
+    def sync_db_url(self) -> str:
+        return self.db_url.replace("+aiosqlite", "")
+
+    @property
+    def api_socket(self) -> Path | None:
+        if not self.api or self.api.startswith("unix://"):
+            return Path(self.api[len("unix://") :]) if self.api else self.state_dir / "api.sock"
+        return None
+
+    @property
+    def api_tcp(self) -> tuple[str, int] | None:
+        if self.api.startswith("tcp://"):
+            host, _, port = self.api[len("tcp://") :].rpartition(":")
+            return host, int(port)
+        return None
+
+    @property
+    def token_path(self) -> Path:
+        return self.state_dir / "api.token"
+
+
+_FIELDS = {f.name: f for f in fields(Settings)}
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    kind = _FIELDS[name].type
+    try:
+        if kind == "Path":
+            return Path(str(raw)).expanduser()
+        if kind == "float":
+            value = float(raw)
+            if value < 0:
+                raise ValueError("must be >= 0")
+            return value
+        if kind == "int":
+            value = int(raw)
+            if value < 1:
+                raise ValueError("must be >= 1")
+            return value
+        return str(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid value for {name}: {raw!r} ({exc})") from exc
+
+
+def _validate(settings: Settings) -> Settings:
+    api = settings.api
+    if api and not api.startswith(("unix://", "tcp://")):
+        raise ConfigError(
+            f"invalid value for api: {api!r} (use unix:///PATH or tcp://127.0.0.1:PORT)"
+        )
+    if api.startswith("tcp://"):
+        try:
+            host, _port = settings.api_tcp or ("", 0)
+        except ValueError as exc:
+            raise ConfigError(f"invalid value for api: {api!r} (tcp://127.0.0.1:PORT)") from exc
+        if host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
+            raise ConfigError("api: the TCP listener binds loopback only (tcp://127.0.0.1:PORT)")
+    if settings.log_format not in ("auto", "json", "console"):
+        raise ConfigError(f"invalid value for log_format: {settings.log_format!r}")
+    return settings
+
+
+def load_settings(
+    flags: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    config_file: Path | None = None,
+) -> Settings:
+    """Merge the sources; the first that names a setting wins."""
+    env = dict(os.environ if env is None else env)
+    values: dict[str, Any] = {}
+    file_path = config_file or (Path(env["MCPSUB_CONFIG"]) if env.get("MCPSUB_CONFIG") else None)
+    if file_path is not None:
+        try:
+            data = tomllib.loads(file_path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {file_path}: {exc}") from exc
+        section = data.get("mcpsubd", data)
+        for key, raw in section.items():
+            name = key.replace("-", "_")
+            if name not in _FIELDS:
+                raise ConfigError(f"{file_path}: unknown setting {key!r}")
+            values[name] = _coerce(name, raw)
+    for name in _FIELDS:
+        raw = env.get("MCPSUB_" + name.upper())
+        if raw not in (None, ""):
+            values[name] = _coerce(name, raw)
+    for name, raw in (flags or {}).items():
+        if raw is not None:
+            values[name] = _coerce(name, raw)
+    return _validate(replace(Settings(), **values))

@@ -1,0 +1,429 @@
+"""One server link: a single ``subscriptions/listen`` stream carrying every URI wanted there.
+
+Lifecycle (one task per link, readable top to bottom in :meth:`ServerLink.run`)::
+
+    resolve token -> discover -> listen(all URIs) -> ack -> generation+1 -> re-read
+         ^                                                     |
+         |  backoff (full jitter)   <- lost / closed / 5xx <---+-- notifications -> re-read URI
+         |                                                     |
+         +-- URI set changed: listen(new set) -> ack -> close old stream (make-before-break)
+
+Nothing is replayed by MCP servers, so every new acknowledgement after a loss is followed by a
+re-read of every URI; a URI-set change re-reads the added URIs. A keep-alive watchdog treats a
+stream that sent no byte for three keep-alive intervals as lost. Authentication problems park
+the link in ``login_required`` and a server that cannot speak 2026-07-28 in ``error``; both
+retry on a slow schedule instead of hammering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import structlog
+
+from service.backoff import Backoff
+from service.daemon.config import Settings
+from service.daemon.refresher import ReadTarget, UriRefresher
+from service.mcp import wire
+from service.mcp.client import ListenStream, McpClient
+from service.mcp.errors import (
+    HttpStatusError,
+    JsonRpcError,
+    ListenLost,
+    McpError,
+    ProtocolUnsupported,
+)
+from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
+from service.store import Store
+
+log = structlog.get_logger("mcpsubd.link")
+
+TokenProvider = Callable[[str], Awaitable[str | None]]
+
+
+class LoginRequired(McpError):
+    error_code = "AUTH_LOGIN_REQUIRED"
+
+
+class _Restart(Exception):
+    """Internal: the session ended and the link should reconnect (after backoff)."""
+
+    def __init__(self, reason: str, code: str = "SUBSCRIPTION_DISCONNECTED") -> None:
+        super().__init__(reason)
+        self.code = code
+
+
+class ServerLink:
+    def __init__(
+        self,
+        server_id: int,
+        url: str,
+        store: Store,
+        settings: Settings,
+        http: httpx.AsyncClient,
+        limiter: asyncio.Semaphore,
+        stats: dict[str, int],
+        token_provider: TokenProvider | None = None,
+    ) -> None:
+        self.server_id = server_id
+        self.url = url
+        self._store = store
+        self._settings = settings
+        self._http = http
+        self._limiter = limiter
+        self._stats = stats
+        self._tokens = token_provider
+        self.backoff = Backoff(
+            base_s=settings.backoff_base_s,
+            cap_s=settings.backoff_cap_s,
+            healthy_reset_s=settings.healthy_reset_s,
+        )
+        self.wanted: dict[str, int] = {}
+        """URI -> subscription id."""
+        self.refreshers: dict[str, UriRefresher] = {}
+        self.state = "idle"
+        self.generation = 0
+        self.last_error: str | None = None
+        self.last_error_code: str | None = None
+        self.backoff_until: float | None = None
+        self.reconnects = 0
+        self.honored: set[str] = set()
+        self.listened: set[str] = set()
+        self.stream: ListenStream | None = None
+        self._session_token: str | None = None
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    # ---- control from the supervisor ----------------------------------------------------
+    def want(self, uri: str, subscription_id: int) -> None:
+        if self.wanted.get(uri) == subscription_id:
+            return
+        self.wanted[uri] = subscription_id
+        self._changed.set()
+
+    def unwant(self, uri: str) -> None:
+        if self.wanted.pop(uri, None) is not None:
+            refresher = self.refreshers.pop(uri, None)
+            if refresher is not None:
+                asyncio.get_running_loop().create_task(refresher.stop())
+            self._changed.set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self.run(), name=f"link {self.url}")
+
+    async def stop(self) -> None:
+        """Close the stream locally (that is the unsubscribe) and end the task."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        for refresher in self.refreshers.values():
+            await refresher.stop()
+        await self._close_stream(self.stream)
+        self.stream = None
+        self.state = "stopped"
+
+    def status(self) -> dict[str, Any]:
+        circuit = {"open": "closed", "backoff": "open", "connecting": "half_open"}.get(
+            self.state, "open" if self.state in ("login_required", "error") else "closed"
+        )
+        return {
+            "serverId": self.server_id,
+            "url": self.url,
+            "state": self.state,
+            "generation": self.generation,
+            "lastError": self.last_error,
+            "lastErrorCode": self.last_error_code,
+            "backoffUntil": self.backoff_until,
+            "reconnects": self.reconnects,
+            "streamOpen": self.stream is not None and self.state == "open",
+            "honoredUris": sorted(self.honored),
+            "uris": sorted(self.wanted),
+            "circuit": circuit if self.reconnects or self.state != "open" else "closed",
+        }
+
+    # ---- the loop -------------------------------------------------------------------------
+    async def run(self) -> None:
+        attempt = 0
+        while not self._stopping:
+            if not self.wanted:
+                self.state = "idle"
+                await self._close_stream(self.stream)
+                self.stream = None
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            started = time.monotonic()
+            try:
+                await self._session()
+                delay = 0.0
+            except asyncio.CancelledError:
+                raise
+            except (LoginRequired, ProtocolUnsupported) as exc:
+                slow = (
+                    self._settings.login_retry_s
+                    if isinstance(exc, LoginRequired)
+                    else self._settings.backoff_cap_s
+                )
+                state = "login_required" if isinstance(exc, LoginRequired) else "error"
+                await self._fail(state, exc.error_code, str(exc), slow)
+                delay = slow
+            except Exception as exc:
+                attempt = self.backoff.next_attempt(attempt, time.monotonic() - started)
+                delay = self.backoff.delay(attempt)
+                code = (
+                    exc.code if isinstance(exc, _Restart) else getattr(exc, "error_code", "ERROR")
+                )
+                await self._fail("backoff", code, str(exc) or type(exc).__name__, delay)
+                self._stats["reconnects_total"] = self._stats.get("reconnects_total", 0) + 1
+                self.reconnects += 1
+            if delay:
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        # A changed URI set ends a login/protocol wait early; backoff stays.
+                        if self.state in ("login_required", "error"):
+                            await self._changed.wait()
+                        else:
+                            await asyncio.sleep(delay)
+
+    async def _fail(self, state: str, code: str, message: str, delay: float) -> None:
+        await self._close_stream(self.stream)
+        self.stream = None
+        self.state = state
+        self.last_error, self.last_error_code = message, code
+        self.backoff_until = time.time() + delay
+        log.warning(
+            "link down",
+            url=self.url,
+            state=state,
+            code=code,
+            error=message,
+            retry_in=round(delay, 3),
+        )
+        await self._store.set_server_state(
+            self.server_id,
+            state,
+            error=message,
+            error_code=code,
+            backoff_until=self.backoff_until,
+            reconnect=state == "backoff",
+        )
+        if state == "login_required":
+            await self._store.set_subscription_state(
+                list(self.wanted.values()), "login_required", message
+            )
+        elif state == "error":
+            await self._store.set_subscription_state(list(self.wanted.values()), "error", message)
+
+    async def _token(self) -> str | None:
+        if self._tokens is None:
+            return None
+        try:
+            return await self._tokens(self.url)
+        except McpError as exc:
+            if exc.error_code == "AUTH_LOGIN_REQUIRED":
+                raise LoginRequired(str(exc)) from exc
+            raise
+
+    async def _session(self) -> None:
+        """One connected period: discover, listen, then serve events until something ends it."""
+        self.state = "connecting"
+        token = self._session_token = await self._token()
+        client = McpClient(
+            self.url,
+            token=token,
+            client_name="mcpsubd",
+            http=self._http,
+            timeout=self._settings.request_timeout_s,
+        )
+        try:
+            async with asyncio.timeout(self._settings.request_timeout_s):
+                await client.discover()
+        except (HttpStatusError, JsonRpcError) as exc:
+            if exc.error_code == "AUTH_FAILED":
+                raise LoginRequired(f"the server refused our credentials: {exc}") from exc
+            raise
+        queue: asyncio.Queue[tuple[int, ListenEvent | McpError]] = asyncio.Queue()
+        reader: asyncio.Task[None] | None = None
+        try:
+            stream, reader = await self._relisten(client, queue, reader, reread="all")
+            self.stream = stream
+            while True:
+                if not self.wanted:
+                    return
+                watchdog = self._settings.keepalive_s * 3
+                get = asyncio.ensure_future(queue.get())
+                change = asyncio.ensure_future(self._changed.wait())
+                done, _ = await asyncio.wait(
+                    {get, change}, timeout=watchdog / 3, return_when=asyncio.FIRST_COMPLETED
+                )
+                for pending in (get, change):
+                    if pending not in done:
+                        pending.cancel()
+                if get in done:
+                    generation, item = get.result()
+                    if generation == self.generation:
+                        await self._handle(item)
+                if change in done:
+                    self._changed.clear()
+                    if self.wanted and set(self.wanted) != self.listened:
+                        stream, reader = await self._relisten(client, queue, reader, reread="added")
+                        self.stream = stream
+                if (
+                    self.stream is not None
+                    and time.monotonic() - self.stream.last_activity > watchdog
+                ):
+                    raise _Restart(
+                        f"no bytes for {watchdog:g} s (keep-alive watchdog)", "KEEPALIVE_TIMEOUT"
+                    )
+        finally:
+            if reader is not None:
+                reader.cancel()
+
+    async def _relisten(
+        self,
+        client: McpClient,
+        queue: asyncio.Queue[tuple[int, ListenEvent | McpError]],
+        old_reader: asyncio.Task[None] | None,
+        *,
+        reread: str,
+    ) -> tuple[ListenStream, asyncio.Task[None]]:
+        """Make-before-break: open and acknowledge the new stream, then close the old one."""
+        uris = sorted(self.wanted)
+        previous = set(self.listened)
+        stream = client.listen({"resourceSubscriptions": uris})
+        try:
+            async with asyncio.timeout(self._settings.ack_timeout_s):
+                await stream.open()
+        except TimeoutError as exc:
+            await stream.aclose()
+            raise _Restart("listen not acknowledged in time", "SUBSCRIPTION_FAILED") from exc
+        except (HttpStatusError, JsonRpcError) as exc:
+            await stream.aclose()
+            if exc.error_code == "AUTH_FAILED":
+                raise LoginRequired(f"the server refused our credentials: {exc}") from exc
+            raise _Restart(f"listen refused: {exc}", "SUBSCRIPTION_FAILED") from exc
+        self.generation = await self._store.bump_generation(self.server_id)
+        old_stream = self.stream
+        if old_reader is not None:
+            old_reader.cancel()
+        await self._close_stream(old_stream)
+        self._stats["streams_opened_total"] = self._stats.get("streams_opened_total", 0) + 1
+        self.listened = set(uris)
+        self.honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
+        not_honored = [self.wanted[u] for u in uris if u not in self.honored and u in self.wanted]
+        self.state = "open"
+        self.last_error = self.last_error_code = None
+        self.backoff_until = None
+        await self._store.set_server_state(self.server_id, "open", connected=True)
+        await self._store.set_subscription_state([self.wanted[u] for u in self.honored], "active")
+        if not_honored:
+            await self._store.set_subscription_state(
+                not_honored, "not_honored", "the server's acknowledgement did not include this URI"
+            )
+            loop = asyncio.get_running_loop()
+            loop.call_later(self._settings.not_honored_retry_s, self._retry_not_honored)
+        log.info(
+            "listening",
+            url=self.url,
+            generation=self.generation,
+            uris=len(uris),
+            honored=len(self.honored),
+        )
+        targets = self.honored if reread == "all" else self.honored - previous
+        for uri in sorted(targets):
+            self._refresher(uri).trigger()
+        generation = self.generation
+        reader = asyncio.get_running_loop().create_task(self._pump(stream, generation, queue))
+        return stream, reader
+
+    def _retry_not_honored(self) -> None:
+        if self.listened - self.honored:
+            self.listened = set()  # forces a fresh listen of the whole set
+            self._changed.set()
+
+    async def _pump(
+        self,
+        stream: ListenStream,
+        generation: int,
+        queue: asyncio.Queue[tuple[int, ListenEvent | McpError]],
+    ) -> None:
+        try:
+            while True:
+                event = await stream.next_event()
+                await queue.put((generation, event))
+                if not isinstance(event, Notified):
+                    return
+        except McpError as exc:
+            await queue.put((generation, exc))
+
+    async def _handle(self, item: ListenEvent | McpError) -> None:
+        if isinstance(item, McpError):
+            raise _Restart(f"listen stream broke the protocol: {item}", item.error_code)
+        if isinstance(item, Notified):
+            if item.method == wire.RESOURCE_UPDATED and item.uri:
+                self._on_updated(item.uri)
+            return
+        if isinstance(item, Closed):
+            raise _Restart("the server closed the listen stream", "SUBSCRIPTION_CLOSED")
+        if isinstance(item, Failed):
+            raise _Restart(f"the listen stream failed: {item.error}", "SUBSCRIPTION_FAILED")
+        if isinstance(item, Lost):
+            raise _Restart(f"the listen stream was lost: {item.reason}")
+        raise ListenLost(f"unexpected listen event {item!r}")
+
+    def _on_updated(self, uri: str) -> None:
+        if uri in self.honored:
+            self._refresher(uri).trigger()
+            return
+        # Spec §3.3: the URI may be a sub-resource of one we subscribed to.
+        parents = [u for u in self.honored if uri.startswith(u.rstrip("/") + "/")]
+        for parent in parents:
+            self._refresher(parent).trigger()
+        if not parents:
+            log.info("update for an unsubscribed URI ignored", url=self.url, uri=uri)
+
+    def _refresher(self, uri: str) -> UriRefresher:
+        refresher = self.refreshers.get(uri)
+        if refresher is None or refresher.target.subscription_id != self.wanted[uri]:
+            target = ReadTarget(self.wanted[uri], self.server_id, uri)
+            refresher = UriRefresher(
+                target,
+                self._store,
+                self._read,
+                lambda: self.generation,
+                self._limiter,
+                self._stats,
+                self._on_read_error,
+            )
+            self.refreshers[uri] = refresher
+        return refresher
+
+    async def _read(self, uri: str) -> dict[str, Any]:
+        # The token resolved for this session; a new session resolves (and refreshes) again.
+        client = McpClient(
+            self.url,
+            token=self._session_token,
+            client_name="mcpsubd",
+            http=self._http,
+            timeout=self._settings.request_timeout_s,
+        )
+        async with asyncio.timeout(self._settings.request_timeout_s):
+            return await client.read_resource(uri)
+
+    async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
+        await self._store.set_subscription_state([target.subscription_id], "error", str(exc))
+
+    @staticmethod
+    async def _close_stream(stream: ListenStream | None) -> None:
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                await stream.aclose()

@@ -1,0 +1,245 @@
+"""``mcpsubd``: run the subscription daemon in the foreground (``mcpsubd migrate`` too).
+
+Start-up order: state directory (0700) → database migrated → store → supervisor (every
+stored subscription re-listened and re-read) → API listening (unix socket 0600, or loopback
+TCP with a bearer token) → "ready". SIGTERM/SIGINT: stop taking work, close every listen
+stream locally, let uvicorn finish within a short grace, close the store, exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import stat
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import structlog
+import uvicorn
+
+from service._version import __version__
+from service.daemon.config import ConfigError, Settings, load_settings
+from service.daemon.supervisor import Supervisor
+from service.store import Store
+from service.store.migrate import upgrade
+
+log = structlog.get_logger("mcpsubd")
+EXIT_CONFIG = 78  # EX_CONFIG
+EXIT_ALREADY_RUNNING = 75  # EX_TEMPFAIL
+
+
+def configure_logging(settings: Settings) -> None:
+    level = getattr(logging, settings.log_level.upper(), logging.INFO)
+    json_logs = settings.log_format == "json" or (
+        settings.log_format == "auto" and not sys.stderr.isatty()
+    )
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+def prepare_state_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+
+
+def api_token(settings: Settings) -> str:
+    """The bearer token for the TCP API: created once, 0600, never logged."""
+    path = settings.token_path
+    if path.exists():
+        return path.read_text().strip()
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    return token
+
+
+def bind_unix(path: Path) -> socket.socket:
+    if path.exists():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # stale socket from a crash
+        else:
+            probe.close()
+            raise RuntimeError(f"another mcpsubd is already serving {path}")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+    sock.listen(256)
+    return sock
+
+
+def bind_tcp(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    # IPPROTO_TCP so that asyncio turns on TCP_NODELAY for accepted connections.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.listen(256)
+    return sock
+
+
+class DaemonServer(uvicorn.Server):
+    """uvicorn, with a signal that means "shut down cleanly and exit 0"."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Any) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        first = not self.should_exit
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()
+        if first:
+            self._on_exit()
+
+
+async def serve(settings: Settings) -> int:
+    prepare_state_dir(settings.state_dir)
+    await asyncio.to_thread(upgrade, settings.sync_db_url)
+    store = Store.open(settings.db_url)
+    from service.api.app import create_app
+
+    supervisor = Supervisor(store, settings, token_provider=_token_provider())
+    tcp = settings.api_tcp
+    token = api_token(settings) if tcp else None
+    app = create_app(supervisor, token=token)
+    try:
+        sock = (
+            bind_tcp(*tcp)
+            if tcp
+            else bind_unix(settings.api_socket or settings.state_dir / "api.sock")
+        )
+    except (OSError, RuntimeError) as exc:
+        log.error("cannot listen", error=str(exc))
+        await store.close()
+        return EXIT_ALREADY_RUNNING
+    host, port = sock.getsockname()[:2] if tcp else ("", 0)
+    api = f"tcp://{host}:{port}" if tcp else f"unix://{settings.api_socket}"
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+        http="h11",
+    )
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    server = DaemonServer(config, lambda: loop.call_soon_threadsafe(stopping.set))
+
+    async def stop_work() -> None:
+        await stopping.wait()
+        log.info("stopping", reason="signal")
+        await supervisor.stop()
+
+    await supervisor.start()
+    stopper = loop.create_task(stop_work())
+    serving = loop.create_task(server.serve(sockets=[sock]))
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.01)
+    if server.started:
+        log.info(
+            "ready",
+            api=api,
+            version=__version__,
+            state_dir=str(settings.state_dir),
+            links=len(supervisor.links),
+        )
+    await serving
+    stopping.set()
+    await stopper
+    await store.close()
+    if settings.api_socket is not None and not tcp:
+        with contextlib.suppress(FileNotFoundError):
+            settings.api_socket.unlink()
+    log.info("stopped")
+    return 0
+
+
+def _token_provider() -> Any:
+    try:
+        from service.auth.resolve import resolve_token
+    except ImportError:  # pragma: no cover
+        return None
+
+    async def provide(url: str) -> str | None:
+        token, _source = await resolve_token(url, 30.0, program="mcpsubctl")
+        return token
+
+    return provide
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcpsubd",
+        description="mcpsub daemon: keeps MCP 2026-07-28 subscriptions alive and serves them.",
+    )
+    parser.add_argument("command", nargs="?", default="run", choices=["run", "migrate"])
+    parser.add_argument("--state-dir", help="database, API socket and token (env MCPSUB_STATE_DIR)")
+    parser.add_argument(
+        "--api", help="unix:///PATH (default <state-dir>/api.sock) or tcp://127.0.0.1:PORT"
+    )
+    parser.add_argument("--config", type=Path, help="TOML file (env MCPSUB_CONFIG)")
+    parser.add_argument("--log-level", help="debug, info, warning, error")
+    parser.add_argument("--log-format", help="json, console or auto")
+    parser.add_argument("--version", action="version", version=f"mcpsubd v{__version__}")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    # Everything the daemon creates (database, WAL, socket, token) is for its owner only.
+    os.umask(0o077)
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings(
+            {
+                "state_dir": args.state_dir,
+                "api": args.api,
+                "log_level": args.log_level,
+                "log_format": args.log_format,
+            },
+            config_file=args.config,
+        )
+    except ConfigError as exc:
+        print(f"mcpsubd: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from exc
+    configure_logging(settings)
+    if args.command == "migrate":
+        prepare_state_dir(settings.state_dir)
+        upgrade(settings.sync_db_url)
+        print(f"migrated {settings.db_path}")
+        return
+    raise SystemExit(asyncio.run(serve(settings)))
+
+
+if __name__ == "__main__":
+    main()

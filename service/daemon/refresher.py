@@ -1,0 +1,118 @@
+"""Re-read a resource when told it changed: one read in flight per URI, plus one trailing read.
+
+A burst of N notifications for one URI costs at most two reads (the one running and one
+after it), yet the last content is always read *after* the last notification. Each read
+carries the link generation it started under; the store refuses to record a read whose
+generation is no longer current, and the refresher then reads again under the new one, so
+a stale read can neither overwrite newer content nor be the last word.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from service.mcp.errors import JsonRpcError, McpError
+from service.probe import ResourceNotText, text_of
+from service.store import Store
+
+log = structlog.get_logger("mcpsubd.refresher")
+
+
+@dataclass
+class ReadTarget:
+    subscription_id: int
+    server_id: int
+    uri: str
+
+
+class UriRefresher:
+    def __init__(
+        self,
+        target: ReadTarget,
+        store: Store,
+        read: Callable[[str], Awaitable[dict[str, Any]]],
+        current_generation: Callable[[], int],
+        limiter: asyncio.Semaphore,
+        stats: dict[str, int],
+        on_error: Callable[[ReadTarget, McpError], Awaitable[None]],
+    ) -> None:
+        self.target = target
+        self._store = store
+        self._read = read
+        self._generation = current_generation
+        self._limiter = limiter
+        self._stats = stats
+        self._on_error = on_error
+        self._task: asyncio.Task[None] | None = None
+        self._dirty = False
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def trigger(self) -> None:
+        """Ask for a read; coalesces with a read already running."""
+        if self.busy:
+            self._dirty = True
+            return
+        self._dirty = False
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            self._dirty = False
+            generation = self._generation()
+            try:
+                async with self._limiter:
+                    result = await self._read(self.target.uri)
+                    self._stats["reads_total"] = self._stats.get("reads_total", 0) + 1
+                    contents = [c for c in result.get("contents", []) if isinstance(c, dict)]
+                    try:
+                        text: str | None = text_of(result, self.target.uri)
+                    except ResourceNotText:
+                        text = None
+                    revision = await self._store.record_read(
+                        self.target.subscription_id,
+                        self.target.server_id,
+                        generation,
+                        contents,
+                        text,
+                        read_at=time.time(),
+                    )
+                if revision is not None:
+                    self._stats["revisions_total"] = self._stats.get("revisions_total", 0) + 1
+                    log.info(
+                        "revision",
+                        uri=self.target.uri,
+                        revision=revision.revision,
+                        generation=generation,
+                    )
+            except asyncio.CancelledError:
+                raise
+            except McpError as exc:
+                self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
+                log.warning("read failed", uri=self.target.uri, error=str(exc), code=exc.error_code)
+                if isinstance(exc, JsonRpcError):
+                    await self._on_error(self.target, exc)
+                return
+            except Exception as exc:  # a bug must not kill the link
+                self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
+                log.exception("read crashed", uri=self.target.uri, error=str(exc))
+                return
+            if self._generation() != generation:
+                self._dirty = True  # fenced out: read again under the current generation
+            if not self._dirty:
+                return
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task

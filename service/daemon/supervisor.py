@@ -1,0 +1,129 @@
+"""The supervisor: one :class:`ServerLink` per server, started from the store, changed by the API.
+
+``serve`` order (uvicorn's model): :meth:`start` loads every subscription and starts its
+link (after a restart, or a kill -9, every link re-listens and every URI is re-read), the API
+then changes the set through :meth:`subscribe` / :meth:`unsubscribe`, and :meth:`stop` closes
+every stream locally. A background task prunes history on a timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+import httpx
+import structlog
+
+from service.daemon.config import Settings
+from service.daemon.eventhub import EventHub
+from service.daemon.link import ServerLink, TokenProvider
+from service.store import Store, Subscription
+
+log = structlog.get_logger("mcpsubd.supervisor")
+
+
+class Supervisor:
+    def __init__(
+        self, store: Store, settings: Settings, token_provider: TokenProvider | None = None
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.events = EventHub()
+        self.started_at = time.time()
+        self.ready = False
+        self.links: dict[int, ServerLink] = {}
+        self.stats: dict[str, int] = {}
+        self._tokens = token_provider
+        self._limiter = asyncio.Semaphore(settings.read_concurrency)
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(settings.request_timeout_s, connect=settings.connect_timeout_s),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            follow_redirects=False,
+        )
+        self._lock = asyncio.Lock()
+        self._prune_task: asyncio.Task[None] | None = None
+        store.on_event.append(self.events.publish)
+
+    async def start(self) -> None:
+        self.events.last_id = await self.store.last_event_id()
+        for sub in await self.store.list_subscriptions():
+            self._link_for(sub).want(sub.uri, sub.id)
+        for link in self.links.values():
+            link.start()
+        self._prune_task = asyncio.get_running_loop().create_task(self._prune_forever())
+        self.ready = True
+        log.info("supervisor started", links=len(self.links))
+
+    async def stop(self) -> None:
+        self.ready = False
+        if self._prune_task is not None:
+            self._prune_task.cancel()
+        await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
+        await self._http.aclose()
+
+    def _link_for(self, sub: Subscription) -> ServerLink:
+        link = self.links.get(sub.server_id)
+        if link is None:
+            link = ServerLink(
+                sub.server_id,
+                sub.server_url,
+                self.store,
+                self.settings,
+                self._http,
+                self._limiter,
+                self.stats,
+                self._tokens,
+            )
+            self.links[sub.server_id] = link
+            if self.ready:
+                link.start()
+        return link
+
+    async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
+        async with self._lock:
+            sub, created = await self.store.add_subscription(url, uri)
+            self._link_for(sub).want(sub.uri, sub.id)
+        return sub, created
+
+    async def unsubscribe(self, subscription_id: int) -> Subscription | None:
+        async with self._lock:
+            sub = await self.store.remove_subscription(subscription_id)
+            if sub is None:
+                return None
+            link = self.links.get(sub.server_id)
+            if link is not None:
+                link.unwant(sub.uri)
+                if not link.wanted:
+                    self.links.pop(sub.server_id)
+                    await link.stop()
+        return sub
+
+    def link_status(self) -> list[dict[str, Any]]:
+        return [link.status() for link in self.links.values()]
+
+    def metrics_snapshot(self) -> dict[str, float]:
+        streams_open = sum(1 for link in self.links.values() if link.state == "open")
+        snapshot: dict[str, float] = {
+            "streams_open": float(streams_open),
+            "links": float(len(self.links)),
+            "reconnects_total": 0.0,
+            "reads_total": 0.0,
+            "revisions_total": 0.0,
+            "errors_total": 0.0,
+        }
+        snapshot.update({k: float(v) for k, v in self.stats.items()})
+        return snapshot
+
+    async def _prune_forever(self) -> None:
+        settings = self.settings
+        while True:
+            await asyncio.sleep(settings.prune_interval_s)
+            with contextlib.suppress(Exception):
+                removed = await self.store.prune(
+                    keep_revisions=settings.keep_revisions,
+                    max_age_s=settings.max_age_days * 86400,
+                    keep_events=settings.keep_events,
+                )
+                log.info("pruned history", **removed)

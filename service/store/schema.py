@@ -1,0 +1,96 @@
+"""The daemon's tables. Alembic migrations in ``migrations/`` create exactly these.
+
+One row per server link (URL + credential), one per subscribed URI, an append-only history of
+revisions (content that changed), and an event log whose integer ids are the cursor for the
+local SSE stream, ``mcpsubctl events --since`` and ``mcpsubctl wait --after``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+servers = Table(
+    "servers",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("credential_key", Text, nullable=False, server_default=""),
+    Column("state", String(32), nullable=False, server_default="idle"),
+    Column("generation", Integer, nullable=False, server_default="0"),
+    Column("last_error", Text),
+    Column("last_error_code", String(64)),
+    Column("reconnects", Integer, nullable=False, server_default="0"),
+    Column("backoff_until", Float),
+    Column("connected_at", Float),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    UniqueConstraint("url", "credential_key", name="uq_servers_url_credential"),
+)
+
+subscriptions = Table(
+    "subscriptions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("server_id", Integer, ForeignKey("servers.id", ondelete="CASCADE"), nullable=False),
+    Column("uri", Text, nullable=False),
+    Column("state", String(32), nullable=False, server_default="pending"),
+    Column("state_reason", Text),
+    Column("content_hash", String(64)),
+    Column("revision", Integer, nullable=False, server_default="0"),
+    Column("read_generation", Integer),
+    Column("last_read_at", Float),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    UniqueConstraint("server_id", "uri", name="uq_subscriptions_server_uri"),
+)
+
+revisions = Table(
+    "revisions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column(
+        "subscription_id",
+        Integer,
+        ForeignKey("subscriptions.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("revision", Integer, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("contents", Text, nullable=False),
+    Column("text", Text),
+    Column("generation", Integer, nullable=False),
+    Column("read_at", Float, nullable=False),
+    UniqueConstraint("subscription_id", "revision", name="uq_revisions_subscription_revision"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("type", String(64), nullable=False),
+    Column("subscription_id", Integer),
+    Column("server_url", Text),
+    Column("uri", Text),
+    Column("revision_id", Integer),
+    Column("revision", Integer),
+    Column("data", Text),
+    Column("created_at", Float, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+Index("ix_events_subscription", events.c.subscription_id, events.c.id)
+Index("ix_events_uri", events.c.uri, events.c.id)
+Index("ix_revisions_subscription", revisions.c.subscription_id, revisions.c.revision)

@@ -1,0 +1,601 @@
+"""The daemon's state behind a narrow async interface (SQLAlchemy Core over aiosqlite).
+
+Writes are serialised by one asyncio lock: the daemon is the only writer of its database
+(the CLI goes through the local API), so an in-process lock gives the same guarantee as
+``BEGIN IMMEDIATE`` without lock-upgrade failures, while WAL lets readers run alongside.
+
+The one subtle method is :meth:`Store.record_read`: a read's result becomes a revision only
+if (a) the server link's generation is still the one the read started under and (b) the
+content hash differs from the current one. Both are checked *inside* the ``UPDATE`` (the
+fencing-token rule), and the revision row and its event are written in the same
+transaction, so a crash can never leave one without the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import and_, delete, event, func, insert, or_, select, update
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from service.store import schema
+from service.store.records import Event, Revision, Server, Subscription, loads_object
+
+SUBSCRIPTION_COLUMNS = (
+    schema.subscriptions.c.id,
+    schema.subscriptions.c.server_id,
+    schema.servers.c.url,
+    schema.subscriptions.c.uri,
+    schema.subscriptions.c.state,
+    schema.subscriptions.c.state_reason,
+    schema.subscriptions.c.content_hash,
+    schema.subscriptions.c.revision,
+    schema.subscriptions.c.last_read_at,
+    schema.subscriptions.c.created_at,
+)
+
+
+def content_hash(contents: Sequence[dict[str, Any]]) -> str:
+    """SHA-256 of the canonical JSON of ``contents``: key order and spacing do not count."""
+    canonical = json.dumps(
+        list(contents), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def _pk(result: CursorResult[Any]) -> int:
+    key = result.inserted_primary_key
+    if key is None:
+        raise RuntimeError("insert returned no primary key")
+    return int(key[0])
+
+
+def _apply_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # busy_timeout first: the others may need the lock.
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _server(row: Any) -> Server:
+    m = row._mapping
+    return Server(
+        id=m["id"],
+        url=m["url"],
+        credential_key=m["credential_key"],
+        state=m["state"],
+        generation=m["generation"],
+        last_error=m["last_error"],
+        last_error_code=m["last_error_code"],
+        reconnects=m["reconnects"],
+        backoff_until=m["backoff_until"],
+        connected_at=m["connected_at"],
+    )
+
+
+def _subscription(row: Any) -> Subscription:
+    m = row._mapping
+    return Subscription(
+        id=m["id"],
+        server_id=m["server_id"],
+        server_url=m["url"],
+        uri=m["uri"],
+        state=m["state"],
+        state_reason=m["state_reason"],
+        content_hash=m["content_hash"],
+        revision=m["revision"],
+        last_read_at=m["last_read_at"],
+        created_at=m["created_at"],
+    )
+
+
+def _revision(row: Any) -> Revision:
+    m = row._mapping
+    contents = json.loads(m["contents"])
+    return Revision(
+        id=m["id"],
+        subscription_id=m["subscription_id"],
+        revision=m["revision"],
+        content_hash=m["content_hash"],
+        contents=contents if isinstance(contents, list) else [],
+        text=m["text"],
+        generation=m["generation"],
+        read_at=m["read_at"],
+    )
+
+
+def _event(row: Any) -> Event:
+    m = row._mapping
+    return Event(
+        id=m["id"],
+        type=m["type"],
+        subscription_id=m["subscription_id"],
+        server_url=m["server_url"],
+        uri=m["uri"],
+        revision_id=m["revision_id"],
+        revision=m["revision"],
+        data=loads_object(m["data"]),
+        created_at=m["created_at"],
+    )
+
+
+class Store:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._write_lock = asyncio.Lock()
+        self.on_event: list[Any] = []
+        """Callbacks ``(Event) -> None`` run after an event's transaction commits."""
+
+    @classmethod
+    def open(cls, url: str) -> Store:
+        engine = create_async_engine(url)
+        if url.startswith("sqlite"):
+            event.listen(engine.sync_engine, "connect", _apply_pragmas)
+        return cls(engine)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _notify(self, events: list[Event]) -> None:
+        for item in events:
+            for callback in list(self.on_event):
+                callback(item)
+
+    @staticmethod
+    async def _insert_event(
+        conn: AsyncConnection,
+        type_: str,
+        *,
+        subscription_id: int | None = None,
+        server_url: str | None = None,
+        uri: str | None = None,
+        revision_id: int | None = None,
+        revision: int | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> Event:
+        now = time.time()
+        values = {
+            "type": type_,
+            "subscription_id": subscription_id,
+            "server_url": server_url,
+            "uri": uri,
+            "revision_id": revision_id,
+            "revision": revision,
+            "data": json.dumps(data or {}, ensure_ascii=False),
+            "created_at": now,
+        }
+        result = await conn.execute(insert(schema.events).values(**values))
+        event_id = _pk(result)
+        return Event(
+            id=int(event_id),
+            type=type_,
+            subscription_id=subscription_id,
+            server_url=server_url,
+            uri=uri,
+            revision_id=revision_id,
+            revision=revision,
+            data=data or {},
+            created_at=now,
+        )
+
+    # ---- servers and subscriptions ------------------------------------------------------
+    async def add_subscription(
+        self, url: str, uri: str, credential_key: str = ""
+    ) -> tuple[Subscription, bool]:
+        """Idempotent on (server, URI): returns the subscription and whether it is new."""
+        now = time.time()
+        async with self._write_lock, self.engine.begin() as conn:
+            server_id = await conn.scalar(
+                select(schema.servers.c.id).where(
+                    schema.servers.c.url == url, schema.servers.c.credential_key == credential_key
+                )
+            )
+            if server_id is None:
+                result = await conn.execute(
+                    insert(schema.servers).values(
+                        url=url, credential_key=credential_key, created_at=now, updated_at=now
+                    )
+                )
+                server_id = _pk(result)
+            existing = await conn.scalar(
+                select(schema.subscriptions.c.id).where(
+                    schema.subscriptions.c.server_id == server_id, schema.subscriptions.c.uri == uri
+                )
+            )
+            created = existing is None
+            if created:
+                result = await conn.execute(
+                    insert(schema.subscriptions).values(
+                        server_id=server_id, uri=uri, created_at=now, updated_at=now
+                    )
+                )
+                existing = _pk(result)
+                added = await self._insert_event(
+                    conn, "subscription.created", subscription_id=existing, server_url=url, uri=uri
+                )
+            row = (
+                await conn.execute(
+                    select(*SUBSCRIPTION_COLUMNS)
+                    .join(schema.servers)
+                    .where(schema.subscriptions.c.id == existing)
+                )
+            ).one()
+        if created:
+            self._notify([added])
+        return _subscription(row), created
+
+    async def remove_subscription(self, subscription_id: int) -> Subscription | None:
+        async with self._write_lock, self.engine.begin() as conn:
+            row = (
+                await conn.execute(
+                    select(*SUBSCRIPTION_COLUMNS)
+                    .join(schema.servers)
+                    .where(schema.subscriptions.c.id == subscription_id)
+                )
+            ).one_or_none()
+            if row is None:
+                return None
+            await conn.execute(
+                delete(schema.subscriptions).where(schema.subscriptions.c.id == subscription_id)
+            )
+            removed = await self._insert_event(
+                conn,
+                "subscription.deleted",
+                subscription_id=subscription_id,
+                server_url=row.url,
+                uri=row.uri,
+            )
+        self._notify([removed])
+        return _subscription(row)
+
+    async def list_subscriptions(self, server_id: int | None = None) -> list[Subscription]:
+        query = (
+            select(*SUBSCRIPTION_COLUMNS).join(schema.servers).order_by(schema.subscriptions.c.id)
+        )
+        if server_id is not None:
+            query = query.where(schema.subscriptions.c.server_id == server_id)
+        async with self.engine.connect() as conn:
+            return [_subscription(row) for row in await conn.execute(query)]
+
+    async def get_subscription(self, subscription_id: int) -> Subscription | None:
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    select(*SUBSCRIPTION_COLUMNS)
+                    .join(schema.servers)
+                    .where(schema.subscriptions.c.id == subscription_id)
+                )
+            ).one_or_none()
+        return _subscription(row) if row is not None else None
+
+    async def find_subscriptions(self, uri: str, url: str | None = None) -> list[Subscription]:
+        query = (
+            select(*SUBSCRIPTION_COLUMNS)
+            .join(schema.servers)
+            .where(schema.subscriptions.c.uri == uri)
+        )
+        if url is not None:
+            query = query.where(schema.servers.c.url == url)
+        async with self.engine.connect() as conn:
+            return [
+                _subscription(row)
+                for row in await conn.execute(query.order_by(schema.subscriptions.c.id))
+            ]
+
+    async def list_servers(self) -> list[Server]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(schema.servers).order_by(schema.servers.c.id))
+            return [_server(row) for row in rows]
+
+    async def get_server(self, server_id: int) -> Server | None:
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(select(schema.servers).where(schema.servers.c.id == server_id))
+            ).one_or_none()
+        return _server(row) if row is not None else None
+
+    async def remove_orphan_servers(self) -> int:
+        async with self._write_lock, self.engine.begin() as conn:
+            used = select(schema.subscriptions.c.server_id)
+            result = await conn.execute(
+                delete(schema.servers).where(schema.servers.c.id.not_in(used))
+            )
+            return int(result.rowcount or 0)
+
+    # ---- link state ---------------------------------------------------------------------
+    async def bump_generation(self, server_id: int) -> int:
+        async with self._write_lock, self.engine.begin() as conn:
+            await conn.execute(
+                update(schema.servers)
+                .where(schema.servers.c.id == server_id)
+                .values(generation=schema.servers.c.generation + 1, updated_at=time.time())
+            )
+            generation = await conn.scalar(
+                select(schema.servers.c.generation).where(schema.servers.c.id == server_id)
+            )
+        return int(generation or 0)
+
+    async def set_server_state(
+        self,
+        server_id: int,
+        state: str,
+        *,
+        error: str | None = None,
+        error_code: str | None = None,
+        backoff_until: float | None = None,
+        connected: bool = False,
+        reconnect: bool = False,
+    ) -> None:
+        values: dict[str, Any] = {
+            "state": state,
+            "last_error": error,
+            "last_error_code": error_code,
+            "backoff_until": backoff_until,
+            "updated_at": time.time(),
+        }
+        if connected:
+            values["connected_at"] = time.time()
+        if reconnect:
+            values["reconnects"] = schema.servers.c.reconnects + 1
+        async with self._write_lock, self.engine.begin() as conn:
+            await conn.execute(
+                update(schema.servers).where(schema.servers.c.id == server_id).values(**values)
+            )
+
+    async def set_subscription_state(
+        self, subscription_ids: Sequence[int], state: str, reason: str | None = None
+    ) -> list[Event]:
+        """Set the state; an event is logged for every subscription whose state changed."""
+        if not subscription_ids:
+            return []
+        changed: list[Event] = []
+        async with self._write_lock, self.engine.begin() as conn:
+            rows = (
+                await conn.execute(
+                    select(*SUBSCRIPTION_COLUMNS)
+                    .join(schema.servers)
+                    .where(
+                        schema.subscriptions.c.id.in_(list(subscription_ids)),
+                        or_(
+                            schema.subscriptions.c.state != state,
+                            func.coalesce(schema.subscriptions.c.state_reason, "")
+                            != (reason or ""),
+                        ),
+                    )
+                )
+            ).all()
+            if rows:
+                await conn.execute(
+                    update(schema.subscriptions)
+                    .where(schema.subscriptions.c.id.in_([r.id for r in rows]))
+                    .values(state=state, state_reason=reason, updated_at=time.time())
+                )
+            for row in rows:
+                changed.append(
+                    await self._insert_event(
+                        conn,
+                        "subscription.state",
+                        subscription_id=row.id,
+                        server_url=row.url,
+                        uri=row.uri,
+                        data={"state": state, "reason": reason, "previous": row.state},
+                    )
+                )
+        self._notify(changed)
+        return changed
+
+    # ---- content --------------------------------------------------------------------------
+    async def record_read(
+        self,
+        subscription_id: int,
+        server_id: int,
+        generation: int,
+        contents: list[dict[str, Any]],
+        text: str | None,
+        *,
+        read_at: float | None = None,
+    ) -> Revision | None:
+        """Store a read as a new revision if it is new and its generation is current.
+
+        Returns the new revision, or None when the content is unchanged or the read is stale
+        (its link has re-listened since it started: generation fencing).
+        """
+        digest = content_hash(contents)
+        read_at = time.time() if read_at is None else read_at
+        subs = schema.subscriptions
+        current_generation = (
+            select(schema.servers.c.generation)
+            .where(schema.servers.c.id == server_id)
+            .scalar_subquery()
+        )
+        async with self._write_lock, self.engine.begin() as conn:
+            result = await conn.execute(
+                update(subs)
+                .where(
+                    and_(
+                        subs.c.id == subscription_id,
+                        subs.c.server_id == server_id,
+                        current_generation == generation,
+                        or_(subs.c.content_hash.is_(None), subs.c.content_hash != digest),
+                    )
+                )
+                .values(
+                    content_hash=digest,
+                    revision=subs.c.revision + 1,
+                    read_generation=generation,
+                    last_read_at=read_at,
+                    updated_at=read_at,
+                )
+            )
+            if result.rowcount != 1:
+                await conn.execute(
+                    update(subs)
+                    .where(subs.c.id == subscription_id, current_generation == generation)
+                    .values(last_read_at=read_at)
+                )
+                return None
+            row = (
+                await conn.execute(
+                    select(subs.c.revision, subs.c.uri, schema.servers.c.url)
+                    .join(schema.servers)
+                    .where(subs.c.id == subscription_id)
+                )
+            ).one()
+            inserted = await conn.execute(
+                insert(schema.revisions).values(
+                    subscription_id=subscription_id,
+                    revision=row.revision,
+                    content_hash=digest,
+                    contents=json.dumps(contents, ensure_ascii=False),
+                    text=text,
+                    generation=generation,
+                    read_at=read_at,
+                )
+            )
+            revision_id = int(_pk(inserted))
+            created = await self._insert_event(
+                conn,
+                "resource.updated",
+                subscription_id=subscription_id,
+                server_url=row.url,
+                uri=row.uri,
+                revision_id=revision_id,
+                revision=row.revision,
+                data={"contentHash": digest, "generation": generation},
+            )
+            await self._after_revision(conn, created, subscription_id, row.url, row.uri)
+        self._notify([created])
+        return Revision(
+            id=revision_id,
+            subscription_id=subscription_id,
+            revision=row.revision,
+            content_hash=digest,
+            contents=contents,
+            text=text,
+            generation=generation,
+            read_at=read_at,
+        )
+
+    async def _after_revision(
+        self, conn: AsyncConnection, created: Event, subscription_id: int, url: str, uri: str
+    ) -> None:
+        """Hook for work that must commit with a revision (the webhook outbox)."""
+
+    async def current_revision(self, subscription_id: int) -> Revision | None:
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    select(schema.revisions)
+                    .where(schema.revisions.c.subscription_id == subscription_id)
+                    .order_by(schema.revisions.c.revision.desc())
+                    .limit(1)
+                )
+            ).one_or_none()
+        return _revision(row) if row is not None else None
+
+    async def get_revision(self, revision_id: int) -> Revision | None:
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    select(schema.revisions).where(schema.revisions.c.id == revision_id)
+                )
+            ).one_or_none()
+        return _revision(row) if row is not None else None
+
+    # ---- events -------------------------------------------------------------------------
+    async def events_after(
+        self,
+        after: int,
+        *,
+        limit: int = 100,
+        types: Sequence[str] | None = None,
+        uri: str | None = None,
+        subscription_ids: Sequence[int] | None = None,
+    ) -> list[Event]:
+        query = select(schema.events).where(schema.events.c.id > after)
+        if types:
+            query = query.where(schema.events.c.type.in_(list(types)))
+        if uri is not None:
+            query = query.where(schema.events.c.uri == uri)
+        if subscription_ids is not None:
+            query = query.where(schema.events.c.subscription_id.in_(list(subscription_ids)))
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(query.order_by(schema.events.c.id).limit(limit))
+            return [_event(row) for row in rows]
+
+    async def last_event_id(self) -> int:
+        async with self.engine.connect() as conn:
+            value = await conn.scalar(select(func.max(schema.events.c.id)))
+        return int(value or 0)
+
+    async def first_event_id(self) -> int:
+        async with self.engine.connect() as conn:
+            value = await conn.scalar(select(func.min(schema.events.c.id)))
+        return int(value or 0)
+
+    # ---- retention ----------------------------------------------------------------------
+    async def prune(
+        self, *, keep_revisions: int, max_age_s: float, keep_events: int
+    ) -> dict[str, int]:
+        """Bounded history: per subscription keep the newest ``keep_revisions`` revisions
+        (the current one always), drop older than ``max_age_s``; keep ``keep_events`` events."""
+        cutoff = time.time() - max_age_s
+        revs = schema.revisions
+        async with self._write_lock, self.engine.begin() as conn:
+            ranked = select(
+                revs.c.id,
+                func.row_number()
+                .over(partition_by=revs.c.subscription_id, order_by=revs.c.revision.desc())
+                .label("rank"),
+            ).subquery()
+            too_many = select(ranked.c.id).where(ranked.c.rank > keep_revisions)
+            # Revisions are inserted in order, so the highest id is each URI's current one.
+            current = select(func.max(revs.c.id)).group_by(revs.c.subscription_id)
+            r1 = await conn.execute(
+                delete(revs).where(
+                    or_(revs.c.id.in_(too_many), revs.c.read_at < cutoff),
+                    revs.c.id.not_in(current),
+                )
+            )
+            last = await conn.scalar(select(func.max(schema.events.c.id)))
+            r2 = await conn.execute(
+                delete(schema.events).where(
+                    or_(
+                        schema.events.c.id <= int(last or 0) - keep_events,
+                        schema.events.c.created_at < cutoff,
+                    )
+                )
+            )
+        return {"revisions": int(r1.rowcount or 0), "events": int(r2.rowcount or 0)}
+
+    async def counts(self) -> dict[str, int]:
+        async with self.engine.connect() as conn:
+            return {
+                "servers": int(
+                    await conn.scalar(select(func.count()).select_from(schema.servers)) or 0
+                ),
+                "subscriptions": int(
+                    await conn.scalar(select(func.count()).select_from(schema.subscriptions)) or 0
+                ),
+                "revisions": int(
+                    await conn.scalar(select(func.count()).select_from(schema.revisions)) or 0
+                ),
+                "events": int(
+                    await conn.scalar(select(func.count()).select_from(schema.events)) or 0
+                ),
+            }

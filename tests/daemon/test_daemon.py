@@ -1,0 +1,247 @@
+"""The real mcpsubd (subprocess, real SQLite file) against real lab servers."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+import time
+from typing import Any
+
+from tests.support.daemon import Daemon
+from tests.support.lab import LabServer
+
+SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
+
+
+def put(lab: LabServer, uri: str, text: str, notify: bool = True) -> None:
+    lab.control(
+        "PUT", "/lab/resources", json={"uri": uri, "text": text, "notify": notify}
+    ).raise_for_status()
+
+
+def subscribe(d: Daemon, url: str, uri: str) -> dict[str, Any]:
+    response = d.api("POST", "/v1/subscriptions", json={"url": url, "uri": uri})
+    assert response.status_code in (200, 201), response.text
+    return response.json()
+
+
+def wait_text(d: Daemon, uri: str, text: str, timeout: float = 15.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        response = d.api("GET", "/v1/content", params={"uri": uri})
+        if response.status_code == 200:
+            last = response.json()
+            if last["text"] == text:
+                return last
+        time.sleep(0.05)
+    raise AssertionError(f"{uri} never reached {text!r}; last {last!r}")
+
+
+def listens(lab: LabServer, event: str) -> list[dict[str, Any]]:
+    return [e for e in lab.log() if e["event"] == event]
+
+
+def test_subscribe_update_and_wait(lab_server_factory, daemon_factory) -> None:
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://doc/1", "draft")
+    d = daemon_factory()
+    sub = subscribe(d, lab.url, "test://doc/1")
+    first = wait_text(d, "test://doc/1", "draft")
+    assert first["revision"] == 1
+    again = subscribe(d, lab.url, "test://doc/1")
+    assert again["id"] == sub["id"], "subscribe is idempotent on (server, uri)"
+    put(lab, "test://doc/1", "final")
+    second = wait_text(d, "test://doc/1", "final")
+    assert second["revision"] == 2
+    assert second["generation"] >= first["generation"]
+
+
+def test_three_uris_share_one_stream(lab_server_factory, daemon_factory) -> None:
+    lab = lab_server_factory(SLOW)
+    for n in (1, 2, 3):
+        put(lab, f"test://q/{n}", f"q{n} v1")
+    d = daemon_factory()
+    for n in (1, 2, 3):
+        subscribe(d, lab.url, f"test://q/{n}")
+    for n in (1, 2, 3):
+        wait_text(d, f"test://q/{n}", f"q{n} v1")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if lab.state()["streams"] == 1:
+            acked = listens(lab, "listen.acknowledged")
+            if sorted(acked[-1]["honored"]["resourceSubscriptions"]) == [
+                "test://q/1",
+                "test://q/2",
+                "test://q/3",
+            ]:
+                break
+        time.sleep(0.05)
+    assert lab.state()["streams"] == 1
+    status = d.api("GET", "/v1/status").json()
+    assert len(status["links"]) == 1
+    assert status["links"][0]["uris"] == ["test://q/1", "test://q/2", "test://q/3"]
+    put(lab, "test://q/3", "q3 v2")
+    wait_text(d, "test://q/3", "q3 v2")
+
+
+def test_adding_a_uri_is_make_before_break(lab_server_factory, daemon_factory) -> None:
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://a", "a1")
+    put(lab, "test://b", "b1")
+    d = daemon_factory()
+    subscribe(d, lab.url, "test://a")
+    wait_text(d, "test://a", "a1")
+    subscribe(d, lab.url, "test://b")
+    wait_text(d, "test://b", "b1")
+    log = lab.log()
+    acks = [e for e in log if e["event"] == "listen.acknowledged"]
+    closes = [e for e in log if e["event"] == "listen.closed"]
+    assert len(acks) >= 2
+    first_id = acks[0]["subscriptionId"]
+    closed_first = [e for e in closes if e["subscriptionId"] == first_id]
+    assert closed_first, "the old stream is closed after the change"
+    assert acks[1]["seq"] < closed_first[0]["seq"], (
+        "new stream acknowledged before the old one closed"
+    )
+    # Updates to the URI that was there all along still arrive.
+    put(lab, "test://a", "a2")
+    wait_text(d, "test://a", "a2")
+    # Removing a URI keeps the other one watched.
+    sub_b = next(s for s in d.api("GET", "/v1/subscriptions").json()["subscriptions"] if s["uri"] == "test://b")
+    assert d.api("DELETE", f"/v1/subscriptions/{sub_b['id']}").status_code == 200
+    put(lab, "test://a", "a3")
+    wait_text(d, "test://a", "a3")
+
+
+def test_twenty_drops_while_updating_reach_the_final_content(
+    lab_server_factory, daemon_factory
+) -> None:
+    lab = lab_server_factory(SLOW)
+    uri = "test://counter"
+    put(lab, uri, "n=0")
+    d = daemon_factory()
+    subscribe(d, lab.url, uri)
+    wait_text(d, uri, "n=0")
+    for n in range(1, 21):
+        put(lab, uri, f"n={n}", notify=n % 2 == 0)  # half the changes are never notified
+        lab.control("POST", "/lab/streams/drop").raise_for_status()
+    final = wait_text(d, uri, "n=20", timeout=30)
+    db = sqlite3.connect(d.state_dir / "mcpsub.db")
+    texts = [
+        row[0]
+        for row in db.execute(
+            "SELECT text FROM revisions r JOIN subscriptions s ON s.id = r.subscription_id "
+            "WHERE s.uri = ? ORDER BY r.revision",
+            (uri,),
+        )
+    ]
+    numbers = [int(t.split("=")[1]) for t in texts]
+    assert numbers == sorted(numbers), f"a stale read overwrote newer content: {numbers}"
+    generations = [row[0] for row in db.execute("SELECT generation FROM revisions ORDER BY id")]
+    assert generations == sorted(generations)
+    assert final["generation"] > 1
+    status = d.api("GET", "/v1/status").json()
+    assert status["links"][0]["reconnects"] >= 1
+
+
+def test_graceful_close_relistens(lab_server_factory, daemon_factory) -> None:
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://g", "g1")
+    d = daemon_factory()
+    subscribe(d, lab.url, "test://g")
+    wait_text(d, "test://g", "g1")
+    opened = len(listens(lab, "listen.acknowledged"))
+    lab.control("POST", "/lab/streams/close").raise_for_status()
+    lab.wait_event("listen.acknowledged", count=opened + 1, timeout=10)
+    put(lab, "test://g", "g2")
+    wait_text(d, "test://g", "g2")
+
+
+def test_kill_9_and_restart_restores_everything(
+    lab_server_factory, daemon_factory, tmp_path
+) -> None:
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://k", "k1")
+    state = tmp_path / "state"
+    d = daemon_factory(state)
+    subscribe(d, lab.url, "test://k")
+    wait_text(d, "test://k", "k1")
+    d.kill()
+    put(lab, "test://k", "k2 (changed while the daemon was down)")
+    d2 = daemon_factory(state)
+    wait_text(d2, "test://k", "k2 (changed while the daemon was down)")
+    assert [s["uri"] for s in d2.api("GET", "/v1/subscriptions").json()["subscriptions"]] == ["test://k"]
+
+
+def test_not_honored_state(lab_server_factory, daemon_factory) -> None:
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://n", "n1")
+    lab.configure(dishonorUris=["test://n"])
+    d = daemon_factory()
+    sub = subscribe(d, lab.url, "test://n")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        shown = d.api("GET", f"/v1/subscriptions/{sub['id']}").json()
+        if (
+            shown.get("state") == "not_honored"
+            or shown.get("subscription", {}).get("state") == "not_honored"
+        ):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"never not_honored: {shown}")
+
+
+def test_login_required_state(lab_server_factory, daemon_factory, tmp_path) -> None:
+    lab = lab_server_factory({**SLOW, "MCP_TEST_AUTH_TOKEN": "only-this"})
+    d = daemon_factory(env={"MCP_PROBE_TOKEN_STORE_PATH": str(tmp_path / "none.db")})
+    sub = subscribe(d, lab.url, "test://review/status")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        links = d.api("GET", "/v1/status").json()["links"]
+        if links and links[0]["state"] == "login_required":
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"never login_required: {links}")
+    subs = d.api("GET", "/v1/subscriptions").json()["subscriptions"]
+    assert [s["state"] for s in subs if s["id"] == sub["id"]] == ["login_required"]
+
+
+def test_sigterm_exits_0_quickly_and_files_are_private(lab_server_factory, daemon_factory) -> None:
+    lab = lab_server_factory(SLOW)
+    d = daemon_factory()
+    subscribe(d, lab.url, "test://review/status")
+    lab.wait_event("listen.acknowledged", timeout=10)
+    assert stat.S_IMODE(d.state_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(d.socket_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((d.state_dir / "mcpsub.db").stat().st_mode) == 0o600
+    started = time.monotonic()
+    assert d.stop() == 0
+    assert time.monotonic() - started < 5
+    lab.wait_event("listen.closed", timeout=5)
+
+
+def test_bad_input_is_rejected_and_the_daemon_keeps_serving(daemon_factory) -> None:
+    d = daemon_factory()
+    for body in (
+        {"url": "ftp://x/mcp", "uri": "test://a"},
+        {"url": "http://127.0.0.1:9/mcp", "uri": ""},
+        {"uri": "test://a"},
+    ):
+        response = d.api("POST", "/v1/subscriptions", json=body)
+        assert 400 <= response.status_code < 500, body
+        assert "errorCode" in response.json()
+    assert (
+        d.api(
+            "POST",
+            "/v1/subscriptions",
+            content=b"{nope",
+            headers={"content-type": "application/json"},
+        ).status_code
+        == 400
+    )
+    assert d.api("DELETE", "/v1/subscriptions/999").status_code == 404
+    assert d.api("GET", "/v1/subscriptions").json()["subscriptions"] == []
+    assert d.api("GET", "/healthz").status_code == 200

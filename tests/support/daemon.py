@@ -1,0 +1,116 @@
+"""The real ``mcpsubd`` as a subprocess with its own state dir, for integration tests."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.cli import CliResult, cli_env, run_cli
+
+BIN = Path(sys.executable).parent
+FAST_ENV = {
+    "MCPSUB_BACKOFF_BASE_S": "0.05",
+    "MCPSUB_BACKOFF_CAP_S": "0.5",
+    "MCPSUB_HEALTHY_RESET_S": "5",
+    "MCPSUB_KEEPALIVE_S": "2",
+    "MCPSUB_ACK_TIMEOUT_S": "5",
+    "MCPSUB_REQUEST_TIMEOUT_S": "5",
+    "MCPSUB_LOG_FORMAT": "json",
+}
+
+
+class Daemon:
+    def __init__(self, state_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.state_dir = state_dir
+        self.env = cli_env({**FAST_ENV, "MCPSUB_STATE_DIR": str(state_dir), **(env or {})})
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: list[str] = []
+        self._reader: threading.Thread | None = None
+
+    @property
+    def socket_path(self) -> Path:
+        return self.state_dir / "api.sock"
+
+    def start(self, timeout: float = 20.0) -> Daemon:
+        self.proc = subprocess.Popen(
+            [str(BIN / "mcpsubd")],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("mcpsubd exited:\n" + "\n".join(self.lines))
+            if self.socket_path.exists():
+                try:
+                    if self.api("GET", "/readyz").status_code == 200:
+                        return self
+                except httpx.TransportError:
+                    pass
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError("mcpsubd did not become ready:\n" + "\n".join(self.lines))
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def client(self, timeout: float = 30.0) -> httpx.Client:
+        return httpx.Client(
+            transport=httpx.HTTPTransport(uds=str(self.socket_path)),
+            base_url="http://localhost",
+            timeout=timeout,
+        )
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        with self.client() as client:
+            return client.request(method, path, **kwargs)
+
+    def ctl(self, *args: str, timeout: float = 60.0) -> CliResult:
+        return run_cli(
+            "mcpsubctl", *args, env={"MCPSUB_STATE_DIR": str(self.state_dir)}, timeout=timeout
+        )
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+
+@pytest.fixture
+def daemon_factory(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    daemons: list[Daemon] = []
+
+    def start(state_dir: Path | None = None, env: dict[str, str] | None = None) -> Daemon:
+        d = Daemon(state_dir or tmp_path / f"state{len(daemons)}", env)
+        daemons.append(d.start())
+        return d
+
+    yield start
+    for d in daemons:
+        d.stop()
