@@ -87,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--tool", help="tool name")
     call.add_argument("--args", default=None, help="tool arguments as a JSON object")
 
+    for name, text in (
+        ("login", "device-flow login to a gateway (token cached for all tools)"),
+        ("logout", "forget the cached token of a gateway"),
+    ):
+        auth = sub.add_parser(name, help=text)
+        auth.add_argument("url", nargs="?", default=os.environ.get("MCP_PROBE_URL"))
+
     from cli.daemon_cmds import add_daemon_commands
 
     add_daemon_commands(sub)
@@ -314,7 +321,19 @@ def cmd_call(args: argparse.Namespace) -> int:
     )
 
 
-COMMANDS = {"probe": cmd_probe, "call": cmd_call}
+def cmd_login(args: argparse.Namespace) -> int:
+    from cli.login import run_login
+
+    return run_login(["--url", args.url] if args.url else [], program="mcpsubctl")
+
+
+def cmd_logout(args: argparse.Namespace) -> int:
+    from cli.login import run_logout
+
+    return run_logout(["--url", args.url] if args.url else [])
+
+
+COMMANDS = {"probe": cmd_probe, "call": cmd_call, "login": cmd_login, "logout": cmd_logout}
 
 from cli.daemon_cmds import DAEMON_COMMANDS  # noqa: E402
 

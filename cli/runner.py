@@ -34,7 +34,7 @@ def _resolve_token(url: str, explicit: str | None, budget_s: float, program: str
     except ImportError:  # pragma: no cover - before the auth module lands
         return None
     token: str | None
-    token, source = resolve.resolve_token_sync(url, budget_s)
+    token, source = resolve.resolve_token_sync(url, budget_s, program=program)
     if source in ("cache", "cache-refreshed"):
         sys.stderr.write(f"auth token source: {source}\n")
     return token
@@ -70,10 +70,7 @@ def run_subscribe_probe(
         )
         return Outcome(result=asyncio.run(run_probe(options, result)))
     except Exception as exc:
-        failure = classify(exc, mode="subscribe", compat=compat)
-        if failure.code == "AUTH_LOGIN_REQUIRED":
-            sys.stderr.write(f"hint: run `{program} --login --url {url}` to re-authenticate\n")
-        return Outcome(result=result, failure=failure)
+        return Outcome(result=result, failure=classify(exc, mode="subscribe", compat=compat))
 
 
 def run_tool_call(
@@ -107,7 +104,4 @@ def run_tool_call(
         )
         return Outcome(result=result)
     except Exception as exc:
-        failure = classify(exc, mode="call", compat=compat)
-        if failure.code == "AUTH_LOGIN_REQUIRED":
-            sys.stderr.write(f"hint: run `{program} --login --url {url}` to re-authenticate\n")
-        return Outcome(failure=failure)
+        return Outcome(failure=classify(exc, mode="call", compat=compat))

@@ -75,6 +75,7 @@ class OAuthGateway:
     token_unavailable: bool = False
     registrations: int = 0
     counts: dict[str, int] = field(default_factory=dict)
+    resources: dict[str, str | None] = field(default_factory=dict)  # RFC 8707, last seen
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> OAuthGateway | None:
@@ -205,6 +206,7 @@ class OAuthGateway:
             "tokenUnavailable": self.token_unavailable,
             "tokenTtlSeconds": self.token_ttl_s,
             "counts": dict(self.counts),
+            "resources": dict(self.resources),
         }
 
 
@@ -284,6 +286,7 @@ async def device_authorization(request: Request) -> Response:
         return _oauth_error(401, "invalid_client", "unknown client_id")
     grant = gateway.new_device(client_id)
     gateway._count("device_authorization")
+    gateway.resources["device_authorization"] = form.get("resource")
     origin = _origin(request)
     return JSONResponse(
         {
@@ -302,6 +305,7 @@ async def token(request: Request) -> Response:
     form = await _form(request)
     grant_type = form.get("grant_type", "")
     gateway._count(f"token.{grant_type}")
+    gateway.resources[f"token.{grant_type}"] = form.get("resource")
     if gateway.token_unavailable:
         return _oauth_error(503, "temporarily_unavailable", "token endpoint disabled by the lab")
     client_id = form.get("client_id")

@@ -8,7 +8,11 @@ DEFAULT_PROGRAM = "mcp-resource-subscriber"
 
 
 def login_hint(url: str, program: str = DEFAULT_PROGRAM) -> str:
-    return f"run `{program} --login --url {url}` and approve the device code, then retry"
+    if program == "mcpsubctl":
+        command = f"mcpsubctl login {url}"
+    else:
+        command = f"{program} --login --url {url}"
+    return f"run `{command}` and approve the device code, then retry"
 
 
 class AuthError(McpError):
@@ -39,10 +43,8 @@ class AuthRefreshFailed(AuthError):
     error_code = "AUTH_REFRESH_FAILED"
 
 
-class LockTimeout(AuthError):
+class LockTimeout(AuthTimeout):
     """The token store's write lock could not be taken in time."""
-
-    error_code = "AUTH_TIMEOUT"
 
 
 class OAuthError(AuthError):

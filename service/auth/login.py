@@ -40,9 +40,12 @@ async def login(
     owned = client is None
     http = client or httpx.AsyncClient(timeout=HTTP_TIMEOUT_S)
     try:
-        with TokenStore.create(store_path) as store:
-            cached = store.get(origin)
-            cached_client = cached.client_id if cached is not None else None
+        cached_client: str | None = None
+        existing = TokenStore.open_existing(store_path)
+        if existing is not None:
+            with existing:
+                cached = existing.get(origin)
+                cached_client = cached.client_id if cached is not None else None
         endpoints = await oauth.discover(http, url)
         client_id = cached_client or await oauth.register(http, endpoints, program)
         try:

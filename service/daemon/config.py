@@ -50,6 +50,8 @@ class Settings:
     healthy_reset_s: float = 60.0
     not_honored_retry_s: float = 300.0
     login_retry_s: float = 300.0
+    token_check_s: float = 60.0
+    """How often a link re-resolves its token (a refresh near expiry triggers a re-listen)."""
     read_concurrency: int = 64
     keep_revisions: int = 100
     max_age_days: float = 30.0

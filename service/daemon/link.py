@@ -96,6 +96,7 @@ class ServerLink:
         self.listened: set[str] = set()
         self.stream: ListenStream | None = None
         self._session_token: str | None = None
+        self._token_checked = 0.0
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -237,6 +238,7 @@ class ServerLink:
         """One connected period: discover, listen, then serve events until something ends it."""
         self.state = "connecting"
         token = self._session_token = await self._token()
+        self._token_checked = time.monotonic()
         client = McpClient(
             self.url,
             token=token,
@@ -277,6 +279,11 @@ class ServerLink:
                     if self.wanted and set(self.wanted) != self.listened:
                         stream, reader = await self._relisten(client, queue, reader, reread="added")
                         self.stream = stream
+                if await self._token_rotated(client):
+                    # Spec gap 14: a listen is authorised once; re-listen (make-before-break)
+                    # with the refreshed token before the old one lapses.
+                    stream, reader = await self._relisten(client, queue, reader, reread="added")
+                    self.stream = stream
                 if (
                     self.stream is not None
                     and time.monotonic() - self.stream.last_activity > watchdog
@@ -287,6 +294,21 @@ class ServerLink:
         finally:
             if reader is not None:
                 reader.cancel()
+
+    async def _token_rotated(self, client: McpClient) -> bool:
+        """Re-resolve the token now and then; True when it changed (refreshed or re-login)."""
+        if self._tokens is None:
+            return False
+        now = time.monotonic()
+        if now - self._token_checked < self._settings.token_check_s:
+            return False
+        self._token_checked = now
+        token = await self._token()
+        if token == self._session_token:
+            return False
+        self._session_token = client.token = token
+        log.info("token changed; re-listening", url=self.url)
+        return True
 
     async def _relisten(
         self,
