@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from service.webhooks.dispatcher import WebhookSettings
+
 
 class ConfigError(ValueError):
     """A setting has a value we cannot use; the message names the setting."""
@@ -58,6 +60,27 @@ class Settings:
     keep_events: int = 100_000
     prune_interval_s: float = 600.0
     shutdown_timeout_s: float = 5.0
+    webhook_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
+    """Seconds before each delivery attempt (comma list); its length is the attempt count."""
+    webhook_jitter: float = 0.2
+    webhook_timeout_s: float = 15.0
+    webhook_max_body_bytes: int = 256 * 1024
+    webhook_concurrency: int = 4
+    webhook_disable_after_s: float = 5 * 86400.0
+    webhook_breaker_failures: int = 5
+    webhook_breaker_open_s: float = 30.0
+
+    def webhook_settings(self) -> WebhookSettings:
+        return WebhookSettings(
+            schedule=tuple(float(x) for x in self.webhook_schedule.split(",") if x.strip()),
+            jitter=self.webhook_jitter,
+            timeout_s=self.webhook_timeout_s,
+            max_body_bytes=self.webhook_max_body_bytes,
+            concurrency=self.webhook_concurrency,
+            disable_after_s=self.webhook_disable_after_s,
+            breaker_failures=self.webhook_breaker_failures,
+            breaker_open_s=self.webhook_breaker_open_s,
+        )
 
     @property
     def db_path(self) -> Path:
@@ -125,6 +148,14 @@ def _validate(settings: Settings) -> Settings:
             raise ConfigError(f"invalid value for api: {api!r} (tcp://127.0.0.1:PORT)") from exc
         if host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
             raise ConfigError("api: the TCP listener binds loopback only (tcp://127.0.0.1:PORT)")
+    try:
+        schedule = settings.webhook_settings().schedule
+    except ValueError as exc:
+        raise ConfigError(
+            f"invalid value for webhook_schedule: {settings.webhook_schedule!r}"
+        ) from exc
+    if not schedule or any(x < 0 for x in schedule):
+        raise ConfigError("webhook_schedule needs at least one delay, none negative")
     if settings.log_format not in ("auto", "json", "console"):
         raise ConfigError(f"invalid value for log_format: {settings.log_format!r}")
     return settings

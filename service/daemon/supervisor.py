@@ -20,6 +20,7 @@ from service.daemon.config import Settings
 from service.daemon.eventhub import EventHub
 from service.daemon.link import ServerLink, TokenProvider
 from service.store import Store, Subscription
+from service.webhooks.dispatcher import Dispatcher
 
 log = structlog.get_logger("mcpsubd.supervisor")
 
@@ -45,6 +46,7 @@ class Supervisor:
         self._lock = asyncio.Lock()
         self._prune_task: asyncio.Task[None] | None = None
         store.on_event.append(self.events.publish)
+        self.webhooks = Dispatcher(store, settings.webhook_settings())
 
     async def start(self) -> None:
         self.events.last_id = await self.store.last_event_id()
@@ -53,6 +55,7 @@ class Supervisor:
         for link in self.links.values():
             link.start()
         self._prune_task = asyncio.get_running_loop().create_task(self._prune_forever())
+        self.webhooks.start()
         self.ready = True
         log.info("supervisor started", links=len(self.links))
 
@@ -61,6 +64,7 @@ class Supervisor:
         if self._prune_task is not None:
             self._prune_task.cancel()
         await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
+        await self.webhooks.stop()
         await self._http.aclose()
 
     def _link_for(self, sub: Subscription) -> ServerLink:
@@ -114,6 +118,7 @@ class Supervisor:
             "errors_total": 0.0,
         }
         snapshot.update({k: float(v) for k, v in self.stats.items()})
+        snapshot.update({f"webhook_{k}": float(v) for k, v in self.webhooks.stats.items()})
         return snapshot
 
     async def _prune_forever(self) -> None:

@@ -94,3 +94,49 @@ events = Table(
 Index("ix_events_subscription", events.c.subscription_id, events.c.id)
 Index("ix_events_uri", events.c.uri, events.c.id)
 Index("ix_revisions_subscription", revisions.c.subscription_id, revisions.c.revision)
+
+webhook_targets = Table(
+    "webhook_targets",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("secret", Text, nullable=False),
+    Column("previous_secret", Text),
+    Column("previous_secret_until", Float),
+    Column("mode", String(16), nullable=False, server_default="all"),
+    Column("enabled", Integer, nullable=False, server_default="1"),
+    Column("disabled_reason", Text),
+    Column("uri_patterns", Text, nullable=False, server_default="[]"),
+    Column("subscription_ids", Text, nullable=False, server_default="[]"),
+    Column("consecutive_failures", Integer, nullable=False, server_default="0"),
+    Column("failing_since", Float),
+    Column("last_success_at", Float),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column(
+        "target_id", Integer, ForeignKey("webhook_targets.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("webhook_id", String(64), nullable=False),
+    Column("event_id", Integer, nullable=False),
+    Column("revision_id", Integer),
+    Column("subscription_id", Integer),
+    Column("uri", Text, nullable=False),
+    Column("state", String(16), nullable=False, server_default="pending"),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("next_attempt_at", Float, nullable=False),
+    Column("last_status", Integer),
+    Column("last_error", Text),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("delivered_at", Float),
+    UniqueConstraint("webhook_id", name="uq_deliveries_webhook_id"),
+)
+
+Index("ix_deliveries_due", deliveries.c.state, deliveries.c.next_attempt_at)
+Index("ix_deliveries_order", deliveries.c.target_id, deliveries.c.uri, deliveries.c.id)

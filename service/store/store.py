@@ -494,7 +494,10 @@ class Store:
     async def _after_revision(
         self, conn: AsyncConnection, created: Event, subscription_id: int, url: str, uri: str
     ) -> None:
-        """Hook for work that must commit with a revision (the webhook outbox)."""
+        """Work that must commit with a revision: the webhook outbox rows."""
+        from service.webhooks.outbox import enqueue
+
+        await enqueue(conn, created)
 
     async def current_revision(self, subscription_id: int) -> Revision | None:
         async with self.engine.connect() as conn:
@@ -537,6 +540,13 @@ class Store:
         async with self.engine.connect() as conn:
             rows = await conn.execute(query.order_by(schema.events.c.id).limit(limit))
             return [_event(row) for row in rows]
+
+    async def get_event(self, event_id: int) -> Event | None:
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(select(schema.events).where(schema.events.c.id == event_id))
+            ).one_or_none()
+        return _event(row) if row is not None else None
 
     async def last_event_id(self) -> int:
         async with self.engine.connect() as conn:

@@ -1,0 +1,1 @@
+"""Webhook fan-out: Standard Webhooks signatures, a transactional outbox, a dispatcher."""

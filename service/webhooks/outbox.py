@@ -1,0 +1,195 @@
+"""Webhook targets and the delivery outbox, on the daemon's database.
+
+:func:`enqueue` runs inside the transaction that records a new revision (see
+``Store._after_revision``): the revision, its event and one delivery row per matching target
+commit together or not at all, so a crash can lose nothing that was acknowledged. The
+dispatcher then works from these rows only; a delivery that was in flight during a crash is
+still ``pending`` and goes out again with the same ``webhook-id``.
+
+Delivery states::
+
+    pending --2xx--> delivered
+       |  \\--failure--> failed (next_attempt_at from the schedule) --...--> dead
+       |                                        410 Gone ---------------> dead (+ target disabled)
+       \\--(mode latest: a newer revision of the same URI)--> superseded
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import and_, exists, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from service.store import schema
+from service.store.records import Event
+
+OPEN_STATES = ("pending", "failed")
+FINAL_STATES = ("delivered", "dead", "superseded")
+MODES = ("all", "latest")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    id: int
+    url: str
+    mode: str
+    enabled: bool
+    disabled_reason: str | None
+    uri_patterns: list[str]
+    subscription_ids: list[int]
+    consecutive_failures: int
+    failing_since: float | None
+    last_success_at: float | None
+    created_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)  # the secret is not a field: it is shown once, at creation
+
+    def matches(self, uri: str, subscription_id: int | None) -> bool:
+        if not self.uri_patterns and not self.subscription_ids:
+            return True
+        if any(fnmatch.fnmatchcase(uri, pattern) for pattern in self.uri_patterns):
+            return True
+        return subscription_id is not None and subscription_id in self.subscription_ids
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    id: int
+    target_id: int
+    webhook_id: str
+    event_id: int
+    revision_id: int | None
+    subscription_id: int | None
+    uri: str
+    state: str
+    attempts: int
+    next_attempt_at: float
+    last_status: int | None
+    last_error: str | None
+    created_at: float
+    delivered_at: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def target_from_row(row: Any) -> Target:
+    m = row._mapping
+    return Target(
+        id=m["id"],
+        url=m["url"],
+        mode=m["mode"],
+        enabled=bool(m["enabled"]),
+        disabled_reason=m["disabled_reason"],
+        uri_patterns=list(json.loads(m["uri_patterns"] or "[]")),
+        subscription_ids=[int(i) for i in json.loads(m["subscription_ids"] or "[]")],
+        consecutive_failures=m["consecutive_failures"],
+        failing_since=m["failing_since"],
+        last_success_at=m["last_success_at"],
+        created_at=m["created_at"],
+    )
+
+
+def delivery_from_row(row: Any) -> Delivery:
+    m = row._mapping
+    return Delivery(
+        id=m["id"],
+        target_id=m["target_id"],
+        webhook_id=m["webhook_id"],
+        event_id=m["event_id"],
+        revision_id=m["revision_id"],
+        subscription_id=m["subscription_id"],
+        uri=m["uri"],
+        state=m["state"],
+        attempts=m["attempts"],
+        next_attempt_at=m["next_attempt_at"],
+        last_status=m["last_status"],
+        last_error=m["last_error"],
+        created_at=m["created_at"],
+        delivered_at=m["delivered_at"],
+    )
+
+
+def new_webhook_id() -> str:
+    """``msg_`` + 24 hex digits: unique, no dots (Standard Webhooks forbids them)."""
+    return "msg_" + secrets.token_hex(12)
+
+
+async def enqueue(conn: AsyncConnection, event: Event) -> int:
+    """Insert one delivery per enabled target that wants this event; same transaction."""
+    targets = [
+        target_from_row(row)
+        for row in await conn.execute(
+            select(schema.webhook_targets).where(schema.webhook_targets.c.enabled == 1)
+        )
+    ]
+    uri = event.uri or ""
+    now = time.time()
+    count = 0
+    d = schema.deliveries
+    for target in targets:
+        if not target.matches(uri, event.subscription_id):
+            continue
+        if target.mode == "latest":
+            await conn.execute(
+                update(d)
+                .where(d.c.target_id == target.id, d.c.uri == uri, d.c.state.in_(OPEN_STATES))
+                .values(
+                    state="superseded", updated_at=now, last_error="superseded by a newer revision"
+                )
+            )
+        await conn.execute(
+            insert(d).values(
+                target_id=target.id,
+                webhook_id=new_webhook_id(),
+                event_id=event.id,
+                revision_id=event.revision_id,
+                subscription_id=event.subscription_id,
+                uri=uri,
+                state="pending",
+                next_attempt_at=now,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        count += 1
+    return count
+
+
+def due_query(now: float, limit: int) -> Any:
+    """Deliveries whose time has come and that are first in line for their (target, URI)."""
+    d = schema.deliveries
+    t = schema.webhook_targets
+    earlier = d.alias("earlier")
+    blocked = exists().where(
+        and_(
+            earlier.c.target_id == d.c.target_id,
+            earlier.c.uri == d.c.uri,
+            earlier.c.id < d.c.id,
+            earlier.c.state.in_(OPEN_STATES),
+        )
+    )
+    return (
+        select(d)
+        .join(t, t.c.id == d.c.target_id)
+        .where(d.c.state.in_(OPEN_STATES), d.c.next_attempt_at <= now, t.c.enabled == 1, ~blocked)
+        .order_by(d.c.next_attempt_at, d.c.id)
+        .limit(limit)
+    )
+
+
+def next_due_query() -> Any:
+    d = schema.deliveries
+    t = schema.webhook_targets
+    return (
+        select(func.min(d.c.next_attempt_at))
+        .join(t, t.c.id == d.c.target_id)
+        .where(d.c.state.in_(OPEN_STATES), t.c.enabled == 1)
+    )
