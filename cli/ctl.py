@@ -95,8 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
         auth.add_argument("url", nargs="?", default=os.environ.get("MCP_PROBE_URL"))
 
     from cli.daemon_cmds import add_daemon_commands
+    from cli.service_cmds import add_service_commands
 
     add_daemon_commands(sub)
+    add_service_commands(sub, COMMANDS)
     return parser
 
 

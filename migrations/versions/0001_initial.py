@@ -67,9 +67,7 @@ def upgrade() -> None:
             "subscription_id", "revision", name="uq_revisions_subscription_revision"
         ),
     )
-    op.create_index(
-        "ix_revisions_subscription", "revisions", ["subscription_id", "revision"]
-    )
+    op.create_index("ix_revisions_subscription", "revisions", ["subscription_id", "revision"])
     op.create_table(
         "events",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),

@@ -177,6 +177,8 @@ def load_settings(
             raise ConfigError(f"cannot read config file {file_path}: {exc}") from exc
         section = data.get("mcpsubd", data)
         for key, raw in section.items():
+            if key == "subscriptions" and section is data:
+                continue  # declared subscriptions: read by service.daemon.reload
             name = key.replace("-", "_")
             if name not in _FIELDS:
                 raise ConfigError(f"{file_path}: unknown setting {key!r}")

@@ -4,6 +4,13 @@ Start-up order: state directory (0700) → database migrated → store → super
 stored subscription re-listened and re-read) → API listening (unix socket 0600, or loopback
 TCP with a bearer token) → "ready". SIGTERM/SIGINT: stop taking work, close every listen
 stream locally, let uvicorn finish within a short grace, close the store, exit 0.
+
+Under systemd (``Type=notify``, :mod:`service.daemon.sdnotify`): ``READY=1`` once the database
+is migrated and the API answers; ``WATCHDOG=1`` at half of ``$WATCHDOG_USEC`` from an asyncio
+task (a blocked event loop stops the pings, and systemd restarts us); ``STATUS=`` with the link
+counts when they change; ``STOPPING=1`` on SIGTERM. SIGHUP (``systemctl reload``) sends
+``RELOADING=1``, re-reads the config and the subscription files (:mod:`service.daemon.reload`)
+and sends ``READY=1`` again. Signal handlers only set flags or schedule work on the loop.
 """
 
 from __future__ import annotations
@@ -14,9 +21,12 @@ import contextlib
 import logging
 import os
 import secrets
+import signal
 import socket
 import stat
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -25,7 +35,9 @@ import structlog
 import uvicorn
 
 from service._version import __version__
-from service.daemon.config import ConfigError, Settings, load_settings
+from service.daemon.config import ConfigError, Settings
+from service.daemon.reload import ConfigSource, Reloader
+from service.daemon.sdnotify import Notifier
 from service.daemon.supervisor import Supervisor
 from service.store import Store
 from service.store.migrate import upgrade
@@ -33,10 +45,39 @@ from service.store.migrate import upgrade
 log = structlog.get_logger("mcpsubd")
 EXIT_CONFIG = 78  # EX_CONFIG
 EXIT_ALREADY_RUNNING = 75  # EX_TEMPFAIL
+STATUS_INTERVAL_S = 2.0
+"""How often the ``STATUS=`` text is recomputed (it is sent only when it changed)."""
+BLOCK_LOOP_HOOK = "MCPSUB_TEST_BLOCK_LOOP_ON_SIGUSR1"
+"""Test hook: when set to 1, SIGUSR1 blocks the event loop for 2 s (the watchdog must stop)."""
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "msg": logging.INFO,
+    "warn": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "exception": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "fatal": logging.CRITICAL,
+}
+_min_level = [logging.INFO]
+
+
+def _level_filter(_logger: Any, method_name: str, event_dict: Any) -> Any:
+    # A processor rather than make_filtering_bound_logger(level): loggers are cached on first
+    # use, so only a processor can follow a log level changed by a reload.
+    if _LEVELS.get(method_name, logging.INFO) < _min_level[0]:
+        raise structlog.DropEvent
+    return event_dict
+
+
+def set_log_level(level: str) -> None:
+    _min_level[0] = getattr(logging, level.upper(), logging.INFO)
 
 
 def configure_logging(settings: Settings) -> None:
-    level = getattr(logging, settings.log_level.upper(), logging.INFO)
+    set_log_level(settings.log_level)
     json_logs = settings.log_format == "json" or (
         settings.log_format == "auto" and not sys.stderr.isatty()
     )
@@ -45,12 +86,13 @@ def configure_logging(settings: Settings) -> None:
     )
     structlog.configure(
         processors=[
+            _level_filter,
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
@@ -121,7 +163,95 @@ class DaemonServer(uvicorn.Server):
             self._on_exit()
 
 
-async def serve(settings: Settings) -> int:
+def status_text(supervisor: Supervisor, reloader: Reloader | None = None) -> str:
+    """``STATUS=`` for systemctl status: "3 links, 3 open, 12 subscriptions"."""
+    links = list(supervisor.links.values())
+    opened = sum(1 for link in links if link.state == "open")
+    subscriptions = sum(len(link.wanted) for link in links)
+    text = f"{len(links)} links, {opened} open, {subscriptions} subscriptions"
+    if reloader is not None and reloader.last_error:
+        text += "; last reload failed (see the log)"
+    return text
+
+
+class ServiceSignals:
+    """SIGHUP (reload) and the SIGUSR1 test hook: the handlers only set flags on the loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, block_on_usr1: bool) -> None:
+        self.loop = loop
+        self.reload_requested = asyncio.Event()
+        self.installed: list[int] = []
+        self._install(signal.SIGHUP, self.reload_requested.set)
+        if block_on_usr1:
+            self._install(signal.SIGUSR1, lambda: loop.call_soon(self._block_loop))
+
+    def _install(self, sig: int, callback: Callable[[], object]) -> None:
+        try:
+            self.loop.add_signal_handler(sig, callback)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
+            return
+        self.installed.append(sig)
+
+    @staticmethod
+    def _block_loop() -> None:
+        log.warning("test hook: blocking the event loop", seconds=2)
+        time.sleep(2)
+
+    def remove(self) -> None:
+        for sig in self.installed:
+            with contextlib.suppress(Exception):
+                self.loop.remove_signal_handler(sig)
+        self.installed.clear()
+
+
+async def _watchdog(notifier: Notifier, interval: float) -> None:
+    # Runs on the event loop on purpose: if the loop is blocked the pings stop.
+    while True:
+        notifier.watchdog()
+        await asyncio.sleep(interval)
+
+
+async def _status_updates(notifier: Notifier, current: Callable[[], str], sent: str) -> None:
+    while True:
+        await asyncio.sleep(STATUS_INTERVAL_S)
+        text = current()
+        if text != sent:
+            notifier.status(text)
+            sent = text
+
+
+async def _reloads(
+    signals: ServiceSignals,
+    reloader: Reloader,
+    notifier: Notifier,
+    current: Callable[[], str],
+) -> None:
+    while True:
+        await signals.reload_requested.wait()
+        signals.reload_requested.clear()
+        log.info("reloading", reason="SIGHUP")
+        notifier.reloading()
+        try:
+            await reloader.reload()
+        except Exception as exc:  # a reload must never take the daemon down
+            reloader.last_error = str(exc)
+            log.exception("reload failed")
+        notifier.ready(current())
+
+
+async def serve(settings: Settings, source: ConfigSource | None = None) -> int:
+    loop = asyncio.get_running_loop()
+    notifier = Notifier.from_env()
+    signals = ServiceSignals(loop, os.environ.get(BLOCK_LOOP_HOOK) == "1")
+    try:
+        return await _serve(settings, source or ConfigSource(), notifier, signals)
+    finally:
+        signals.remove()
+
+
+async def _serve(
+    settings: Settings, source: ConfigSource, notifier: Notifier, signals: ServiceSignals
+) -> int:
     prepare_state_dir(settings.state_dir)
     await asyncio.to_thread(upgrade, settings.sync_db_url)
     store = Store.open(settings.db_url)
@@ -142,7 +272,7 @@ async def serve(settings: Settings) -> int:
         await store.close()
         return EXIT_ALREADY_RUNNING
     host, port = sock.getsockname()[:2] if tcp else ("", 0)
-    api = f"tcp://{host}:{port}" if tcp else f"unix://{settings.api_socket}"
+    api = f"http://{host}:{port}" if tcp else f"unix://{settings.api_socket}"
     config = uvicorn.Config(
         app,
         lifespan="off",
@@ -155,17 +285,29 @@ async def serve(settings: Settings) -> int:
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     server = DaemonServer(config, lambda: loop.call_soon_threadsafe(stopping.set))
+    reloader = Reloader(supervisor, settings, source, set_log_level)
+
+    def current_status() -> str:
+        return status_text(supervisor, reloader)
 
     async def stop_work() -> None:
         await stopping.wait()
+        notifier.stopping()
         log.info("stopping", reason="signal")
-        await supervisor.stop()
+        try:
+            # Bounded: systemd (TimeoutStopSec=15) and launchd (ExitTimeOut 20) kill us after.
+            async with asyncio.timeout(settings.shutdown_timeout_s):
+                await supervisor.stop()
+        except TimeoutError:
+            log.warning("links did not stop in time", timeout_s=settings.shutdown_timeout_s)
 
     await supervisor.start()
+    await reloader.initial()
     stopper = loop.create_task(stop_work())
     serving = loop.create_task(server.serve(sockets=[sock]))
     while not server.started and not serving.done():
         await asyncio.sleep(0.01)
+    background: list[asyncio.Task[None]] = []
     if server.started:
         log.info(
             "ready",
@@ -174,9 +316,20 @@ async def serve(settings: Settings) -> int:
             state_dir=str(settings.state_dir),
             links=len(supervisor.links),
         )
+        status = current_status()
+        notifier.ready(status)
+        interval = notifier.watchdog_interval_s
+        if interval is not None:
+            background.append(loop.create_task(_watchdog(notifier, interval), name="watchdog"))
+        if notifier.enabled:
+            background.append(loop.create_task(_status_updates(notifier, current_status, status)))
+        background.append(loop.create_task(_reloads(signals, reloader, notifier, current_status)))
     await serving
     stopping.set()
     await stopper
+    for task in background:
+        task.cancel()
+    await asyncio.gather(*background, return_exceptions=True)
     await store.close()
     if settings.api_socket is not None and not tcp:
         with contextlib.suppress(FileNotFoundError):
@@ -218,17 +371,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     # Everything the daemon creates (database, WAL, socket, token) is for its owner only.
     os.umask(0o077)
+    # A reload asked for before the loop handles SIGHUP must not kill us (start reads the files).
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     args = build_parser().parse_args(argv)
+    source = ConfigSource(
+        {
+            "state_dir": args.state_dir,
+            "api": args.api,
+            "log_level": args.log_level,
+            "log_format": args.log_format,
+        },
+        args.config,
+    )
     try:
-        settings = load_settings(
-            {
-                "state_dir": args.state_dir,
-                "api": args.api,
-                "log_level": args.log_level,
-                "log_format": args.log_format,
-            },
-            config_file=args.config,
-        )
+        settings = source.load()
     except ConfigError as exc:
         print(f"mcpsubd: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_CONFIG) from exc
@@ -238,7 +394,7 @@ def main(argv: list[str] | None = None) -> None:
         upgrade(settings.sync_db_url)
         print(f"migrated {settings.db_path}")
         return
-    raise SystemExit(asyncio.run(serve(settings)))
+    raise SystemExit(asyncio.run(serve(settings, source)))
 
 
 if __name__ == "__main__":

@@ -108,7 +108,11 @@ def test_adding_a_uri_is_make_before_break(lab_server_factory, daemon_factory) -
     put(lab, "test://a", "a2")
     wait_text(d, "test://a", "a2")
     # Removing a URI keeps the other one watched.
-    sub_b = next(s for s in d.api("GET", "/v1/subscriptions").json()["subscriptions"] if s["uri"] == "test://b")
+    sub_b = next(
+        s
+        for s in d.api("GET", "/v1/subscriptions").json()["subscriptions"]
+        if s["uri"] == "test://b"
+    )
     assert d.api("DELETE", f"/v1/subscriptions/{sub_b['id']}").status_code == 200
     put(lab, "test://a", "a3")
     wait_text(d, "test://a", "a3")
@@ -171,7 +175,9 @@ def test_kill_9_and_restart_restores_everything(
     put(lab, "test://k", "k2 (changed while the daemon was down)")
     d2 = daemon_factory(state)
     wait_text(d2, "test://k", "k2 (changed while the daemon was down)")
-    assert [s["uri"] for s in d2.api("GET", "/v1/subscriptions").json()["subscriptions"]] == ["test://k"]
+    assert [s["uri"] for s in d2.api("GET", "/v1/subscriptions").json()["subscriptions"]] == [
+        "test://k"
+    ]
 
 
 def test_not_honored_state(lab_server_factory, daemon_factory) -> None:

@@ -41,6 +41,9 @@ class CliResult:
 
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_PROBE_", "MCPSUB_"))}
+    # If CI itself runs under systemd, a daemon under test must not notify CI's manager.
+    for name in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"):
+        env.pop(name, None)
     env["PYTHONPATH"] = os.pathsep.join([str(SHIMS), str(REPO_ROOT)])
     env.update(extra or {})
     return env

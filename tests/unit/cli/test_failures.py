@@ -258,6 +258,17 @@ def test_ctl_exit_code_table() -> None:
         "TOOL_ERROR": 1,
         "DAEMON_UNAVAILABLE": 10,
         "CALL_FAILED": 4,
+        "NOT_READY": 10,
+        "SUBSCRIPTION_NOT_FOUND": 7,
+        "NOT_WATCHED": 7,
+        "NO_CONTENT_YET": 7,
+        "INVALID_URL": 2,
+        "INVALID_URI": 2,
+        "INVALID_JSON": 2,
+        "INVALID_PARAMETER": 2,
+        "API_TOKEN_REQUIRED": 3,
+        "HOST_NOT_ALLOWED": 3,
+        "ORIGIN_NOT_ALLOWED": 3,
         "INTERNAL_ERROR": 70,
     }
 

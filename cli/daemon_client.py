@@ -1,0 +1,309 @@
+"""A small synchronous client for the ``mcpsubd`` local API.
+
+Where the API is (first match wins):
+
+1. ``--api`` / ``MCPSUB_API``: ``unix:///path/api.sock`` or ``http://127.0.0.1:PORT``;
+2. the unix socket ``<state dir>/api.sock``, state dir = ``MCPSUB_STATE_DIR``, else
+   ``$XDG_STATE_HOME/mcpsub`` (``~/.local/state/mcpsub``; macOS
+   ``~/Library/Application Support/mcpsub``).
+
+Over TCP the bearer token comes from ``MCPSUB_API_TOKEN`` or ``<state dir>/api.token``; it is
+never printed. A daemon that is not running raises :class:`DaemonUnavailable`, whose hint
+names the command that starts it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import httpx
+
+DEFAULT_TIMEOUT_S = 10.0
+WAIT_SLACK_S = 5.0
+"""Extra seconds a long-poll request may take beyond the wait it asks the daemon for."""
+
+
+class DaemonUnavailable(Exception):
+    error_code = "DAEMON_UNAVAILABLE"
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class DaemonError(Exception):
+    """The daemon answered with an error (non-2xx) or an unusable response."""
+
+    def __init__(
+        self, status: int, error_code: str, message: str, hint: str | None, body: dict[str, Any]
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_code = error_code
+        self.message = message
+        self.hint = hint
+        self.body = body
+
+
+def state_dir() -> Path:
+    explicit = os.environ.get("MCPSUB_STATE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "mcpsub"
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
+    return base / "mcpsub"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the API listens: a unix socket path, or a loopback base URL (+ token)."""
+
+    socket: Path | None = None
+    base_url: str = "http://localhost"
+    token: str | None = None
+    explicit: bool = False
+
+    @property
+    def display(self) -> str:
+        return f"unix://{self.socket}" if self.socket else self.base_url
+
+    def start_hint(self) -> str:
+        if self.socket is not None:
+            default = state_dir() / "api.sock"
+            if self.socket == default and "MCPSUB_STATE_DIR" not in os.environ:
+                command = "mcpsubd"
+            else:
+                command = f"mcpsubd --state-dir {shlex.quote(str(self.socket.parent))}"
+            return f"start the daemon with `{command}` (it listens on {self.display})"
+        return f"start the daemon with `mcpsubd` and its API on {self.base_url}"
+
+
+def _read_token(directory: Path) -> str | None:
+    token = os.environ.get("MCPSUB_API_TOKEN")
+    if token:
+        return token.strip()
+    try:
+        return (directory / "api.token").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def resolve_endpoint(api: str | None = None) -> Endpoint:
+    """Parse ``--api`` / ``MCPSUB_API`` or fall back to the default socket."""
+    spec = api or os.environ.get("MCPSUB_API")
+    if not spec:
+        default = state_dir() / "api.sock"
+        runtime = os.environ.get("XDG_RUNTIME_DIR")
+        unit_socket = Path(runtime) / "mcpsubd" / "api.sock" if runtime else None
+        if not default.exists() and unit_socket is not None and unit_socket.exists():
+            return Endpoint(socket=unit_socket)  # the systemd user unit's RuntimeDirectory
+        return Endpoint(socket=default)
+    if spec.startswith("tcp://"):  # the daemon's own spelling of its TCP listener
+        spec = "http://" + spec[len("tcp://") :]
+    if spec.startswith("unix:"):
+        path = unquote(spec[len("unix:") :])
+        if path.startswith("//"):
+            path = path[2:]
+        if not path:
+            raise ValueError(f"--api {spec!r}: no socket path")
+        return Endpoint(socket=Path(path).expanduser(), explicit=True)
+    parts = urlsplit(spec)
+    if parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"):
+        return Endpoint(base_url=spec.rstrip("/"), token=_read_token(state_dir()), explicit=True)
+    raise ValueError(
+        f"--api must be unix:///path/api.sock or http://127.0.0.1:PORT (or tcp://…), got {spec!r}"
+    )
+
+
+class DaemonClient:
+    def __init__(self, endpoint: Endpoint, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.endpoint = endpoint
+        transport = httpx.HTTPTransport(uds=str(endpoint.socket)) if endpoint.socket else None
+        headers = {"Accept": "application/json"}
+        if endpoint.token:
+            headers["Authorization"] = f"Bearer {endpoint.token}"
+        self._http = httpx.Client(
+            transport=transport,
+            base_url=endpoint.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s, connect=5.0),
+            trust_env=False,
+        )
+
+    @classmethod
+    def from_options(cls, api: str | None = None) -> DaemonClient:
+        return cls(resolve_endpoint(api))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> DaemonClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # ---- plumbing -----------------------------------------------------------------------
+    def _unavailable(self, exc: Exception) -> DaemonUnavailable:
+        return DaemonUnavailable(
+            f"the daemon is not reachable at {self.endpoint.display}: {exc}",
+            self.endpoint.start_hint(),
+        )
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+    ) -> tuple[int, dict[str, Any]]:
+        """Send one request; return (status, JSON body) for 2xx, raise otherwise."""
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        kwargs: dict[str, Any] = {"params": clean}
+        if body is not None:
+            kwargs["json"] = body
+        if timeout_s is not None:
+            kwargs["timeout"] = httpx.Timeout(timeout_s, connect=5.0)
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise self._unavailable(exc) from None
+        except httpx.TimeoutException as exc:
+            raise DaemonError(
+                0,
+                "REQUEST_TIMEOUT",
+                f"the daemon did not answer: {exc}",
+                "retry; check the daemon log",
+                {},
+            ) from None
+        except httpx.TransportError as exc:
+            raise DaemonError(
+                0,
+                "NETWORK_ERROR",
+                f"talking to the daemon failed: {exc}",
+                "retry; check the daemon log",
+                {},
+            ) from None
+        return response.status_code, _json_or_error(response)
+
+    def get(self, path: str, **params: Any) -> dict[str, Any]:
+        return self.request("GET", path, params=params)[1]
+
+    # ---- API ----------------------------------------------------------------------------
+    def subscribe(self, url: str, uri: str) -> tuple[dict[str, Any], bool]:
+        status, body = self.request("POST", "/v1/subscriptions", body={"url": url, "uri": uri})
+        return body, status == 201
+
+    def unsubscribe(self, subscription_id: int) -> dict[str, Any]:
+        return self.request("DELETE", f"/v1/subscriptions/{subscription_id}")[1]
+
+    def subscriptions(self) -> list[dict[str, Any]]:
+        return list(self.get("/v1/subscriptions")["subscriptions"])
+
+    def subscription(self, subscription_id: int) -> dict[str, Any]:
+        return self.get(f"/v1/subscriptions/{subscription_id}")
+
+    def status(self) -> dict[str, Any]:
+        return self.get("/v1/status")
+
+    def content(self, uri: str, url: str | None = None) -> dict[str, Any]:
+        return self.get("/v1/content", uri=uri, url=url)
+
+    def events(
+        self, after: int = 0, limit: int = 100, uri: str | None = None, types: str | None = None
+    ) -> dict[str, Any]:
+        return self.get("/v1/events", after=after, limit=limit, uri=uri, type=types)
+
+    def wait(
+        self, uri: str, *, url: str | None, after: int | None, timeout_ms: float
+    ) -> dict[str, Any]:
+        """Long-poll; raises DaemonError NOTIFICATION_TIMEOUT (408) when nothing came."""
+        params = {"uri": uri, "url": url, "after": after, "timeout_ms": int(timeout_ms)}
+        return self.request(
+            "GET", "/v1/wait", params=params, timeout_s=timeout_ms / 1000 + WAIT_SLACK_S
+        )[1]
+
+    def stream(
+        self,
+        *,
+        last_event_id: int | None = None,
+        uri: str | None = None,
+        types: str | None = None,
+    ) -> Iterator[tuple[int | None, str, dict[str, Any]]]:
+        """Server-sent events as (id, type, data) until the daemon closes the stream."""
+        headers = {"Accept": "text/event-stream"}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        params = {k: v for k, v in {"uri": uri, "type": types}.items() if v is not None}
+        try:
+            with self._http.stream(
+                "GET",
+                "/v1/events/stream",
+                params=params,
+                headers=headers,
+                timeout=httpx.Timeout(DEFAULT_TIMEOUT_S, connect=5.0, read=None),
+            ) as response:
+                if response.status_code != 200:
+                    response.read()
+                    _json_or_error(response)
+                yield from parse_sse(response.iter_lines())
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise self._unavailable(exc) from None
+
+
+def parse_sse(lines: Iterator[str]) -> Iterator[tuple[int | None, str, dict[str, Any]]]:
+    """Minimal WHATWG SSE parser: comments and ``retry:`` skipped, one JSON data line."""
+    event_id: int | None = None
+    event_type = "message"
+    data: list[str] = []
+    for line in lines:
+        if line == "":
+            if data:
+                try:
+                    payload = json.loads("\n".join(data))
+                except ValueError:
+                    payload = {"raw": "\n".join(data)}
+                yield (
+                    event_id,
+                    event_type,
+                    payload if isinstance(payload, dict) else {"value": payload},
+                )
+            event_id, event_type, data = None, "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "id":
+            event_id = int(value) if value.isdigit() else None
+        elif name == "event":
+            event_type = value
+        elif name == "data":
+            data.append(value)
+
+
+def _json_or_error(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        body = {}
+    if response.is_success:
+        return body
+    code = body.get("errorCode") or f"HTTP_{response.status_code}"
+    message = body.get("message") or f"the daemon answered HTTP {response.status_code}"
+    raise DaemonError(response.status_code, str(code), str(message), body.get("hint"), body)

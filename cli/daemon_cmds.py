@@ -1,0 +1,609 @@
+"""``mcpsubctl`` commands that talk to the running daemon (``mcpsubd``) over its local API.
+
+``subscribe``, ``unsubscribe``, ``list``, ``show``, ``status``, ``events``, ``read``, ``wait``.
+Every command takes ``--api`` (see :mod:`cli.daemon_client`) and ``--json``. Errors print
+``error-code``/``recommended-next-action`` lines (or one JSON object) on stdout, the message
+on stderr, and exit with the code of their class (``docs/cli.md``); a daemon that is not
+running is ``DAEMON_UNAVAILABLE`` (exit 10) with the command that starts it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cli.daemon_client import DaemonClient
+
+# Imports of httpx and the engine happen inside the commands: `mcpsubctl --help` and the
+# one-shot commands do not pay for them.
+
+DEFAULT_WAIT_MS = 60_000.0
+POLL_CHUNK_MS = 300_000
+"""Longest single long-poll; longer waits are several polls carrying the cursor on."""
+FOLLOW_RETRY_S = 5.0
+
+# API error codes the shared table (cli.failures.CTL_EXIT_CODES) does not know yet; the
+# values are cli.failures' EXIT_NOT_FOUND (7), EXIT_USAGE (2), EXIT_AUTH (3) and
+# EXIT_DAEMON_UNAVAILABLE (10).
+DAEMON_EXIT_CODES: dict[str, int] = {}
+"""Kept for callers; every daemon error code now lives in ``cli.failures.CTL_EXIT_CODES``."""
+
+
+def exit_code(code: str | None) -> int:
+    from cli.failures import ctl_exit_code
+
+    if code is not None and code in DAEMON_EXIT_CODES:
+        return DAEMON_EXIT_CODES[code]
+    return ctl_exit_code(code)
+
+
+def _output() -> Any:
+    from cli import output
+
+    return output
+
+
+def _dumps(value: Any) -> str:
+    from cli.output import dumps
+
+    return dumps(value)
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+# ---- formatting (pure) ------------------------------------------------------------------
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Plain aligned columns; the last column is not padded."""
+    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        padded = [c.ljust(widths[i]) for i, c in enumerate(row[:-1])] + [row[-1]]
+        lines.append("  ".join(padded).rstrip())
+    return "\n".join(lines)
+
+
+def when(ts: Any) -> str:
+    if not isinstance(ts, (int, float)):
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def event_line(event: dict[str, Any]) -> str:
+    parts = [str(event.get("id")), when(event.get("createdAt")), str(event.get("type"))]
+    if event.get("uri"):
+        parts.append(str(event["uri"]))
+    if event.get("revision") is not None:
+        parts.append(f"rev={event['revision']}")
+    data = event.get("data")
+    if event.get("type") == "subscription.state" and isinstance(data, dict):
+        parts.append(f"{data.get('previous')}->{data.get('state')}")
+    return "  ".join(parts)
+
+
+def _sub_rows(subs: list[dict[str, Any]]) -> list[list[Any]]:
+    return [[s["id"], s["state"], s["revision"], s["serverUrl"], s["uri"]] for s in subs]
+
+
+SUB_HEADERS = ("ID", "STATE", "REV", "SERVER", "URI")
+
+
+# ---- shared error path ----------------------------------------------------------------
+def _fail(args: argparse.Namespace, code: str, message: str, hint: str | None) -> int:
+    sys.stderr.write(f"mcpsubctl {args.command}: {message}\n")
+    if hint:
+        sys.stderr.write(f"hint: {hint}\n")
+    if args.json:
+        _emit(_dumps({"errorCode": code, "message": message, "recommendedNextAction": hint}))
+    else:
+        _emit(f"error-code {code}\nrecommended-next-action {hint or 'null'}")
+    return exit_code(code)
+
+
+def _run(args: argparse.Namespace, body: Callable[[DaemonClient], int]) -> int:
+    from cli.daemon_client import DaemonClient, DaemonError, DaemonUnavailable
+
+    try:
+        client = DaemonClient.from_options(args.api)
+    except ValueError as exc:
+        return _fail(args, "USAGE_ERROR", str(exc), "see `mcpsubctl --help`")
+    try:
+        with client:
+            return body(client)
+    except DaemonUnavailable as exc:
+        return _fail(args, "DAEMON_UNAVAILABLE", exc.message, exc.hint)
+    except DaemonError as exc:
+        return _fail(args, exc.error_code, exc.message, exc.hint)
+
+
+# ---- commands -----------------------------------------------------------------------------
+def cmd_subscribe(args: argparse.Namespace) -> int:
+    def body(client: DaemonClient) -> int:
+        results = []
+        for uri in args.uri:
+            sub, created = client.subscribe(args.url, uri)
+            results.append({**sub, "created": created})
+        if args.json:
+            _emit(_dumps({"subscriptions": results}))
+        else:
+            rows = [
+                ["new" if s["created"] else "existing", *r]
+                for s, r in zip(results, _sub_rows(results), strict=True)
+            ]
+            _emit(table(("", *SUB_HEADERS), rows))
+        return 0
+
+    return _run(args, body)
+
+
+def cmd_unsubscribe(args: argparse.Namespace) -> int:
+    if (args.id is None) == (args.uri is None):
+        return _fail(args, "USAGE_ERROR", "pass a subscription ID or --uri", "see --help")
+
+    from cli.daemon_client import DaemonError
+
+    def body(client: DaemonClient) -> int:
+        if args.id is not None:
+            ids = [args.id]
+        else:
+            subs = client.subscriptions()
+            ids = [
+                s["id"] for s in subs if s["uri"] == args.uri and args.url in (None, s["serverUrl"])
+            ]
+            if not ids:
+                where = f" on {args.url}" if args.url else ""
+                raise DaemonError(
+                    404,
+                    "SUBSCRIPTION_NOT_FOUND",
+                    f"nothing watches {args.uri}{where}",
+                    "list the subscriptions with `mcpsubctl list`",
+                    {},
+                )
+        removed = [client.unsubscribe(i) for i in ids]
+        if args.json:
+            _emit(_dumps({"removed": removed}))
+        else:
+            _emit(table(SUB_HEADERS, _sub_rows(removed)))
+        return 0
+
+    return _run(args, body)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    def body(client: DaemonClient) -> int:
+        subs = client.subscriptions()
+        if args.json:
+            _emit(_dumps({"subscriptions": subs}))
+        else:
+            _emit(table(SUB_HEADERS, _sub_rows(subs)) if subs else "no subscriptions")
+        return 0
+
+    return _run(args, body)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    def body(client: DaemonClient) -> int:
+        sub = client.subscription(args.id)
+        if args.json:
+            _emit(_dumps(sub))
+            return 0
+        link = sub.get("link") or {}
+        current = sub.get("current") or {}
+        rows = [
+            ("id", sub["id"]),
+            ("server", sub["serverUrl"]),
+            ("uri", sub["uri"]),
+            ("state", sub["state"]),
+            ("reason", sub.get("stateReason")),
+            ("revision", sub["revision"]),
+            ("last read", when(sub.get("lastReadAt"))),
+            ("created", when(sub.get("createdAt"))),
+            ("link", link.get("state")),
+            ("stream open", link.get("streamOpen")),
+            ("honored", link.get("honoredUris")),
+            ("reconnects", link.get("reconnects")),
+            ("last error", link.get("lastError")),
+        ]
+        lines = [f"{k + ':':<13} {'-' if v is None else v}" for k, v in rows]
+        if current:
+            lines += ["text:", str(current.get("text") or "")]
+        _emit("\n".join(lines))
+        return 0
+
+    return _run(args, body)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    def body(client: DaemonClient) -> int:
+        st = client.status()
+        if args.json:
+            _emit(_dumps(st))
+            return 0
+        counts = ", ".join(f"{k} {v}" for k, v in st.get("counts", {}).items())
+        states = ", ".join(f"{k} {v}" for k, v in st.get("subscriptionsByState", {}).items())
+        lines = [
+            f"version:        {st.get('version')}",
+            f"ready:          {st.get('ready')}",
+            f"uptime:         {st.get('uptimeSeconds')} s",
+            f"last event id:  {st.get('lastEventId')}",
+            f"counts:         {counts or '-'}",
+            f"subscriptions:  {states or '-'}",
+        ]
+        links = st.get("links") or []
+        if links:
+            rows = [
+                [
+                    ln.get("serverId"),
+                    ln.get("state"),
+                    ln.get("streamOpen"),
+                    ln.get("reconnects"),
+                    ln.get("url"),
+                    ln.get("lastErrorCode"),
+                ]
+                for ln in links
+            ]
+            lines += ["", table(("SERVER", "STATE", "STREAM", "RECONNECTS", "URL", "ERROR"), rows)]
+        _emit("\n".join(lines))
+        return 0
+
+    return _run(args, body)
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    def body(client: DaemonClient) -> int:
+        content = client.content(args.uri, args.url)
+        if args.json:
+            _emit(_dumps(content))
+        else:
+            text = content.get("text")
+            _emit(text if text is not None else _dumps(content.get("contents")))
+        return 0
+
+    return _run(args, body)
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    def body(client: DaemonClient) -> int:
+        if args.follow:
+            return _follow(client, args)
+        page = client.events(args.since or 0, args.limit, args.uri, args.type)
+        if args.json:
+            _emit(_dumps(page))
+        else:
+            for event in page["events"]:
+                _emit(event_line(event))
+        return 0
+
+    return _run(args, body)
+
+
+def _follow(client: DaemonClient, args: argparse.Namespace) -> int:
+    from cli.daemon_client import DaemonError, DaemonUnavailable
+
+    last: int | None = args.since
+    if last is None:
+        last = int(client.status().get("lastEventId") or 0)
+    seen = 0
+    try:
+        while True:
+            try:
+                for event_id, event_type, data in client.stream(
+                    last_event_id=last, uri=args.uri, types=args.type
+                ):
+                    if event_id is not None:
+                        last = event_id
+                    if event_type == "reset":
+                        data = {"type": "reset", **data}
+                        sys.stderr.write("events: history was pruned past the cursor (reset)\n")
+                    if args.json:
+                        _emit(_dumps(data))
+                    else:
+                        _emit(event_line(data) if event_type != "reset" else f"reset {data}")
+                    seen += 1
+                    if args.max_events is not None and seen >= args.max_events:
+                        return 0
+            except (DaemonUnavailable, DaemonError) as exc:
+                sys.stderr.write(f"events: {exc}; reconnecting in {FOLLOW_RETRY_S:g} s\n")
+            except OSError as exc:  # the stream broke (daemon restart)
+                sys.stderr.write(f"events: stream lost ({exc}); reconnecting\n")
+            else:
+                sys.stderr.write("events: the daemon closed the stream; reconnecting\n")
+            time.sleep(FOLLOW_RETRY_S)
+    except KeyboardInterrupt:
+        return 0
+
+
+# ---- wait -------------------------------------------------------------------------------
+def _wait_timeout_ms(args: argparse.Namespace) -> float | None:
+    value = args.timeout_ms
+    if value is None:
+        raw = os.environ.get("MCP_PROBE_TIMEOUT_MS")
+        try:
+            value = float(raw) if raw else DEFAULT_WAIT_MS
+        except ValueError:
+            return None
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def _probe_result(uri: str, server_url: str | None) -> Any:
+    from service.probe import ProbeResult
+
+    result = ProbeResult(server_url or "", uri, [uri])
+    result.resource_found = True
+    return result
+
+
+def _print_wait(args: argparse.Namespace, result: Any, event_id: Any, revision: Any) -> None:
+    extra = {"eventId": event_id, "revision": revision}
+    if args.json:
+        _emit(_output().dumps(_output().probe_json(result, extra)))
+        return
+    lines = _output().probe_lines(result).split("\n")
+    lines[-1:-1] = [
+        f"event-id {event_id if event_id is not None else 'null'}",
+        f"revision {revision if revision is not None else 'null'}",
+    ]
+    _emit("\n".join(lines))
+
+
+def _wait_failure(args: argparse.Namespace, code: str, message: str, hint: str | None) -> int:
+    sys.stderr.write(f"wait failed: {message}\n")
+    if hint:
+        sys.stderr.write(f"hint: {hint}\n")
+    if args.json:
+        extra = {"message": message, "eventId": None, "revision": None}
+        _emit(_output().dumps(_output().failure_json(code, hint, args.url, args.uri, extra)))
+    else:
+        _emit(_output().failure_lines(code, hint, args.url, args.uri))
+    return exit_code(code)
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    timeout_ms = _wait_timeout_ms(args)
+    if timeout_ms is None:
+        return _wait_failure(args, "USAGE_ERROR", "--timeout-ms must be a number > 0", None)
+    from cli.daemon_client import DaemonClient, DaemonError, DaemonUnavailable
+
+    try:
+        client = DaemonClient.from_options(args.api)
+    except ValueError as exc:
+        return _wait_failure(args, "USAGE_ERROR", str(exc), "see `mcpsubctl wait --help`")
+    try:
+        with client:
+            return _wait_daemon(client, args, timeout_ms)
+    except DaemonUnavailable as exc:
+        if args.direct:
+            sys.stderr.write("wait: the daemon is not running; probing the server directly\n")
+            return _wait_direct(args, timeout_ms)
+        return _wait_failure(
+            args,
+            "DAEMON_UNAVAILABLE",
+            exc.message,
+            exc.hint + "; or pass --direct --url URL to probe without it",
+        )
+    except DaemonError as exc:
+        return _wait_failure(args, exc.error_code, exc.message, exc.hint)
+
+
+def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: float) -> int:
+    from cli.daemon_client import DaemonError
+
+    uri: str = args.uri
+    after: int | None = args.after
+    current: dict[str, Any] | None = None
+    try:
+        current = client.content(uri, args.url)
+    except DaemonError as exc:
+        if exc.error_code == "NOT_WATCHED":
+            if not args.url:
+                raise DaemonError(
+                    exc.status,
+                    exc.error_code,
+                    exc.message,
+                    "pass --url URL to subscribe and wait, or run "
+                    "`mcpsubctl subscribe --url URL --uri URI` first",
+                    exc.body,
+                ) from None
+            _, created = client.subscribe(args.url, uri)
+            sys.stderr.write(f"wait: subscribed to {uri} on {args.url}\n")
+            if not created:  # subscribed meanwhile by someone else: it may have content
+                current = _current_or_none(client, uri, args.url)
+        elif exc.error_code != "NO_CONTENT_YET":
+            raise
+    if after is None:
+        # The first revision newer than the current one; with none yet, the first one.
+        after = 0 if current is None else current.get("eventId")
+    result = _probe_result(uri, args.url or (current or {}).get("serverUrl"))
+    result.initial_text = (current or {}).get("text")
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        chunk = min(POLL_CHUNK_MS, max(1, math.ceil((deadline - time.monotonic()) * 1000)))
+        try:
+            got = client.wait(uri, url=args.url, after=after, timeout_ms=chunk)
+            break
+        except DaemonError as exc:
+            if exc.error_code != "NOTIFICATION_TIMEOUT":
+                raise
+            after = exc.body.get("after", after)
+            if time.monotonic() < deadline:
+                continue
+            return _wait_timed_out(client, args, result, current, timeout_ms)
+    event, revision = got["event"], got.get("revision") or {}
+    link = _link(client, event.get("subscriptionId"))
+    result.server_url = revision.get("serverUrl") or event.get("serverUrl") or result.server_url
+    result.route = "subscription"
+    result.listen_acknowledged = bool(link.get("streamOpen", True))
+    result.honored_uris = list(link.get("honoredUris") or [uri])
+    result.notification_count = 1
+    result.notification_uri = uri
+    result.final_text = revision.get("text")
+    _print_wait(args, result, event.get("id"), revision.get("revision", event.get("revision")))
+    return 0
+
+
+def _current_or_none(client: DaemonClient, uri: str, url: str | None) -> dict[str, Any] | None:
+    from cli.daemon_client import DaemonError
+
+    try:
+        return client.content(uri, url)
+    except DaemonError as exc:
+        if exc.error_code in ("NO_CONTENT_YET", "NOT_WATCHED"):
+            return None
+        raise
+
+
+def _link(client: DaemonClient, subscription_id: Any) -> dict[str, Any]:
+    from cli.daemon_client import DaemonError
+
+    if not isinstance(subscription_id, int):
+        return {}
+    try:
+        link = client.subscription(subscription_id).get("link")
+    except DaemonError:
+        return {}
+    return link if isinstance(link, dict) else {}
+
+
+def _wait_timed_out(
+    client: DaemonClient,
+    args: argparse.Namespace,
+    result: Any,
+    current: dict[str, Any] | None,
+    timeout_ms: float,
+) -> int:
+    sub_id = (current or {}).get("subscriptionId")
+    if sub_id is None:  # nothing read yet: the (first) subscription of the URI
+        subs = [
+            s
+            for s in client.subscriptions()
+            if s["uri"] == args.uri and args.url in (None, s["serverUrl"])
+        ]
+        if subs:
+            sub_id = subs[0]["id"]
+            result.server_url = result.server_url or subs[0]["serverUrl"]
+    link = _link(client, sub_id)
+    result.route = "timeout"
+    result.error_code = "NOTIFICATION_TIMEOUT"
+    result.listen_acknowledged = bool(link.get("streamOpen", False))
+    result.honored_uris = list(link.get("honoredUris") or [])
+    sys.stderr.write(f"wait: no update of {args.uri} within {timeout_ms:g} ms\n")
+    if link.get("lastError"):
+        code = link.get("lastErrorCode") or "error"
+        sys.stderr.write(f"hint: the daemon's link to the server reports {code}: ")
+        sys.stderr.write(f"{link['lastError']} (see `mcpsubctl status`)\n")
+    _print_wait(args, result, None, (current or {}).get("revision"))
+    return exit_code("NOTIFICATION_TIMEOUT")
+
+
+def _wait_direct(args: argparse.Namespace, timeout_ms: float) -> int:
+    if not args.url:
+        return _wait_failure(
+            args, "SERVER_URL_UNKNOWN", "--direct needs --url", "pass --url with --direct"
+        )
+    from cli.runner import run_subscribe_probe
+
+    token = os.environ.get("MCPSUB_AUTH_TOKEN") or os.environ.get("MCP_PROBE_AUTH_TOKEN")
+    outcome = run_subscribe_probe(
+        url=args.url,
+        uris=[args.uri],
+        explicit_token=token or None,
+        timeout_ms=timeout_ms,
+        skip_list_check=False,
+        ca_cert=None,
+        compat=False,
+        client_name="mcpsubctl",
+        program="mcpsubctl",
+    )
+    if outcome.failure is not None:
+        f = outcome.failure
+        return _wait_failure(args, f.code, f.message, f.hint)
+    result = outcome.result
+    if result.error_message:
+        sys.stderr.write(f"wait: {result.error_message}\n")
+    _print_wait(args, result, None, None)
+    return exit_code(result.error_code)
+
+
+# ---- argparse wiring ------------------------------------------------------------------
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--api",
+        default=None,
+        help="daemon API: unix:///path/api.sock or http://127.0.0.1:PORT "
+        "(env MCPSUB_API; default <state dir>/api.sock)",
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object (NDJSON with --follow)")
+
+
+def add_daemon_commands(sub: Any) -> None:
+    """Add the daemon commands to ``mcpsubctl``'s subparsers."""
+    p = sub.add_parser("subscribe", help="daemon: watch URIs on a server")
+    _common(p)
+    p.add_argument("--url", required=True, help="MCP endpoint URL")
+    p.add_argument("--uri", action="append", required=True, help="resource URI (repeatable)")
+
+    p = sub.add_parser("unsubscribe", help="daemon: stop watching (by ID or --uri)")
+    _common(p)
+    p.add_argument("id", nargs="?", type=int, default=None, help="subscription ID")
+    p.add_argument("--uri", default=None, help="remove the subscriptions of this URI")
+    p.add_argument("--url", default=None, help="only on this server")
+
+    p = sub.add_parser("list", help="daemon: list subscriptions")
+    _common(p)
+
+    p = sub.add_parser("show", help="daemon: one subscription, its link and current revision")
+    _common(p)
+    p.add_argument("id", type=int, help="subscription ID")
+
+    p = sub.add_parser("status", help="daemon: version, links, counts")
+    _common(p)
+
+    p = sub.add_parser("events", help="daemon: the event log (or --follow it)")
+    _common(p)
+    p.add_argument("--follow", action="store_true", help="stream new events (SSE) until Ctrl-C")
+    p.add_argument("--since", type=int, default=None, help="only events after this id")
+    p.add_argument("--limit", type=int, default=100, help="page size without --follow (<=1000)")
+    p.add_argument("--uri", default=None, help="only events of this URI")
+    p.add_argument("--type", default=None, help="only these types (comma-separated)")
+    p.add_argument("--max-events", type=int, default=None, help=argparse.SUPPRESS)
+
+    p = sub.add_parser("read", help="daemon: the current content of a URI")
+    _common(p)
+    p.add_argument("--uri", required=True, help="resource URI")
+    p.add_argument("--url", default=None, help="server URL, when several watch the URI")
+
+    p = sub.add_parser("wait", help="daemon: wait for the next update of a URI")
+    _common(p)
+    p.add_argument("--uri", required=True, help="resource URI")
+    p.add_argument("--url", default=None, help="server URL; subscribes first when not watched")
+    p.add_argument(
+        "--after",
+        type=int,
+        default=None,
+        help="event id; default: the revision current when wait starts",
+    )
+    p.add_argument("--timeout-ms", type=float, default=None, help="default 60000")
+    p.add_argument(
+        "--direct", action="store_true", help="without a daemon, probe the server once instead"
+    )
+
+
+DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "subscribe": cmd_subscribe,
+    "unsubscribe": cmd_unsubscribe,
+    "list": cmd_list,
+    "show": cmd_show,
+    "status": cmd_status,
+    "events": cmd_events,
+    "read": cmd_read,
+    "wait": cmd_wait,
+}

@@ -1,0 +1,56 @@
+"""Build the local API (FastAPI) around a running supervisor.
+
+``create_app`` only wires things: routes read the :class:`~service.api.state.ApiState`
+from ``app.state.api``; the guard in :mod:`service.api.security` wraps everything.
+Serving it (unix socket 0600 or loopback TCP) is :mod:`service.api.server`'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fastapi import FastAPI
+
+from service._version import __version__
+from service.api.errors import install_handlers
+from service.api.metrics import Metrics, SnapshotCollector
+from service.api.routes import content, events, subscriptions, system
+from service.api.security import DEFAULT_ALLOWED_HOSTS, LocalGuard
+from service.api.state import ApiState, SupervisorLike
+
+
+def create_app(
+    supervisor: SupervisorLike,
+    *,
+    token: str | None,
+    allowed_hosts: Iterable[str] = DEFAULT_ALLOWED_HOSTS,
+    keepalive_s: float = 15.0,
+    max_wait_ms: int = 600_000,
+    max_waiters: int = 256,
+) -> FastAPI:
+    """The API app. ``token`` is required on every request but ``/healthz`` when set
+    (loopback TCP); pass None for the unix socket, whose file mode is the access control."""
+    app = FastAPI(
+        title="mcpsubd local API",
+        version=__version__,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    collector = SnapshotCollector(
+        supervisor.metrics_snapshot,
+        lambda: supervisor.ready,
+        lambda: supervisor.started_at,
+    )
+    app.state.api = ApiState(
+        supervisor=supervisor,
+        metrics=Metrics(collector),
+        keepalive_s=keepalive_s,
+        max_wait_ms=max_wait_ms,
+        max_waiters=max_waiters,
+    )
+    install_handlers(app)
+    for module in (subscriptions, content, events, system):
+        app.include_router(module.router)
+    app.add_middleware(LocalGuard, token=token, allowed_hosts=allowed_hosts)
+    return app

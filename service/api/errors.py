@@ -1,0 +1,167 @@
+"""Errors of the local API: small records with a status, a stable ``errorCode`` and a hint.
+
+Routes raise :class:`ApiError` subclasses; :func:`install_handlers` maps them (and
+FastAPI's validation errors, Starlette's 404/405, anything unexpected) to one JSON shape::
+
+    {"errorCode": "INVALID_URL", "message": "...", "field": "url", "hint": "..."}
+
+``field`` and ``hint`` appear only when known. Tokens and request headers never appear.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+def error_body(
+    code: str, message: str, *, field: str | None = None, hint: str | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"errorCode": code, "message": message}
+    if field is not None:
+        body["field"] = field
+    if hint is not None:
+        body["hint"] = hint
+    return body
+
+
+class ApiError(Exception):
+    """Base of every domain error a route may raise; never instantiate it directly."""
+
+    status: ClassVar[int] = 400
+    error_code: ClassVar[str] = "BAD_REQUEST"
+    default_hint: ClassVar[str | None] = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        hint: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.hint = hint if hint is not None else self.default_hint
+        self.extra = extra or {}
+
+    def to_json(self) -> dict[str, Any]:
+        body = error_body(self.error_code, self.message, field=self.field, hint=self.hint)
+        body.update(self.extra)
+        return body
+
+
+class InvalidJson(ApiError):
+    error_code = "INVALID_JSON"
+    default_hint = 'send a JSON object such as {"url": "http://host/mcp", "uri": "scheme:path"}'
+
+
+class InvalidUrl(ApiError):
+    error_code = "INVALID_URL"
+    default_hint = "url must be an absolute http:// or https:// URL with a host"
+
+
+class InvalidUri(ApiError):
+    error_code = "INVALID_URI"
+    default_hint = "uri must be a resource URI with a scheme (e.g. test://x) and no spaces"
+
+
+class InvalidParameter(ApiError):
+    error_code = "INVALID_PARAMETER"
+
+
+class BodyTooLarge(ApiError):
+    status = 413
+    error_code = "BODY_TOO_LARGE"
+
+
+class SubscriptionNotFound(ApiError):
+    status = 404
+    error_code = "SUBSCRIPTION_NOT_FOUND"
+    default_hint = "list the subscriptions with `mcpsubctl list` (GET /v1/subscriptions)"
+
+
+class NotWatched(ApiError):
+    status = 404
+    error_code = "NOT_WATCHED"
+    default_hint = "subscribe first: `mcpsubctl subscribe --url URL --uri URI`"
+
+
+class NoContentYet(ApiError):
+    status = 404
+    error_code = "NO_CONTENT_YET"
+    default_hint = "the daemon has not read this resource yet; retry or use `mcpsubctl wait`"
+
+
+class NotificationTimeout(ApiError):
+    status = 408
+    error_code = "NOTIFICATION_TIMEOUT"
+    default_hint = "no update arrived in time; wait again with after=<the returned after>"
+
+
+class TooBusy(ApiError):
+    status = 503
+    error_code = "TOO_MANY_WAITERS"
+    default_hint = "too many open streams and long-polls; close some and retry"
+
+
+class NotReady(ApiError):
+    status = 503
+    error_code = "NOT_READY"
+    default_hint = "the daemon is still starting; retry in a moment"
+
+
+_HTTP_CODES = {
+    404: ("NOT_FOUND", "no such endpoint; see /openapi.json"),
+    405: ("METHOD_NOT_ALLOWED", None),
+}
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str | None:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or None
+
+
+async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return JSONResponse(exc.to_json(), status_code=exc.status)
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    first = errors[0] if errors else {}
+    field = _field(first.get("loc", ()))
+    message = str(first.get("msg", "invalid request"))
+    if field:
+        message = f"{field}: {message}"
+    return JSONResponse(error_body("INVALID_PARAMETER", message, field=field), status_code=400)
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code, hint = _HTTP_CODES.get(exc.status_code, (f"HTTP_{exc.status_code}", None))
+    return JSONResponse(
+        error_body(code, str(exc.detail), hint=hint),
+        status_code=exc.status_code,
+        headers=exc.headers,
+    )
+
+
+async def _internal_error(_request: Request, _exc: Exception) -> JSONResponse:
+    return JSONResponse(
+        error_body("INTERNAL_ERROR", "internal error", hint="see the daemon log"),
+        status_code=500,
+    )
+
+
+def install_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _internal_error)

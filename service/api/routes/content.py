@@ -1,0 +1,121 @@
+"""``/v1/content`` (the current revision of a URI) and ``/v1/wait`` (long-poll for the next)."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from service.api import validate
+from service.api.errors import InvalidParameter, NoContentYet, NotificationTimeout, NotWatched
+from service.api.queries import event_id_for_revision
+from service.api.state import ApiState, api_state
+from service.api.views import content_json, event_json
+from service.store.records import Event, Revision, Subscription
+
+router = APIRouter(prefix="/v1", tags=["content"])
+
+DISCONNECT_CHECK_S = 5.0
+"""A long-poll whose client went away is noticed within this long."""
+
+UriParam = Annotated[str, Query(description="resource URI")]
+UrlParam = Annotated[str | None, Query(description="server URL, when several watch the URI")]
+
+
+async def _watchers(state: ApiState, uri: str, url: str | None) -> list[Subscription]:
+    validate.resource_uri(uri)
+    if url is not None:
+        validate.server_url(url)
+    subs = await state.supervisor.store.find_subscriptions(uri, url)
+    if not subs:
+        where = f" on {url}" if url else ""
+        raise NotWatched(f"nothing watches {uri}{where}")
+    return subs
+
+
+async def _content(
+    state: ApiState, sub: Subscription, rev: Revision, event_id: int | None = None
+) -> dict[str, Any]:
+    if event_id is None:
+        event_id = await event_id_for_revision(state.supervisor.store, sub.id, rev.id)
+    return content_json(sub, rev, event_id)
+
+
+@router.get("/content")
+async def get_content(request: Request, uri: UriParam, url: UrlParam = None) -> dict[str, Any]:
+    """The current revision of ``uri`` (the newest read among the servers that watch it)."""
+    state = api_state(request)
+    store = state.supervisor.store
+    best: tuple[Subscription, Revision] | None = None
+    for sub in await _watchers(state, uri, url):
+        rev = await store.current_revision(sub.id)
+        if rev is not None and (best is None or rev.read_at > best[1].read_at):
+            best = (sub, rev)
+    if best is None:
+        raise NoContentYet(f"{uri} has not been read yet")
+    return await _content(state, *best)
+
+
+@router.get(
+    "/wait",
+    responses={408: {"description": "NOTIFICATION_TIMEOUT"}, 404: {"description": "NOT_WATCHED"}},
+)
+async def wait_for_update(
+    request: Request,
+    uri: UriParam,
+    url: UrlParam = None,
+    after: Annotated[
+        int | None,
+        Query(ge=0, le=validate.MAX_ID, description="event id; default: the newest one now"),
+    ] = None,
+    timeout_ms: Annotated[int | None, Query(ge=1, description="default 60000")] = None,
+) -> Any:
+    """Long-poll: the first ``resource.updated`` event of ``uri`` with an id above ``after``."""
+    state = api_state(request)
+    if timeout_ms is None:
+        timeout_ms = state.default_wait_ms
+    if timeout_ms > state.max_wait_ms:
+        raise InvalidParameter(
+            f"timeout_ms must be at most {state.max_wait_ms}", field="timeout_ms"
+        )
+    subs = await _watchers(state, uri, url)
+    store = state.supervisor.store
+    cursor = await store.last_event_id() if after is None else after
+    by_id = {s.id: s for s in subs}
+    state.check_capacity()
+    deadline = time.monotonic() + timeout_ms / 1000
+    async with state.waiter_slot():
+        while True:
+            mark = await store.last_event_id()
+            found = await store.events_after(
+                cursor, limit=1, types=["resource.updated"], uri=uri, subscription_ids=list(by_id)
+            )
+            if found:
+                return await _wait_result(state, by_id[found[0].subscription_id or 0], found[0])
+            cursor = max(cursor, mark)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise NotificationTimeout(
+                        f"no update of {uri} within {timeout_ms} ms", extra={"after": cursor}
+                    )
+                if await state.supervisor.events.wait_beyond(
+                    cursor, min(remaining, DISCONNECT_CHECK_S)
+                ):
+                    break
+                if await request.is_disconnected():
+                    return JSONResponse({"errorCode": "CLIENT_GONE"}, status_code=499)
+
+
+async def _wait_result(state: ApiState, sub: Subscription, event: Event) -> dict[str, Any]:
+    store = state.supervisor.store
+    rev = await store.get_revision(event.revision_id) if event.revision_id else None
+    if rev is None:  # pruned or removed since: hand out what is current
+        rev = await store.current_revision(sub.id)
+    if rev is None:
+        return {"event": event_json(event), "revision": None}
+    event_id = event.id if rev.id == event.revision_id else None
+    content = await _content(state, sub, rev, event_id)
+    return {"event": event_json(event), "revision": content}

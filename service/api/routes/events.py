@@ -1,0 +1,103 @@
+"""``/v1/events`` (a page of the event log) and ``/v1/events/stream`` (SSE, resumable)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from service.api import validate
+from service.api.sse import event_stream
+from service.api.state import api_state
+from service.api.views import event_json
+
+router = APIRouter(prefix="/v1/events", tags=["events"])
+
+MAX_LIMIT = 1000
+
+TypeParam = Annotated[
+    list[str] | None,
+    Query(alias="type", description="event type; repeat or comma-separate for several"),
+]
+
+
+def _types(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    types = [t.strip() for v in values for t in v.split(",") if t.strip()]
+    return types or None
+
+
+@router.get("")
+async def list_events(
+    request: Request,
+    after: Annotated[int, Query(ge=0, le=validate.MAX_ID)] = 0,
+    limit: Annotated[int, Query(ge=1, description=f"capped at {MAX_LIMIT}")] = 100,
+    uri: str | None = None,
+    types: TypeParam = None,
+) -> dict[str, Any]:
+    """Events with an id above ``after``, oldest first; pass ``nextAfter`` back as ``after``."""
+    if uri is not None:
+        validate.resource_uri(uri)
+    store = api_state(request).supervisor.store
+    events = await store.events_after(
+        after, limit=min(limit, MAX_LIMIT), types=_types(types), uri=uri
+    )
+    return {
+        "events": [event_json(e) for e in events],
+        "nextAfter": events[-1].id if events else after,
+    }
+
+
+@router.get(
+    "/stream",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "SSE"}},
+)
+async def stream_events(
+    request: Request,
+    last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    last_event_id: Annotated[str | None, Query()] = None,
+    after: Annotated[str | None, Query()] = None,
+    uri: str | None = None,
+    types: TypeParam = None,
+) -> StreamingResponse:
+    """Server-sent events, ``id:`` = event id; resume with ``Last-Event-ID``.
+
+    Without a cursor the stream starts at the newest event (live only); ``after=0``
+    replays everything retained. A cursor older than the retained history first gets an
+    ``event: reset`` (refetch state from ``/v1/content``), then the retained events.
+    """
+    state = api_state(request)
+    if uri is not None:
+        validate.resource_uri(uri)
+    cursor = validate.cursor(last_event_id_header, "Last-Event-ID")
+    if cursor is None:
+        cursor = validate.cursor(last_event_id, "last_event_id")
+    if cursor is None:
+        cursor = validate.cursor(after, "after")
+    supervisor = state.supervisor
+    if cursor is None:
+        cursor = await supervisor.store.last_event_id()
+    state.check_capacity()
+    start = cursor
+    selected = _types(types)
+
+    async def body() -> Any:
+        async with state.waiter_slot():
+            async for chunk in event_stream(
+                supervisor.store,
+                supervisor.events,
+                after=start,
+                keepalive_s=state.keepalive_s,
+                types=selected,
+                uri=uri,
+            ):
+                yield chunk
+
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

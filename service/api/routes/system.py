@@ -1,0 +1,56 @@
+"""Status, health, readiness and Prometheus metrics."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from service._version import __version__
+from service.api.metrics import uptime
+from service.api.state import api_state
+
+router = APIRouter(tags=["system"])
+
+
+@router.get("/v1/status")
+async def status(request: Request) -> dict[str, Any]:
+    supervisor = api_state(request).supervisor
+    store = supervisor.store
+    subs = await store.list_subscriptions()
+    return {
+        "version": __version__,
+        "ready": supervisor.ready,
+        "uptimeSeconds": round(uptime(supervisor.started_at), 3),
+        "links": supervisor.link_status(),
+        "counts": await store.counts(),
+        "subscriptionsByState": dict(sorted(Counter(s.state for s in subs).items())),
+        "lastEventId": await store.last_event_id(),
+    }
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, bool]:
+    """Liveness: the process answers. Needs no token."""
+    return {"ok": True}
+
+
+@router.get("/readyz", responses={503: {"description": "NOT_READY"}})
+async def readyz(request: Request) -> JSONResponse:
+    if api_state(request).supervisor.ready:
+        return JSONResponse({"ready": True})
+    return JSONResponse(
+        {"ready": False, "errorCode": "NOT_READY", "message": "links are not started yet"},
+        status_code=503,
+    )
+
+
+@router.get("/metrics", response_class=Response)
+async def metrics(request: Request) -> Response:
+    state = api_state(request)
+    store = state.supervisor.store
+    text = state.metrics.render(await store.counts(), await store.last_event_id())
+    return Response(text, media_type=CONTENT_TYPE_LATEST)

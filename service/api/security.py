@@ -1,0 +1,122 @@
+"""DNS-rebinding and token guard for the local API, as one pure ASGI middleware.
+
+Order of checks (the first failure answers, the app is never reached):
+
+1. ``Host`` must name the loopback (``localhost``, ``127.0.0.1``, ``[::1]``, any port) → 421.
+   Requests over the unix socket carry whatever the client put in the URL; httpx and curl
+   send ``localhost``.
+2. A present ``Origin`` must be ``http(s)://`` + one of those hosts → 403. Browsers send it,
+   so a page on another site cannot drive the API even through a rebinding DNS name.
+3. With a token (loopback TCP mode), ``Authorization: Bearer <token>`` on everything except
+   ``/healthz`` → 401, compared in constant time. The token is never logged or echoed.
+
+Pure ASGI rather than ``BaseHTTPMiddleware`` so SSE responses stream untouched.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from service.api.errors import error_body
+
+DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "[::1]")
+UNAUTHENTICATED_PATHS = frozenset({"/healthz"})
+
+
+def split_host(value: str) -> str | None:
+    """``host[:port]`` → lower-cased host (IPv6 keeps its brackets); None if malformed."""
+    value = value.strip().lower()
+    if not value:
+        return None
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        host, rest = value[: end + 1], value[end + 1 :]
+    else:
+        host, _, port = value.partition(":")
+        rest = ":" + port if port else ""
+    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+        return None
+    return host
+
+
+def origin_allowed(origin: str, hosts: frozenset[str]) -> bool:
+    try:
+        parts = urlsplit(origin)
+        netloc_host = split_host(parts.netloc)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and netloc_host in hosts
+
+
+def bearer_matches(header: str | None, token: str) -> bool:
+    if header is None:
+        return False
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(value.strip().encode(), token.encode())
+
+
+class LocalGuard:
+    def __init__(self, app: ASGIApp, *, token: str | None, allowed_hosts: Iterable[str]) -> None:
+        self.app = app
+        self._token = token
+        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in scope.get("headers", []):
+            name = raw_name.decode("latin-1").lower()
+            headers.setdefault(name, raw_value.decode("latin-1"))
+        host = split_host(headers.get("host", ""))
+        if host not in self.allowed_hosts:
+            await _reject(send, 421, "HOST_NOT_ALLOWED", "the Host header must name the loopback")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not origin_allowed(origin, self.allowed_hosts):
+            await _reject(send, 403, "ORIGIN_NOT_ALLOWED", "cross-origin requests are refused")
+            return
+        if (
+            self._token is not None
+            and scope.get("path") not in UNAUTHENTICATED_PATHS
+            and not bearer_matches(headers.get("authorization"), self._token)
+        ):
+            await _reject(
+                send,
+                401,
+                "API_TOKEN_REQUIRED",
+                "missing or wrong bearer token",
+                hint="send Authorization: Bearer <the token in the state dir's api.token>",
+                extra_headers=[(b"www-authenticate", b'Bearer realm="mcpsubd"')],
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+async def _reject(
+    send: Send,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    hint: str | None = None,
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    body = json.dumps(error_body(code, message, hint=hint)).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *(extra_headers or []),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,92 @@
+"""Serve the API: a unix socket created 0600 (uvicorn's own ``uds=`` makes it 0666) or a
+loopback TCP port. The caller owns the event loop and the shutdown."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import stat
+from collections.abc import Generator
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI
+
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+class SocketInUse(RuntimeError):
+    """Another process is listening on the API socket (a second daemon?)."""
+
+
+def bind_unix_socket(path: Path) -> socket.socket:
+    """A listening unix socket at ``path``, mode 0600, in a directory we make 0700.
+
+    A stale socket file (nothing listening) is replaced; a live one raises SocketInUse.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise SocketInUse(f"{path} exists and is not a socket")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()
+        else:
+            raise SocketInUse(f"another process is listening on {path}")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    except OSError:
+        sock.close()
+        raise
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def bind_loopback(host: str, port: int) -> socket.socket:
+    if host not in LOOPBACK:
+        raise ValueError(f"the API binds the loopback only, not {host!r}")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def make_server(app: FastAPI, *, graceful_s: int = 5) -> uvicorn.Server:
+    """A uvicorn server for ``app``; run ``await server.serve(sockets=[sock])``, stop with
+    ``server.should_exit = True``. Logging stays with the daemon (no uvicorn log config)."""
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=graceful_s,
+        server_header=False,
+    )
+    return _QuietServer(config)
+
+
+class _QuietServer(uvicorn.Server):
+    """Leaves SIGINT/SIGTERM to the daemon (uvicorn would install its own handlers)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def remove_socket(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()

@@ -1,0 +1,80 @@
+"""Server-sent events for ``GET /v1/events/stream``.
+
+The encoders are pure (record in, bytes out). :func:`event_stream` replays the events table
+from a cursor and then follows it: it sleeps on :meth:`EventHub.wait_beyond` (woken by the
+store's commit callback), never on a database timer, and emits a ``:`` comment when nothing
+happened for ``keepalive_s`` so proxies and clients see a live connection. Ids are the
+events table's integer ids, so a client's ``Last-Event-ID`` survives daemon restarts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from service.api.views import event_json
+from service.daemon.eventhub import EventHub
+from service.store.store import Store
+
+RETRY_MS = 5000
+BATCH = 500
+"""Events read per query while replaying; the stream never holds more in memory."""
+
+
+def encode_event(event_type: str, data: Any, event_id: int | None = None) -> bytes:
+    lines = []
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    lines.append(f"event: {event_type}")
+    # json.dumps escapes newlines, so the payload is always one data line.
+    lines.append("data: " + json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+def encode_comment(text: str) -> bytes:
+    return f": {text}\n\n".encode()
+
+
+def encode_retry(ms: int) -> bytes:
+    return f"retry: {ms}\n\n".encode()
+
+
+def needs_reset(cursor: int, first_id: int, last_id: int) -> bool:
+    """True when events after ``cursor`` were pruned, or the cursor is from another database."""
+    if cursor > last_id:
+        return True
+    return first_id > 0 and cursor < first_id - 1
+
+
+async def event_stream(
+    store: Store,
+    hub: EventHub,
+    *,
+    after: int,
+    keepalive_s: float,
+    types: Sequence[str] | None = None,
+    uri: str | None = None,
+) -> AsyncIterator[bytes]:
+    yield encode_retry(RETRY_MS)
+    cursor = after
+    first_id, last_id = await store.first_event_id(), await store.last_event_id()
+    if needs_reset(cursor, first_id, last_id):
+        yield encode_event(
+            "reset",
+            {"requestedAfter": cursor, "firstEventId": first_id, "lastEventId": last_id},
+        )
+        cursor = max(first_id - 1, 0) if cursor <= last_id else last_id
+    while True:
+        # Read the high-water mark before the query: an event committed in between is
+        # then either in the batch or beyond the mark, so wait_beyond() sees it.
+        mark = await store.last_event_id()
+        batch = await store.events_after(cursor, limit=BATCH, types=types, uri=uri)
+        for item in batch:
+            yield encode_event(item.type, event_json(item), item.id)
+            cursor = item.id
+        if len(batch) == BATCH:
+            continue
+        cursor = max(cursor, mark)
+        if not await hub.wait_beyond(cursor, keepalive_s):
+            yield encode_comment("keep-alive")

@@ -1,0 +1,57 @@
+"""JSON shapes of the API: store records in, camelCase dicts out (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.store.records import Event, Revision, Subscription
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def subscription_json(sub: Subscription) -> dict[str, Any]:
+    return {camel(k): v for k, v in sub.to_json().items()}
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    return {camel(k): v for k, v in event.to_json().items()}
+
+
+def revision_summary(rev: Revision | None) -> dict[str, Any] | None:
+    if rev is None:
+        return None
+    return {
+        "revision": rev.revision,
+        "contentHash": rev.content_hash,
+        "readAt": rev.read_at,
+        "text": rev.text,
+    }
+
+
+def content_json(sub: Subscription, rev: Revision, event_id: int | None) -> dict[str, Any]:
+    return {
+        "subscriptionId": sub.id,
+        "serverUrl": sub.server_url,
+        "uri": sub.uri,
+        "revision": rev.revision,
+        "contentHash": rev.content_hash,
+        "generation": rev.generation,
+        "readAt": rev.read_at,
+        "contents": rev.contents,
+        "text": rev.text,
+        "eventId": event_id,
+    }
+
+
+def link_for(links: list[dict[str, Any]], sub: Subscription) -> dict[str, Any] | None:
+    """The supervisor's link entry for ``sub`` (by server id, else by URL)."""
+    for link in links:
+        if link.get("serverId") == sub.server_id:
+            return link
+    for link in links:
+        if link.get("url") == sub.server_url:
+            return link
+    return None

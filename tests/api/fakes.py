@@ -1,0 +1,80 @@
+"""A supervisor with the daemon's contract and none of its links: the API's test double."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from service.daemon.eventhub import EventHub
+from service.store.migrate import upgrade
+from service.store.records import Revision, Subscription
+from service.store.store import Store, sqlite_url
+
+
+class FakeSupervisor:
+    def __init__(self, store: Store, events: EventHub) -> None:
+        self.store = store
+        self.events = events
+        self.started_at = time.time()
+        self.ready = True
+        self.subscribe_calls = 0
+        self._links: dict[int, dict[str, Any]] = {}
+
+    async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
+        self.subscribe_calls += 1
+        sub, created = await self.store.add_subscription(url, uri)
+        link = self._links.setdefault(
+            sub.server_id,
+            {
+                "serverId": sub.server_id, "url": url, "state": "listening", "generation": 0,
+                "lastError": None, "lastErrorCode": None, "backoffUntil": None,
+                "reconnects": 0, "streamOpen": True, "honoredUris": [], "uris": [],
+                "circuit": "closed",
+            },
+        )  # fmt: skip
+        if uri not in link["uris"]:
+            link["uris"].append(uri)
+            link["honoredUris"].append(uri)
+        return sub, created
+
+    async def unsubscribe(self, subscription_id: int) -> Subscription | None:
+        return await self.store.remove_subscription(subscription_id)
+
+    def link_status(self) -> list[dict[str, Any]]:
+        return list(self._links.values())
+
+    def metrics_snapshot(self) -> dict[str, float]:
+        return {
+            "streams_open": float(len(self._links)),
+            "reconnects_total": 0.0,
+            "reads_total": 3.0,
+            "revisions_total": 2.0,
+            "errors_total": 0.0,
+        }
+
+    async def publish(self, sub: Subscription, text: str) -> Revision:
+        """What the refresher does after a read: store it under the link's generation."""
+        generation = await self.store.bump_generation(sub.server_id)
+        contents = [{"uri": sub.uri, "mimeType": "text/plain", "text": text}]
+        revision = await self.store.record_read(sub.id, sub.server_id, generation, contents, text)
+        assert revision is not None
+        return revision
+
+
+def migrated_store(path: Path) -> Store:
+    upgrade(f"sqlite:///{path}")
+    return Store.open(sqlite_url(path))
+
+
+async def make_supervisor(path: Path, template: Path | None = None) -> FakeSupervisor:
+    """A supervisor on a fresh database at ``path`` (copied from a migrated ``template``)."""
+    if template is not None:
+        shutil.copyfile(template, path)
+        store = Store.open(sqlite_url(path))
+    else:
+        store = migrated_store(path)
+    hub = EventHub(await store.last_event_id())
+    store.on_event.append(hub.publish)
+    return FakeSupervisor(store, hub)

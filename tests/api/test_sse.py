@@ -1,0 +1,179 @@
+"""GET /v1/events/stream over a real unix socket: replay, resume, reset, keep-alive."""
+
+from __future__ import annotations
+
+import stat
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from sqlalchemy import delete
+
+from cli.daemon_client import parse_sse
+from service.store import schema
+from tests.api.fakes import FakeSupervisor
+from tests.api.live import LiveApi
+
+URL = "http://127.0.0.1:8089/mcp"
+
+
+def _client(live: LiveApi) -> httpx.Client:
+    transport = httpx.HTTPTransport(uds=str(live.socket_path))
+    return httpx.Client(
+        transport=transport, base_url="http://localhost", timeout=httpx.Timeout(5.0)
+    )
+
+
+def _seed(live: LiveApi, texts: list[str]) -> None:
+    async def go(sup: FakeSupervisor) -> None:
+        sub, _ = await sup.subscribe(URL, "test://a")
+        for text in texts:
+            await sup.publish(sub, text)
+
+    live.call(go)
+
+
+def _frames(lines: Iterator[str], count: int) -> list[str]:
+    """Raw SSE lines until ``count`` blank-line-terminated frames were read."""
+    seen: list[str] = []
+    for line in lines:
+        seen.append(line)
+        if line == "" and sum(1 for x in seen if x == "") >= count:
+            break
+    return seen
+
+
+def test_socket_is_private(live: LiveApi) -> None:
+    mode = live.socket_path.stat().st_mode
+    assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+
+
+def test_stream_replays_then_follows(live: LiveApi) -> None:
+    _seed(live, ["v1"])  # events 1 (created), 2 (updated)
+    with (
+        _client(live) as client,
+        client.stream("GET", "/v1/events/stream", params={"after": 0}) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.headers["x-accel-buffering"] == "no"
+        assert response.headers["cache-control"] == "no-cache"
+        lines = response.iter_lines()
+        assert next(lines) == "retry: 5000"
+        frames = list(parse_sse(_drop_retry(lines, 2)))
+        assert [(i, t) for i, t, _ in frames] == [
+            (1, "subscription.created"), (2, "resource.updated")
+        ]  # fmt: skip
+        assert frames[1][2]["uri"] == "test://a" and frames[1][2]["revision"] == 1
+        live.call_later(0.1, lambda sup: _publish(sup, "v2"))
+        more = list(parse_sse(_drop_retry(lines, 1)))
+        assert more[0][0] == 3 and more[0][2]["revision"] == 2
+
+
+async def _publish(sup: FakeSupervisor, text: str) -> None:
+    sub = (await sup.store.find_subscriptions("test://a"))[0]
+    await sup.publish(sub, text)
+
+
+def _drop_retry(lines: Iterator[str], count: int) -> Iterator[str]:
+    """Yield SSE lines (keep-alive comments included) until ``count`` events were seen."""
+    events = 0
+    for line in lines:
+        yield line
+        if line.startswith("event:"):
+            events += 1
+        if line == "" and events >= count:
+            return
+
+
+@pytest.mark.parametrize("how", ["header", "query", "after"])
+def test_resume_from_cursor(live: LiveApi, how: str) -> None:
+    _seed(live, ["v1", "v2", "v3"])  # ids 1..4
+    headers = {"Last-Event-ID": "2"} if how == "header" else {}
+    params = {"last_event_id": "2"} if how == "query" else {"after": "2"} if how == "after" else {}
+    with (
+        _client(live) as client,
+        client.stream("GET", "/v1/events/stream", headers=headers, params=params) as response,
+    ):
+        frames = list(parse_sse(_drop_retry(response.iter_lines(), 2)))
+    assert [i for i, _, _ in frames] == [3, 4]
+
+
+def test_header_wins_over_query(live: LiveApi) -> None:
+    _seed(live, ["v1", "v2"])  # ids 1..3
+    with (
+        _client(live) as client,
+        client.stream(
+            "GET", "/v1/events/stream", headers={"Last-Event-ID": "2"}, params={"after": "0"}
+        ) as response,
+    ):
+        frames = list(parse_sse(_drop_retry(response.iter_lines(), 1)))
+    assert frames[0][0] == 3
+
+
+def test_reset_when_cursor_predates_history(live: LiveApi) -> None:
+    _seed(live, ["v1", "v2", "v3", "v4"])  # ids 1..5
+
+    async def prune(sup: FakeSupervisor) -> None:
+        async with sup.store.engine.begin() as conn:
+            await conn.execute(delete(schema.events).where(schema.events.c.id <= 3))
+
+    live.call(prune)
+    with (
+        _client(live) as client,
+        client.stream("GET", "/v1/events/stream", headers={"Last-Event-ID": "1"}) as response,
+    ):
+        frames = list(parse_sse(_drop_retry(response.iter_lines(), 3)))
+    assert frames[0][1] == "reset" and frames[0][0] is None
+    assert frames[0][2] == {"requestedAfter": 1, "firstEventId": 4, "lastEventId": 5}
+    assert [i for i, _, _ in frames[1:]] == [4, 5]
+
+
+def test_reset_when_cursor_is_from_the_future(live: LiveApi) -> None:
+    _seed(live, ["v1"])  # ids 1..2
+    with (
+        _client(live) as client,
+        client.stream("GET", "/v1/events/stream", headers={"Last-Event-ID": "99"}) as response,
+    ):
+        lines = response.iter_lines()
+        frames = list(parse_sse(_drop_retry(lines, 1)))
+        assert frames[0][1] == "reset" and frames[0][2]["lastEventId"] == 2
+        live.call_later(0.1, lambda sup: _publish(sup, "v2"))
+        assert next(iter(parse_sse(_drop_retry(lines, 1))))[0] == 3
+
+
+def test_keepalive_comment_and_live_default(live: LiveApi) -> None:
+    _seed(live, ["v1"])
+    with _client(live) as client, client.stream("GET", "/v1/events/stream") as response:
+        lines = response.iter_lines()
+        assert next(lines) == "retry: 5000"
+        assert next(lines) == ""
+        started = time.monotonic()
+        assert next(lines) == ": keep-alive"  # nothing replayed without a cursor
+        assert 0.2 < time.monotonic() - started < 3
+
+
+def test_filters_and_bad_cursor(live: LiveApi) -> None:
+    _seed(live, ["v1"])
+    with _client(live) as client:
+        with client.stream(
+            "GET", "/v1/events/stream", params={"after": 0, "type": "resource.updated"}
+        ) as response:
+            frames = list(parse_sse(_drop_retry(response.iter_lines(), 1)))
+        assert frames[0][1] == "resource.updated"
+        bad = client.get("/v1/events/stream", headers={"Last-Event-ID": "abc"})
+        assert bad.status_code == 400 and bad.json()["field"] == "Last-Event-ID"
+
+
+def test_disconnect_releases_the_stream(live: LiveApi) -> None:
+    with _client(live) as client:
+        for _ in range(3):
+            with client.stream("GET", "/v1/events/stream") as response:
+                assert next(response.iter_lines()) == "retry: 5000"
+        app_state = live.server.config.app.state.api
+        deadline = time.monotonic() + 5
+        while app_state.waiters and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert app_state.waiters == 0
+        assert client.get("/healthz").json() == {"ok": True}
