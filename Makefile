@@ -8,6 +8,9 @@ export UV_PYTHON_DOWNLOADS := never
 # Byte-compile at install time: otherwise every CLI start compiles its imports again when
 # PYTHONDONTWRITEBYTECODE is set (as on CI machines), tripling start-up time.
 export UV_COMPILE_BYTECODE := 1
+# Some machines set PYTHONDONTWRITEBYTECODE=1; the tests start hundreds of subprocesses that
+# would each recompile our own modules. An empty value turns it off.
+export PYTHONDONTWRITEBYTECODE :=
 # Tests run in parallel; set PYTEST_WORKERS=0 to run them in one process.
 PYTEST_WORKERS ?= auto
 

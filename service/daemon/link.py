@@ -425,6 +425,7 @@ class ServerLink:
                 self._limiter,
                 self._stats,
                 self._on_read_error,
+                self._on_read_ok,
             )
             self.refreshers[uri] = refresher
         return refresher
@@ -440,6 +441,10 @@ class ServerLink:
         )
         async with asyncio.timeout(self._settings.request_timeout_s):
             return await client.read_resource(uri)
+
+    async def _on_read_ok(self, target: ReadTarget) -> None:
+        if target.uri in self.honored:
+            await self._store.set_subscription_state([target.subscription_id], "active")
 
     async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
         await self._store.set_subscription_state([target.subscription_id], "error", str(exc))

@@ -42,6 +42,7 @@ class UriRefresher:
         limiter: asyncio.Semaphore,
         stats: dict[str, int],
         on_error: Callable[[ReadTarget, McpError], Awaitable[None]],
+        on_ok: Callable[[ReadTarget], Awaitable[None]] | None = None,
     ) -> None:
         self.target = target
         self._store = store
@@ -50,6 +51,8 @@ class UriRefresher:
         self._limiter = limiter
         self._stats = stats
         self._on_error = on_error
+        self._on_ok = on_ok
+        self.failing = False
         self._task: asyncio.Task[None] | None = None
         self._dirty = False
 
@@ -86,6 +89,10 @@ class UriRefresher:
                         text,
                         read_at=time.time(),
                     )
+                if self.failing:
+                    self.failing = False
+                    if self._on_ok is not None:
+                        await self._on_ok(self.target)
                 if revision is not None:
                     self._stats["revisions_total"] = self._stats.get("revisions_total", 0) + 1
                     log.info(
@@ -100,6 +107,7 @@ class UriRefresher:
                 self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
                 log.warning("read failed", uri=self.target.uri, error=str(exc), code=exc.error_code)
                 if isinstance(exc, JsonRpcError):
+                    self.failing = True
                     await self._on_error(self.target, exc)
                 return
             except Exception as exc:  # a bug must not kill the link

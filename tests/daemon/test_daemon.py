@@ -251,3 +251,33 @@ def test_bad_input_is_rejected_and_the_daemon_keeps_serving(daemon_factory) -> N
     assert d.api("DELETE", "/v1/subscriptions/999").status_code == 404
     assert d.api("GET", "/v1/subscriptions").json()["subscriptions"] == []
     assert d.api("GET", "/healthz").status_code == 200
+
+
+def _state_of(d: Daemon, sub_id: int) -> str:
+    subs = d.api("GET", "/v1/subscriptions").json()["subscriptions"]
+    return next(s["state"] for s in subs if s["id"] == sub_id)
+
+
+def _wait_state(d: Daemon, sub_id: int, state: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _state_of(d, sub_id) == state:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"subscription {sub_id} never reached {state}: {_state_of(d, sub_id)}")
+
+
+def test_read_error_state_recovers(lab_server_factory, daemon_factory) -> None:
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://gone", "here")
+    d = daemon_factory()
+    sub = subscribe(d, lab.url, "test://gone")
+    wait_text(d, "test://gone", "here")
+    _wait_state(d, sub["id"], "active")
+    lab.http.request("DELETE", "/lab/resources", params={"uri": "test://gone"}).raise_for_status()
+    lab.control("POST", "/lab/notify", json={"uri": "test://gone"}).raise_for_status()
+    _wait_state(d, sub["id"], "error")
+    put(lab, "test://gone", "back")
+    lab.control("POST", "/lab/notify", json={"uri": "test://gone"}).raise_for_status()
+    wait_text(d, "test://gone", "back")
+    _wait_state(d, sub["id"], "active")
