@@ -27,7 +27,7 @@ $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
 setup: $(VENV)/.synced
 
 run: setup
-	$(PY) -m labserver
+	$(PY) -m cli.demo
 
 test: setup
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)

@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.service_cmds import add_service_commands
 
     add_daemon_commands(sub)
+    from cli.webhook_cmds import add_webhook_commands
+
+    add_webhook_commands(sub, COMMANDS)
     add_service_commands(sub, COMMANDS)
     return parser
 

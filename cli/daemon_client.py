@@ -236,6 +236,61 @@ class DaemonClient:
             "GET", "/v1/wait", params=params, timeout_s=timeout_ms / 1000 + WAIT_SLACK_S
         )[1]
 
+    # ---- webhooks -------------------------------------------------------------------------
+    def add_webhook(
+        self,
+        url: str,
+        *,
+        uri_patterns: list[str] | None = None,
+        subscription_ids: list[int] | None = None,
+        mode: str | None = None,
+        secret: str | None = None,
+    ) -> dict[str, Any]:
+        """A new target; the answer's ``secret`` is the only time the daemon shows it."""
+        body: dict[str, Any] = {"url": url}
+        if uri_patterns:
+            body["uriPatterns"] = uri_patterns
+        if subscription_ids:
+            body["subscriptionIds"] = subscription_ids
+        if mode is not None:
+            body["mode"] = mode
+        if secret is not None:
+            body["secret"] = secret
+        return self.request("POST", "/v1/webhooks", body=body)[1]
+
+    def webhooks(self) -> list[dict[str, Any]]:
+        return list(self.get("/v1/webhooks")["webhooks"])
+
+    def webhook(self, target_id: int) -> dict[str, Any]:
+        return self.get(f"/v1/webhooks/{target_id}")
+
+    def remove_webhook(self, target_id: int) -> dict[str, Any]:
+        return self.request("DELETE", f"/v1/webhooks/{target_id}")[1]
+
+    def webhook_action(self, target_id: int, action: str) -> dict[str, Any]:
+        """``enable``, ``disable``, ``test`` or ``rotate-secret``."""
+        return self.request("POST", f"/v1/webhooks/{target_id}/{action}", body={})[1]
+
+    def deliveries(
+        self,
+        *,
+        target: int | None = None,
+        state: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+    ) -> dict[str, Any]:
+        return self.get("/v1/deliveries", target=target, state=state, after=after, limit=limit)
+
+    def delivery(self, delivery_id: int) -> dict[str, Any]:
+        return self.get(f"/v1/deliveries/{delivery_id}")
+
+    def retry_delivery(self, delivery_id: int) -> dict[str, Any]:
+        return self.request("POST", f"/v1/deliveries/{delivery_id}/retry")[1]
+
+    def recover_deliveries(self, target: int, since: str) -> dict[str, Any]:
+        body = {"target": target, "since": since}
+        return self.request("POST", "/v1/deliveries/recover", body=body)[1]
+
     def stream(
         self,
         *,

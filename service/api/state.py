@@ -14,6 +14,7 @@ from service.api.metrics import Metrics
 from service.daemon.eventhub import EventHub
 from service.store.records import Subscription
 from service.store.store import Store
+from service.webhooks.dispatcher import Dispatcher
 
 
 class SupervisorLike(Protocol):
@@ -27,6 +28,8 @@ class SupervisorLike(Protocol):
     def started_at(self) -> float: ...
     @property
     def ready(self) -> bool: ...
+    @property
+    def webhooks(self) -> Dispatcher: ...
 
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]: ...
     async def unsubscribe(self, subscription_id: int) -> Subscription | None: ...

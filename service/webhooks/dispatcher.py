@@ -162,18 +162,30 @@ class Dispatcher:
             self._wake.clear()
             now = time.time()
             try:
-                for delivery in await self.repo.due(now):
+                for delivery in await self.repo.due(
+                    now,
+                    exclude=self._inflight,
+                    per_target=self.settings.concurrency,
+                ):
                     if delivery.id in self._inflight or not self._may_send(delivery.target_id, now):
                         continue
                     self._inflight.add(delivery.id)
                     task = asyncio.get_running_loop().create_task(self._deliver(delivery))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
-                next_due = await self.repo.next_due_at()
+                # Rows already due are in flight (their completion wakes us) or behind an
+                # open breaker (its half-open time is below): only a *future* due time and
+                # the breakers decide how long to sleep. Counting due rows here made the
+                # loop spin without sleeping for as long as any attempt was in flight.
+                next_due = await self.repo.next_due_at(after=now)
             except Exception as exc:  # keep delivering whatever one query did
                 log.exception("dispatcher pass failed", error=str(exc))
                 next_due = now + 1.0
-            timeout = 5.0 if next_due is None else min(5.0, max(0.0, next_due - time.time()))
+            wake_at = [now + 5.0]
+            if next_due is not None:
+                wake_at.append(next_due)
+            wake_at += [b.open_until for b in self._breakers.values() if b.open_until > now]
+            timeout = min(wake_at) - time.time()
             if timeout > 0:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(timeout):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
@@ -153,13 +153,24 @@ class WebhookRepository:
         return bool(result.rowcount)
 
     # ---- deliveries ---------------------------------------------------------------------
-    async def due(self, now: float, limit: int = 200) -> list[Delivery]:
+    async def due(
+        self,
+        now: float,
+        limit: int = 200,
+        *,
+        exclude: Collection[int] = (),
+        per_target: int | None = None,
+    ) -> list[Delivery]:
+        """Due deliveries, first in line per (target, URI); ``exclude`` the ones in flight and
+        take at most ``per_target`` per target so one backlog cannot fill ``limit``."""
+        query = due_query(now, limit, exclude=exclude, per_target=per_target)
         async with self._engine.connect() as conn:
-            return [delivery_from_row(row) for row in await conn.execute(due_query(now, limit))]
+            return [delivery_from_row(row) for row in await conn.execute(query)]
 
-    async def next_due_at(self) -> float | None:
+    async def next_due_at(self, after: float | None = None) -> float | None:
+        """The earliest next attempt (only those later than ``after`` when given)."""
         async with self._engine.connect() as conn:
-            value = await conn.scalar(next_due_query())
+            value = await conn.scalar(next_due_query(after))
         return float(value) if value is not None else None
 
     async def get_delivery(self, delivery_id: int) -> Delivery | None:
@@ -304,24 +315,58 @@ class WebhookRepository:
         return await self.get_delivery(delivery_id) if result.rowcount else None
 
     async def recover(self, target_id: int, since: float) -> int:
-        """Re-send every dead or failing delivery of a target created since ``since``."""
-        d = schema.deliveries
+        """Re-send every dead or failing delivery of a target created since ``since``.
+
+        For a ``latest`` target only the newest of them per URI is sent again; the older
+        ones become ``superseded`` (sending them would replay states the mode skips).
+        Returns how many deliveries go out again.
+        """
+        d, t = schema.deliveries, schema.webhook_targets
         now = time.time()
         async with self._lock, self._engine.begin() as conn:
-            result = await conn.execute(
-                update(d)
-                .where(
-                    d.c.target_id == target_id,
-                    d.c.created_at >= since,
-                    d.c.state.in_(("dead", "failed")),
-                )
-                .values(state="pending", attempts=0, next_attempt_at=now, updated_at=now)
+            mode = await conn.scalar(select(t.c.mode).where(t.c.id == target_id))
+            if mode is None:
+                return 0
+            chosen = (
+                d.c.target_id == target_id,
+                d.c.created_at >= since,
+                d.c.state.in_(("dead", "failed")),
             )
+            if mode == "latest":
+                rows = await conn.execute(select(d.c.id, d.c.uri).where(*chosen).order_by(d.c.id))
+                newest: dict[str, int] = {}
+                for row in rows:
+                    newest[row.uri] = row.id
+                keep = list(newest.values())
+                await conn.execute(
+                    update(d)
+                    .where(*chosen, d.c.id.not_in(keep))
+                    .values(
+                        state="superseded",
+                        updated_at=now,
+                        last_error="superseded by a newer revision (recover, mode latest)",
+                    )
+                )
+                result = await conn.execute(
+                    update(d)
+                    .where(d.c.id.in_(keep))
+                    .values(state="pending", attempts=0, next_attempt_at=now, updated_at=now)
+                )
+            else:
+                result = await conn.execute(
+                    update(d)
+                    .where(*chosen)
+                    .values(state="pending", attempts=0, next_attempt_at=now, updated_at=now)
+                )
         return int(result.rowcount or 0)
 
-    async def counts(self) -> dict[str, int]:
+    async def counts(self, target_id: int | None = None) -> dict[str, int]:
+        """Deliveries by state (of one target when given), every state present."""
         d = schema.deliveries
+        query = select(d.c.state, func.count()).group_by(d.c.state)
+        if target_id is not None:
+            query = query.where(d.c.target_id == target_id)
         async with self._engine.connect() as conn:
-            rows = await conn.execute(select(d.c.state, func.count()).group_by(d.c.state))
+            rows = await conn.execute(query)
             found = {state: int(n) for state, n in rows}
         return {state: found.get(state, 0) for state in (*OPEN_STATES, *FINAL_STATES)}

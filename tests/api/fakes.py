@@ -11,6 +11,7 @@ from service.daemon.eventhub import EventHub
 from service.store.migrate import upgrade
 from service.store.records import Revision, Subscription
 from service.store.store import Store, sqlite_url
+from service.webhooks.dispatcher import Dispatcher, WebhookSettings
 
 
 class FakeSupervisor:
@@ -21,6 +22,7 @@ class FakeSupervisor:
         self.ready = True
         self.subscribe_calls = 0
         self._links: dict[int, dict[str, Any]] = {}
+        self.webhooks = Dispatcher(store, WebhookSettings(schedule=(0.0, 0.2, 0.4), jitter=0.0))
 
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
         self.subscribe_calls += 1

@@ -12,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from service._version import __version__
 from service.api.metrics import uptime
 from service.api.state import api_state
+from service.webhooks.repository import WebhookRepository
 
 router = APIRouter(tags=["system"])
 
@@ -29,7 +30,14 @@ async def status(request: Request) -> dict[str, Any]:
         "counts": await store.counts(),
         "subscriptionsByState": dict(sorted(Counter(s.state for s in subs).items())),
         "lastEventId": await store.last_event_id(),
+        "deliveries": await supervisor.webhooks.repo.counts(),
+        "webhooks": await _webhook_counts(supervisor.webhooks.repo),
     }
+
+
+async def _webhook_counts(repo: WebhookRepository) -> dict[str, int]:
+    targets = await repo.list_targets()
+    return {"targets": len(targets), "enabled": sum(1 for t in targets if t.enabled)}
 
 
 @router.get("/healthz")

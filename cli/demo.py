@@ -1,0 +1,221 @@
+"""``make run``: the whole product on one machine, in one terminal, in under a minute.
+
+Starts the reference lab server, a webhook receiver that verifies every signature, and
+``mcpsubd`` on a throw-away state directory; subscribes to ``test://review/status``; then
+shows the resource's update arriving twice: through ``mcpsubctl wait`` and as a signed
+webhook delivery. Everything runs on 127.0.0.1 and stops on Ctrl-C (``--once`` stops by
+itself once both have arrived, which is what the test of this script uses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+BIN = Path(sys.executable).parent
+URI = "test://review/status"
+LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+/mcp)")
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+class Receiver:
+    """A webhook endpoint that checks the Standard Webhooks signature of every request."""
+
+    def __init__(self) -> None:
+        self.secret: str | None = None
+        self.deliveries: queue.Queue[dict[str, Any]] = queue.Queue()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                from service.webhooks.signing import verify
+
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                ok = receiver.secret is not None and verify(
+                    receiver.secret,
+                    self.headers.get("webhook-id", ""),
+                    int(self.headers.get("webhook-timestamp", "0")),
+                    body,
+                    self.headers.get("webhook-signature", ""),
+                )
+                self.send_response(204 if ok else 401)
+                self.end_headers()
+                payload = json.loads(body) if ok else {}
+                payload["_verified"] = ok
+                payload["_webhook_id"] = self.headers.get("webhook-id")
+                receiver.deliveries.put(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/mcpsub"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+
+
+def ctl(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "mcpsubctl"), *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def text_of(payload: dict[str, Any]) -> str:
+    for content in payload.get("contents") or []:
+        if isinstance(content, dict) and isinstance(content.get("text"), str):
+            return str(content["text"])
+    return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make run", description=__doc__)
+    parser.add_argument(
+        "--once", action="store_true", help="exit when the demo has shown both paths"
+    )
+    parser.add_argument("--delay", type=float, default=3.0, help="seconds until the lab's update")
+    args = parser.parse_args(argv)
+
+    workdir = Path(tempfile.mkdtemp(prefix="mcpsub-demo-"))
+    env = {**os.environ, "MCPSUB_STATE_DIR": str(workdir / "state"), "PYTHONUNBUFFERED": "1"}
+    for name in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "MCPSUB_API"):
+        env.pop(name, None)
+    children: list[subprocess.Popen[str]] = []
+    receiver: Receiver | None = None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        say("mcpsub demo: lab server + mcpsubd + a webhook receiver, all on 127.0.0.1")
+        say(f"  work dir: {workdir}")
+        lab = subprocess.Popen(
+            [sys.executable, "-m", "labserver", "--port", "0"],
+            env={**env, "MCP_TEST_UPDATE_DELAY_SECONDS": str(args.delay), "MCP_TEST_LOG_LEVEL": "warn"},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        children.append(lab)
+        assert lab.stdout is not None
+        lab_url = None
+        for line in lab.stdout:
+            match = LISTENING.search(line)
+            if match:
+                lab_url = match.group(1)
+                break
+        if lab_url is None:
+            say("the lab server did not start")
+            return 1
+        threading.Thread(target=lambda: [None for _ in lab.stdout or []], daemon=True).start()
+        say(
+            f"  lab server: {lab_url}  (its resource {URI} changes {args.delay:g} s after a listen opens)"
+        )
+
+        receiver = Receiver()
+        say(f"  webhook receiver: {receiver.url}")
+
+        log_file = open(workdir / "mcpsubd.log", "w")  # noqa: SIM115 - lives as long as the daemon
+        daemon = subprocess.Popen(
+            [str(BIN / "mcpsubd")], env=env, stdout=log_file, stderr=subprocess.STDOUT, text=True
+        )
+        children.append(daemon)
+        deadline = time.monotonic() + 60
+        while ctl(env, "status", "--json").returncode != 0:
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                say(f"mcpsubd did not start; see {workdir / 'mcpsubd.log'}")
+                return 1
+            time.sleep(0.1)
+        say(f"  mcpsubd: running, logs in {workdir / 'mcpsubd.log'}")
+
+        added = ctl(env, "webhook", "add", receiver.url, "--uri", URI, "--json")
+        if added.returncode != 0:
+            say(f"webhook add failed: {added.stdout}{added.stderr}")
+            return 1
+        receiver.secret = json.loads(added.stdout)["secret"]
+        say(
+            "$ mcpsubctl webhook add "
+            + receiver.url
+            + f" --uri {URI}   (secret kept by the receiver)"
+        )
+
+        sub = ctl(env, "subscribe", "--url", lab_url, "--uri", URI)
+        say(f"$ mcpsubctl subscribe --url {lab_url} --uri {URI}")
+        if sub.returncode != 0:
+            say(sub.stdout + sub.stderr)
+            return 1
+        while True:
+            read = ctl(env, "read", "--uri", URI, "--json")
+            if read.returncode == 0:
+                break
+            if time.monotonic() > deadline:
+                say(read.stdout + read.stderr)
+                return 1
+            time.sleep(0.1)
+        current = json.loads(read.stdout)
+        say(f"current content (revision {current.get('revision')}):")
+        say("  " + str(current.get("text", "")).replace("\n", "\n  "))
+
+        say(f"$ mcpsubctl wait --uri {URI}")
+        waited = ctl(env, "wait", "--uri", URI, "--timeout-ms", "60000")
+        say("  " + waited.stdout.strip().replace("\n", "\n  "))
+        if waited.returncode != 0:
+            say(waited.stderr)
+            return 1
+
+        say("webhook deliveries:")
+        seen_reviewed = False
+        while not seen_reviewed and time.monotonic() < deadline + 60:
+            try:
+                payload = receiver.deliveries.get(timeout=1)
+            except queue.Empty:
+                continue
+            text = text_of(payload)
+            mark = "verified" if payload["_verified"] else "BAD SIGNATURE"
+            say(f"  [{mark}] {payload['_webhook_id']} revision {payload.get('revision')}: "
+                + text.replace("\n", " | "))  # fmt: skip
+            seen_reviewed = "status: reviewed" in text
+        if not seen_reviewed:
+            say("no webhook delivery of the update arrived")
+            return 1
+        say("")
+        say("Both paths delivered 'status: reviewed'.")
+        if args.once:
+            return 0
+        say("Try: mcpsubctl status / mcpsubctl events / mcpsubctl deliveries list")
+        say(f"     (export MCPSUB_STATE_DIR={workdir / 'state'} in another shell). Ctrl-C stops.")
+        while not stop.is_set():
+            stop.wait(0.5)
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for child in reversed(children):
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in reversed(children):
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        if receiver is not None:
+            receiver.stop()
+        say("stopped: lab server, mcpsubd and the receiver are down.")
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

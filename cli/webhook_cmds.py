@@ -1,0 +1,314 @@
+"""``mcpsubctl webhook …`` and ``mcpsubctl deliveries …``: webhook targets and their outbox.
+
+``webhook add|list|show|remove|enable|disable|test|rotate-secret`` and
+``deliveries list|retry|recover``, over the daemon's local API (``docs/webhooks.md``). Same
+conventions as :mod:`cli.daemon_cmds`: ``--api``, ``--json``, error lines on stdout, the
+message on stderr, one exit code per class. A secret is printed by ``add`` and
+``rotate-secret`` only (it is never shown again); listings never contain it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from cli.daemon_cmds import _common, _dumps, _emit, table, when
+
+if TYPE_CHECKING:
+    from cli.daemon_client import DaemonClient
+
+MODES = ("all", "latest")
+STATES = ("pending", "failed", "delivered", "dead", "superseded")
+SECRET_NOTE = "the secret is shown once: store it in your receiver's configuration now"
+
+# Codes the shared table (cli.failures.CTL_EXIT_CODES) does not know: not found is 7, a bad
+# secret is usage (2), a test ping the receiver did not accept is a network failure (5).
+WEBHOOK_EXIT_CODES = {
+    "WEBHOOK_NOT_FOUND": 7,
+    "DELIVERY_NOT_FOUND": 7,
+    "INVALID_SECRET": 2,
+    "WEBHOOK_TEST_FAILED": 5,
+}
+
+
+def exit_code(code: str | None) -> int:
+    from cli.failures import ctl_exit_code
+
+    if code is not None and code in WEBHOOK_EXIT_CODES:
+        return WEBHOOK_EXIT_CODES[code]
+    return ctl_exit_code(code)
+
+
+def _fail(args: argparse.Namespace, code: str, message: str, hint: str | None) -> int:
+    sys.stderr.write(f"mcpsubctl {args.command}: {message}\n")
+    if hint:
+        sys.stderr.write(f"hint: {hint}\n")
+    if args.json:
+        _emit(_dumps({"errorCode": code, "message": message, "recommendedNextAction": hint}))
+    else:
+        _emit(f"error-code {code}\nrecommended-next-action {hint or 'null'}")
+    return exit_code(code)
+
+
+def _run(args: argparse.Namespace, body: Callable[[DaemonClient], int]) -> int:
+    from cli.daemon_client import DaemonClient, DaemonError, DaemonUnavailable
+
+    try:
+        client = DaemonClient.from_options(args.api)
+    except ValueError as exc:
+        return _fail(args, "USAGE_ERROR", str(exc), "see `mcpsubctl --help`")
+    try:
+        with client:
+            return body(client)
+    except DaemonUnavailable as exc:
+        return _fail(args, "DAEMON_UNAVAILABLE", exc.message, exc.hint)
+    except DaemonError as exc:
+        return _fail(args, exc.error_code, exc.message, exc.hint)
+
+
+# ---- formatting (pure) ------------------------------------------------------------------
+TARGET_HEADERS = ("ID", "ENABLED", "MODE", "FAILURES", "URL", "FILTER")
+DELIVERY_HEADERS = ("ID", "TARGET", "STATE", "ATTEMPTS", "STATUS", "WEBHOOK-ID", "WHEN", "URI")
+
+
+def target_filter(t: dict[str, Any]) -> str:
+    parts = [*t.get("uriPatterns", []), *(f"sub:{i}" for i in t.get("subscriptionIds", []))]
+    return " ".join(parts) or "*"
+
+
+def target_rows(targets: list[dict[str, Any]]) -> list[list[Any]]:
+    return [
+        [
+            t["id"],
+            "yes" if t["enabled"] else "no",
+            t["mode"],
+            t["consecutiveFailures"],
+            t["url"],
+            target_filter(t),
+        ]
+        for t in targets
+    ]
+
+
+def delivery_rows(deliveries: list[dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for d in deliveries:
+        moment = d.get("deliveredAt") if d["state"] == "delivered" else d.get("nextAttemptAt")
+        rows.append(
+            [
+                d["id"],
+                d["targetId"],
+                d["state"],
+                d["attempts"],
+                d.get("lastStatus"),
+                d["webhookId"],
+                when(moment),
+                d["uri"],
+            ]
+        )
+    return rows
+
+
+def target_lines(t: dict[str, Any]) -> str:
+    lines = [
+        f"id:               {t['id']}",
+        f"url:              {t['url']}",
+        f"mode:             {t['mode']}",
+        f"enabled:          {'yes' if t['enabled'] else 'no'}"
+        + (f" ({t['disabledReason']})" if t.get("disabledReason") else ""),
+        f"filter:           {target_filter(t)}",
+        f"failures in row:  {t['consecutiveFailures']}",
+        f"failing since:    {when(t.get('failingSince'))}",
+        f"last success:     {when(t.get('lastSuccessAt'))}",
+        f"created:          {when(t.get('createdAt'))}",
+    ]
+    counts = t.get("deliveries")
+    if isinstance(counts, dict):
+        lines.append("deliveries:       " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return "\n".join(lines)
+
+
+# ---- webhook --------------------------------------------------------------------------------
+def cmd_webhook(args: argparse.Namespace) -> int:
+    action: str = args.action
+
+    def body(client: DaemonClient) -> int:
+        if action == "add":
+            created = client.add_webhook(
+                args.url,
+                uri_patterns=args.uri,
+                subscription_ids=args.subscription,
+                mode=args.mode,
+                secret=args.secret,
+            )
+            if args.json:
+                _emit(_dumps(created))
+            else:
+                _emit(table(TARGET_HEADERS, target_rows([created])))
+                _emit(f"secret {created['secret']}")
+            if args.secret is None:
+                sys.stderr.write(f"mcpsubctl webhook add: {SECRET_NOTE}\n")
+            return 0
+        if action == "list":
+            targets = client.webhooks()
+            if args.json:
+                _emit(_dumps({"webhooks": targets}))
+            else:
+                _emit(table(TARGET_HEADERS, target_rows(targets)) if targets else "no webhooks")
+            return 0
+        if action == "show":
+            target = client.webhook(args.id)
+            _emit(_dumps(target) if args.json else target_lines(target))
+            return 0
+        if action == "remove":
+            removed = client.remove_webhook(args.id)
+            _emit(_dumps(removed) if args.json else table(TARGET_HEADERS, target_rows([removed])))
+            return 0
+        if action in ("enable", "disable"):
+            target = client.webhook_action(args.id, action)
+            _emit(_dumps(target) if args.json else table(TARGET_HEADERS, target_rows([target])))
+            return 0
+        if action == "test":
+            return _test(client, args)
+        if action == "rotate-secret":
+            rotated = client.webhook_action(args.id, "rotate-secret")
+            if args.json:
+                _emit(_dumps(rotated))
+            else:
+                _emit(f"id {rotated['id']}\nsecret {rotated['secret']}")
+                _emit(
+                    f"previous secret also signs until {when(rotated['previousSecretValidUntil'])}"
+                )
+            sys.stderr.write(f"mcpsubctl webhook rotate-secret: {SECRET_NOTE}\n")
+            return 0
+        raise AssertionError(action)
+
+    return _run(args, body)
+
+
+def _test(client: DaemonClient, args: argparse.Namespace) -> int:
+    result = client.webhook_action(args.id, "test")
+    if args.json:
+        _emit(_dumps(result))
+    elif result["ok"]:
+        _emit(f"ok {result['status']} in {result['elapsedMs']:g} ms")
+    if result["ok"]:
+        return 0
+    reason = result.get("error") or f"HTTP {result.get('status')}"
+    if args.json:
+        sys.stderr.write(
+            f"mcpsubctl webhook test: the receiver did not accept the ping: {reason}\n"
+        )
+        return exit_code("WEBHOOK_TEST_FAILED")
+    return _fail(
+        args,
+        "WEBHOOK_TEST_FAILED",
+        f"the receiver did not accept the ping: {reason}",
+        "check the URL and that the receiver answers 2xx to a signed POST",
+    )
+
+
+# ---- deliveries ---------------------------------------------------------------------------
+def cmd_deliveries(args: argparse.Namespace) -> int:
+    action: str = args.action
+
+    def body(client: DaemonClient) -> int:
+        if action == "list":
+            page = client.deliveries(
+                target=args.target, state=args.state, after=args.after, limit=args.limit
+            )
+            if args.json:
+                _emit(_dumps(page))
+            else:
+                found = page["deliveries"]
+                _emit(table(DELIVERY_HEADERS, delivery_rows(found)) if found else "no deliveries")
+            return 0
+        if action == "show":
+            found = client.delivery(args.id)
+            _emit(_dumps(found) if args.json else table(DELIVERY_HEADERS, delivery_rows([found])))
+            return 0
+        if action == "retry":
+            retried = client.retry_delivery(args.id)
+            _emit(
+                _dumps(retried) if args.json else table(DELIVERY_HEADERS, delivery_rows([retried]))
+            )
+            return 0
+        if action == "recover":
+            result = client.recover_deliveries(args.target, args.since)
+            if args.json:
+                _emit(_dumps(result))
+            else:
+                _emit(f"recovered {result['recovered']} deliveries of target {result['targetId']}")
+            return 0
+        raise AssertionError(action)
+
+    return _run(args, body)
+
+
+# ---- argparse wiring ------------------------------------------------------------------
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an id: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"an id is >= 1, got {value}")
+    return value
+
+
+def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
+    """Add ``webhook`` and ``deliveries`` to ``mcpsubctl``'s subparsers and ``commands``."""
+    parser_class = sub._parser_class  # the _Parser of ctl.py: JSON usage errors, exit 2
+    webhook = sub.add_parser("webhook", help="daemon: webhook targets (add, list, test, …)")
+    actions = webhook.add_subparsers(dest="action", required=True, parser_class=parser_class)
+
+    p = actions.add_parser("add", help="add a target; prints its secret once")
+    _common(p)
+    p.add_argument("url", help="http:// or https:// endpoint")
+    p.add_argument("--uri", action="append", default=None, help="URI glob (repeatable)")
+    p.add_argument(
+        "--subscription",
+        action="append",
+        type=_positive_int,
+        default=None,
+        help="subscription ID (repeatable)",
+    )
+    p.add_argument("--mode", choices=MODES, default=None, help="all (default) or latest")
+    p.add_argument("--secret", default=None, help="your own whsec_… secret (24-64 bytes)")
+
+    p = actions.add_parser("list", help="list targets (never their secrets)")
+    _common(p)
+    for name, text in (
+        ("show", "one target and its delivery counts"),
+        ("remove", "remove a target and its deliveries"),
+        ("enable", "enable a target (after 410 Gone or `disable`)"),
+        ("disable", "stop delivering to a target"),
+        ("test", "send a signed webhook.test ping now"),
+        ("rotate-secret", "new secret (printed once); the old one also signs for 24 h"),
+    ):
+        p = actions.add_parser(name, help=text)
+        _common(p)
+        p.add_argument("id", type=_positive_int, help="target ID")
+
+    deliveries = sub.add_parser("deliveries", help="daemon: the webhook outbox (list, retry, …)")
+    actions = deliveries.add_subparsers(dest="action", required=True, parser_class=parser_class)
+    p = actions.add_parser("list", help="deliveries, oldest first")
+    _common(p)
+    p.add_argument("--target", type=_positive_int, default=None, help="only this target")
+    p.add_argument("--state", choices=STATES, default=None, help="only this state")
+    p.add_argument("--after", type=int, default=0, help="only ids above this one")
+    p.add_argument("--limit", type=int, default=100, help="page size (<= 1000)")
+    p = actions.add_parser("show", help="one delivery")
+    _common(p)
+    p.add_argument("id", type=_positive_int, help="delivery ID")
+    p = actions.add_parser("retry", help="send a delivery again now, same webhook-id")
+    _common(p)
+    p.add_argument("id", type=_positive_int, help="delivery ID")
+    p = actions.add_parser("recover", help="re-send a target's failed and dead deliveries")
+    _common(p)
+    p.add_argument("--target", type=_positive_int, required=True, help="target ID")
+    p.add_argument("--since", required=True, help="ISO-8601 (2026-11-29T00:00:00Z) or Unix seconds")
+
+    commands.update({"webhook": cmd_webhook, "deliveries": cmd_deliveries})

@@ -1,0 +1,389 @@
+"""``/v1/webhooks`` (targets) and ``/v1/deliveries`` (the outbox): manage, inspect, replay.
+
+A target's secret leaves the daemon twice only: in the answer to ``POST /v1/webhooks`` and in
+the answer to ``POST /v1/webhooks/{id}/rotate-secret``. Every call that changes targets or
+deliveries wakes the dispatcher, so a retry or a re-enabled target goes out at once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import UTC, datetime
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+from service.api import validate
+from service.api.errors import ApiError, BodyTooLarge, InvalidParameter, InvalidUrl
+from service.api.state import ApiState, api_state
+from service.api.views import camel
+from service.webhooks.outbox import FINAL_STATES, MODES, OPEN_STATES, Delivery, Target
+from service.webhooks.repository import ROTATION_OVERLAP_S
+from service.webhooks.signing import InvalidSecret as BadSecret
+from service.webhooks.signing import secret_key
+
+router = APIRouter(tags=["webhooks"])
+
+STATES = (*OPEN_STATES, *FINAL_STATES)
+MAX_LIMIT = 1000
+MAX_PATTERNS = 100
+
+TargetId = Annotated[int, Path(alias="id", ge=1, le=validate.MAX_ID, description="target id")]
+DeliveryId = Annotated[int, Path(alias="id", ge=1, le=validate.MAX_ID, description="delivery id")]
+
+
+class WebhookNotFound(ApiError):
+    status = 404
+    error_code = "WEBHOOK_NOT_FOUND"
+    default_hint = "list the targets with `mcpsubctl webhook list` (GET /v1/webhooks)"
+
+
+class DeliveryNotFound(ApiError):
+    status = 404
+    error_code = "DELIVERY_NOT_FOUND"
+    default_hint = "list the deliveries with `mcpsubctl deliveries list` (GET /v1/deliveries)"
+
+
+class InvalidSecret(ApiError):
+    error_code = "INVALID_SECRET"
+    default_hint = "pass whsec_ followed by the base64 of 24 to 64 random bytes, or omit it"
+
+
+# ---- JSON shapes (pure) ---------------------------------------------------------------------
+def target_json(target: Target) -> dict[str, Any]:
+    """Everything about a target but its secret (which is not a field of Target)."""
+    return {camel(k): v for k, v in target.to_json().items()}
+
+
+def delivery_json(delivery: Delivery) -> dict[str, Any]:
+    return {camel(k): v for k, v in delivery.to_json().items()}
+
+
+# ---- input checks (pure) ---------------------------------------------------------------
+def webhook_url(value: Any) -> str:
+    """http(s) only; scheme, host and port are checked here, once, at creation."""
+    if not isinstance(value, str) or not value:
+        raise InvalidUrl("url is required and must be a string", field="url")
+    if len(value) > validate.MAX_URL_LENGTH:
+        raise InvalidUrl(f"url is longer than {validate.MAX_URL_LENGTH} characters", field="url")
+    if any(ch.isspace() for ch in value):
+        raise InvalidUrl("url must not contain whitespace", field="url")
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises ValueError on a bad port
+    except ValueError as exc:
+        raise InvalidUrl(f"url is malformed: {exc}", field="url") from None
+    if parts.scheme not in ("http", "https"):
+        raise InvalidUrl("url must start with http:// or https://", field="url")
+    if not parts.hostname:
+        raise InvalidUrl("url has no host", field="url")
+    if port is not None and not 1 <= port <= 65535:
+        raise InvalidUrl(f"url has an invalid port {port}", field="url")
+    if parts.fragment:
+        raise InvalidUrl("url must not have a #fragment", field="url")
+    return value
+
+
+def uri_patterns(value: Any) -> list[str]:
+    field = "uriPatterns"
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_PATTERNS:
+        raise InvalidParameter(
+            f"{field} must be a list of at most {MAX_PATTERNS} URI globs", field=field
+        )
+    for item in value:
+        if not isinstance(item, str) or not item or any(ch.isspace() for ch in item):
+            raise InvalidParameter(
+                f"{field} entries must be non-empty strings without spaces", field=field
+            )
+    return list(value)
+
+
+def subscription_ids(value: Any) -> list[int]:
+    field = "subscriptionIds"
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_PATTERNS:
+        raise InvalidParameter(f"{field} must be a list of subscription ids", field=field)
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= validate.MAX_ID:
+            raise InvalidParameter(f"{field} entries must be integers >= 1", field=field)
+    return list(value)
+
+
+def mode(value: Any) -> str:
+    if value is None:
+        return "all"
+    if value not in MODES:
+        raise InvalidParameter(f"mode must be one of {', '.join(MODES)}", field="mode")
+    return str(value)
+
+
+def secret(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidSecret("secret must be a string", field="secret")
+    try:
+        secret_key(value)
+    except BadSecret as exc:
+        raise InvalidSecret(str(exc), field="secret") from None
+    if not value.startswith("whsec_"):
+        raise InvalidSecret("the secret must start with whsec_", field="secret")
+    return value
+
+
+def since_time(value: Any) -> float:
+    """ISO-8601 (a naive time is UTC) or Unix seconds, as a number or a string."""
+    field = "since"
+    if isinstance(value, bool) or value is None or value == "":
+        raise InvalidParameter(f"{field} is required: ISO-8601 or Unix seconds", field=field)
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            try:
+                parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                raise InvalidParameter(
+                    f"{field} must be ISO-8601 (2026-11-29T00:00:00Z) or Unix seconds",
+                    field=field,
+                ) from None
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            number = parsed.timestamp()
+    else:
+        raise InvalidParameter(f"{field} must be ISO-8601 or Unix seconds", field=field)
+    if not math.isfinite(number) or number < 0:
+        raise InvalidParameter(f"{field} must be a time after 1970", field=field)
+    return number
+
+
+def target_param(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= validate.MAX_ID:
+        raise InvalidParameter("target must be a webhook target id (integer >= 1)", field="target")
+    return value
+
+
+# ---- helpers ------------------------------------------------------------------------------
+async def _json_body(
+    request: Request, state: ApiState, *, optional: bool = False
+) -> dict[str, Any]:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > state.max_body_bytes:
+            raise BodyTooLarge(f"the body is larger than {state.max_body_bytes} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if optional and not raw.strip():
+        return {}
+    return validate.json_object(raw)
+
+
+async def _target(state: ApiState, target_id: int) -> Target:
+    target = await state.supervisor.webhooks.repo.get_target(target_id)
+    if target is None:
+        raise WebhookNotFound(f"no webhook target {target_id}")
+    return target
+
+
+def _body_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": bool(required),
+            "content": {
+                "application/json": {
+                    "schema": {"type": "object", "required": required, "properties": properties}
+                }
+            },
+        }
+    }
+
+
+_CREATE_BODY = _body_schema(
+    {
+        "url": {"type": "string", "description": "http(s) endpoint"},
+        "uriPatterns": {"type": "array", "items": {"type": "string"}},
+        "subscriptionIds": {"type": "array", "items": {"type": "integer"}},
+        "mode": {"type": "string", "enum": list(MODES)},
+        "secret": {"type": "string", "description": "whsec_…; generated when absent"},
+    },
+    ["url"],
+)
+_ROTATE_BODY = _body_schema({"secret": {"type": "string"}}, [])
+_RECOVER_BODY = _body_schema(
+    {
+        "target": {"type": "integer"},
+        "since": {"type": ["string", "number"], "description": "ISO-8601 or Unix seconds"},
+    },
+    ["target", "since"],
+)
+
+
+# ---- targets ----------------------------------------------------------------------------
+@router.post(
+    "/v1/webhooks",
+    status_code=201,
+    openapi_extra=_CREATE_BODY,
+    responses={400: {"description": "INVALID_URL, INVALID_PARAMETER or INVALID_SECRET"}},
+)
+async def create_webhook(request: Request) -> dict[str, Any]:
+    """A new target; the answer holds its ``secret``, which is never shown again."""
+    state = api_state(request)
+    body = await _json_body(request, state)
+    url = webhook_url(body.get("url"))
+    patterns = uri_patterns(body.get("uriPatterns"))
+    sub_ids = subscription_ids(body.get("subscriptionIds"))
+    chosen_mode = mode(body.get("mode"))
+    own_secret = secret(body.get("secret"))
+    dispatcher = state.supervisor.webhooks
+    target, created_secret = await dispatcher.repo.create_target(
+        url,
+        uri_patterns=patterns,
+        subscription_ids=sub_ids,
+        mode=chosen_mode,
+        secret=own_secret,
+    )
+    dispatcher.wake()
+    return {**target_json(target), "secret": created_secret}
+
+
+@router.get("/v1/webhooks")
+async def list_webhooks(request: Request) -> dict[str, Any]:
+    targets = await api_state(request).supervisor.webhooks.repo.list_targets()
+    return {"webhooks": [target_json(t) for t in targets]}
+
+
+@router.get("/v1/webhooks/{id}")
+async def show_webhook(request: Request, target_id: TargetId) -> dict[str, Any]:
+    state = api_state(request)
+    target = await _target(state, target_id)
+    counts = await state.supervisor.webhooks.repo.counts(target_id=target_id)
+    return {**target_json(target), "deliveries": counts}
+
+
+@router.delete("/v1/webhooks/{id}")
+async def delete_webhook(request: Request, target_id: TargetId) -> dict[str, Any]:
+    dispatcher = api_state(request).supervisor.webhooks
+    removed = await dispatcher.repo.delete_target(target_id)
+    if removed is None:
+        raise WebhookNotFound(f"no webhook target {target_id}")
+    dispatcher.wake()
+    return target_json(removed)
+
+
+@router.post("/v1/webhooks/{id}/enable")
+async def enable_webhook(request: Request, target_id: TargetId) -> dict[str, Any]:
+    return await _set_enabled(request, target_id, True)
+
+
+@router.post("/v1/webhooks/{id}/disable")
+async def disable_webhook(request: Request, target_id: TargetId) -> dict[str, Any]:
+    return await _set_enabled(request, target_id, False)
+
+
+async def _set_enabled(request: Request, target_id: int, enabled: bool) -> dict[str, Any]:
+    state = api_state(request)
+    dispatcher = state.supervisor.webhooks
+    if not await dispatcher.repo.set_enabled(target_id, enabled, reason="disabled through the API"):
+        raise WebhookNotFound(f"no webhook target {target_id}")
+    dispatcher.wake()
+    return target_json(await _target(state, target_id))
+
+
+@router.post("/v1/webhooks/{id}/test")
+async def test_webhook(request: Request, target_id: TargetId) -> dict[str, Any]:
+    """Send a signed ``webhook.test`` ping now; nothing is stored or retried."""
+    state = api_state(request)
+    await _target(state, target_id)
+    started = time.monotonic()
+    outcome = await state.supervisor.webhooks.send_test(target_id)
+    return {
+        "targetId": target_id,
+        "ok": outcome.ok,
+        "status": outcome.status,
+        "error": outcome.error or None,
+        "elapsedMs": round((time.monotonic() - started) * 1000, 1),
+    }
+
+
+@router.post("/v1/webhooks/{id}/rotate-secret", openapi_extra=_ROTATE_BODY)
+async def rotate_webhook_secret(
+    request: Request, target_id: TargetId, response: Response
+) -> dict[str, Any]:
+    """A new secret (shown once); the old one keeps signing too for 24 h."""
+    state = api_state(request)
+    body = await _json_body(request, state, optional=True)
+    own_secret = secret(body.get("secret"))
+    dispatcher = state.supervisor.webhooks
+    new_secret = await dispatcher.repo.rotate_secret(target_id, own_secret)
+    if new_secret is None:
+        raise WebhookNotFound(f"no webhook target {target_id}")
+    dispatcher.wake()
+    response.headers["Cache-Control"] = "no-store"
+    return {
+        "id": target_id,
+        "secret": new_secret,
+        "previousSecretValidUntil": time.time() + ROTATION_OVERLAP_S,
+    }
+
+
+# ---- deliveries -------------------------------------------------------------------------
+@router.get("/v1/deliveries")
+async def list_deliveries(
+    request: Request,
+    target: Annotated[int | None, Query(ge=1, le=validate.MAX_ID)] = None,
+    state: Annotated[str | None, Query(description=" | ".join(STATES))] = None,
+    after: Annotated[int, Query(ge=0, le=validate.MAX_ID)] = 0,
+    limit: Annotated[int, Query(ge=1, description=f"capped at {MAX_LIMIT}")] = 100,
+) -> dict[str, Any]:
+    """Deliveries with an id above ``after``, oldest first; pass ``nextAfter`` back."""
+    if state is not None and state not in STATES:
+        raise InvalidParameter(f"state must be one of {', '.join(STATES)}", field="state")
+    found = await api_state(request).supervisor.webhooks.repo.list_deliveries(
+        target_id=target, state=state, after=after, limit=min(limit, MAX_LIMIT)
+    )
+    return {
+        "deliveries": [delivery_json(d) for d in found],
+        "nextAfter": found[-1].id if found else after,
+    }
+
+
+@router.post("/v1/deliveries/recover", openapi_extra=_RECOVER_BODY)
+async def recover_deliveries(request: Request) -> dict[str, Any]:
+    """Send again every failed or dead delivery of ``target`` created since ``since``."""
+    state = api_state(request)
+    body = await _json_body(request, state)
+    target_id = target_param(body.get("target"))
+    since = since_time(body.get("since"))
+    await _target(state, target_id)
+    dispatcher = state.supervisor.webhooks
+    count = await dispatcher.repo.recover(target_id, since)
+    dispatcher.wake()
+    return {"targetId": target_id, "since": since, "recovered": count}
+
+
+@router.get("/v1/deliveries/{id}")
+async def show_delivery(request: Request, delivery_id: DeliveryId) -> dict[str, Any]:
+    found = await api_state(request).supervisor.webhooks.repo.get_delivery(delivery_id)
+    if found is None:
+        raise DeliveryNotFound(f"no delivery {delivery_id}")
+    return delivery_json(found)
+
+
+@router.post("/v1/deliveries/{id}/retry")
+async def retry_delivery(request: Request, delivery_id: DeliveryId) -> dict[str, Any]:
+    """Send one delivery again now (any state), with the same ``webhook-id``."""
+    dispatcher = api_state(request).supervisor.webhooks
+    found = await dispatcher.repo.retry(delivery_id)
+    if found is None:
+        raise DeliveryNotFound(f"no delivery {delivery_id}")
+    dispatcher.wake()
+    return delivery_json(found)
