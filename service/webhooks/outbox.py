@@ -1,6 +1,6 @@
 """Webhook targets and the delivery outbox, on the daemon's database.
 
-:func:`enqueue` runs inside the transaction that records a new revision (see
+:func:`enqueue_sync` runs inside the transaction that records a new revision (see
 ``Store._after_revision``): the revision, its event and one delivery row per matching target
 commit together or not at all, so a crash can lose nothing that was acknowledged. The
 dispatcher then works from these rows only; a delivery that was in flight during a crash is
@@ -24,8 +24,7 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, func, select, text
 
 from service.store import schema
 from service.store.records import Event
@@ -123,42 +122,45 @@ def new_webhook_id() -> str:
     return "msg_" + secrets.token_hex(12)
 
 
-async def enqueue(conn: AsyncConnection, event: Event) -> int:
-    """Insert one delivery per enabled target that wants this event; same transaction."""
-    targets = [
-        target_from_row(row)
-        for row in await conn.execute(
-            select(schema.webhook_targets).where(schema.webhook_targets.c.enabled == 1)
-        )
-    ]
+ENABLED_TARGETS = text("SELECT * FROM webhook_targets WHERE enabled = 1")
+SUPERSEDE = text(
+    "UPDATE deliveries SET state = 'superseded', updated_at = :now, "
+    "last_error = 'superseded by a newer revision' "
+    "WHERE target_id = :target_id AND uri = :uri AND state IN ('pending', 'failed')"
+)
+INSERT_DELIVERY = text(
+    "INSERT INTO deliveries (target_id, webhook_id, event_id, revision_id, subscription_id, uri, "
+    "state, attempts, next_attempt_at, created_at, updated_at) VALUES (:target_id, :webhook_id, "
+    ":event_id, :revision_id, :subscription_id, :uri, 'pending', 0, :now, :now, :now)"
+)
+
+
+def enqueue_sync(conn: Connection, event: Event) -> int:
+    """Insert one delivery per enabled target that wants this event; same transaction.
+
+    Runs on the store's writer thread inside the revision's transaction (see
+    ``service.store.hotpath``), so the revision, its event and its deliveries commit together.
+    """
     uri = event.uri or ""
     now = time.time()
     count = 0
-    d = schema.deliveries
-    for target in targets:
+    for row in conn.execute(ENABLED_TARGETS).all():
+        target = target_from_row(row)
         if not target.matches(uri, event.subscription_id):
             continue
         if target.mode == "latest":
-            await conn.execute(
-                update(d)
-                .where(d.c.target_id == target.id, d.c.uri == uri, d.c.state.in_(OPEN_STATES))
-                .values(
-                    state="superseded", updated_at=now, last_error="superseded by a newer revision"
-                )
-            )
-        await conn.execute(
-            insert(d).values(
-                target_id=target.id,
-                webhook_id=new_webhook_id(),
-                event_id=event.id,
-                revision_id=event.revision_id,
-                subscription_id=event.subscription_id,
-                uri=uri,
-                state="pending",
-                next_attempt_at=now,
-                created_at=now,
-                updated_at=now,
-            )
+            conn.execute(SUPERSEDE, {"now": now, "target_id": target.id, "uri": uri})
+        conn.execute(
+            INSERT_DELIVERY,
+            {
+                "target_id": target.id,
+                "webhook_id": new_webhook_id(),
+                "event_id": event.id,
+                "revision_id": event.revision_id,
+                "subscription_id": event.subscription_id,
+                "uri": uri,
+                "now": now,
+            },
         )
         count += 1
     return count
