@@ -96,6 +96,7 @@ class ServerLink:
         self.listened: set[str] = set()
         self.stream: ListenStream | None = None
         self._session_token: str | None = None
+        self._silent_for: float | None = None
         self._token_checked = 0.0
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -264,9 +265,9 @@ class ServerLink:
                 watchdog = self._settings.keepalive_s * 3
                 get = asyncio.ensure_future(queue.get())
                 change = asyncio.ensure_future(self._changed.wait())
-                done, _ = await asyncio.wait(
-                    {get, change}, timeout=watchdog / 3, return_when=asyncio.FIRST_COMPLETED
-                )
+                # No timeout here: one supervisor task checks every link's stream for
+                # silence (check_silence) instead of 1,000 links each waking up on a timer.
+                done, _ = await asyncio.wait({get, change}, return_when=asyncio.FIRST_COMPLETED)
                 for pending in (get, change):
                     if pending not in done:
                         pending.cancel()
@@ -284,16 +285,29 @@ class ServerLink:
                     # with the refreshed token before the old one lapses.
                     stream, reader = await self._relisten(client, queue, reader, reread="added")
                     self.stream = stream
-                if (
-                    self.stream is not None
-                    and time.monotonic() - self.stream.last_activity > watchdog
-                ):
+                if self._silent_for is not None:
+                    self._silent_for = None
                     raise _Restart(
                         f"no bytes for {watchdog:g} s (keep-alive watchdog)", "KEEPALIVE_TIMEOUT"
                     )
         finally:
             if reader is not None:
                 reader.cancel()
+
+    def tick(self, now: float) -> None:
+        """The supervisor's periodic check (one task for all links, not a timer per link).
+
+        Flags a stream that sent no byte for three keep-alive intervals, and wakes the link
+        when its token is due for a re-check.
+        """
+        if self.state != "open":
+            return
+        stream = self.stream
+        if stream is not None and now - stream.last_activity > self._settings.keepalive_s * 3:
+            self._silent_for = now - stream.last_activity
+            self._changed.set()
+        elif self._tokens is not None and now - self._token_checked >= self._settings.token_check_s:
+            self._changed.set()
 
     async def _token_rotated(self, client: McpClient) -> bool:
         """Re-resolve the token now and then; True when it changed (refreshed or re-login)."""

@@ -45,6 +45,7 @@ class Supervisor:
         )
         self._lock = asyncio.Lock()
         self._prune_task: asyncio.Task[None] | None = None
+        self._tick_task: asyncio.Task[None] | None = None
         store.on_event.append(self.events.publish)
         self.webhooks = Dispatcher(store, settings.webhook_settings())
 
@@ -55,6 +56,7 @@ class Supervisor:
         for link in self.links.values():
             link.start()
         self._prune_task = asyncio.get_running_loop().create_task(self._prune_forever())
+        self._tick_task = asyncio.get_running_loop().create_task(self._tick_forever())
         self.webhooks.start()
         self.ready = True
         log.info("supervisor started", links=len(self.links))
@@ -63,6 +65,8 @@ class Supervisor:
         self.ready = False
         if self._prune_task is not None:
             self._prune_task.cancel()
+        if self._tick_task is not None:
+            self._tick_task.cancel()
         await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
         await self.webhooks.stop()
         await self._http.aclose()
@@ -120,6 +124,15 @@ class Supervisor:
         snapshot.update({k: float(v) for k, v in self.stats.items()})
         snapshot.update({f"webhook_{k}": float(v) for k, v in self.webhooks.stats.items()})
         return snapshot
+
+    async def _tick_forever(self) -> None:
+        """Keep-alive watchdog and token re-checks for every link, from one timer."""
+        interval = max(0.05, min(self.settings.keepalive_s, self.settings.token_check_s) / 2)
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for link in list(self.links.values()):
+                link.tick(now)
 
     async def _prune_forever(self) -> None:
         settings = self.settings

@@ -281,3 +281,20 @@ def test_read_error_state_recovers(lab_server_factory, daemon_factory) -> None:
     lab.control("POST", "/lab/notify", json={"uri": "test://gone"}).raise_for_status()
     wait_text(d, "test://gone", "back")
     _wait_state(d, sub["id"], "active")
+
+
+def test_keepalive_watchdog_treats_a_silent_stream_as_lost(
+    lab_server_factory, daemon_factory
+) -> None:
+    quiet = lab_server_factory({**SLOW, "MCP_TEST_KEEPALIVE_SECONDS": "600"})
+    chatty = lab_server_factory({**SLOW, "MCP_TEST_KEEPALIVE_SECONDS": "0.1"})
+    for lab in (quiet, chatty):
+        put(lab, "test://w", "w1")
+    d = daemon_factory(env={"MCPSUB_KEEPALIVE_S": "0.3"})
+    subscribe(d, quiet.url, "test://w")
+    subscribe(d, chatty.url, "test://w")
+    quiet.wait_event("listen.acknowledged", count=2, timeout=15)  # silence => re-listen
+    links = {link["url"]: link for link in d.api("GET", "/v1/status").json()["links"]}
+    assert links[quiet.url]["reconnects"] >= 1
+    assert links[chatty.url]["reconnects"] == 0, "keep-alive comments count as proof of life"
+    assert len(listens(chatty, "listen.acknowledged")) == 1
