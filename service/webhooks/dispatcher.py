@@ -5,6 +5,15 @@ fixed tick. Each target has its own concurrency limit and a small circuit breake
 or dead receiver costs its own deliveries time, never another target's. Decisions that can
 be pure are: :func:`attempt_outcome` classifies a response, :func:`next_attempt_time`
 applies the schedule and ``Retry-After``.
+
+Database work per delivery is kept small: one pass is *one* query on a reader thread that
+returns every due delivery with its target, secrets, revision and event, bodies built
+(:meth:`WebhookRepository.due_work`); outcomes go to a queue that one task drains, writing
+everything that completed meanwhile in one transaction on the store's writer thread
+(:meth:`WebhookRepository.apply_outcomes`). A delivery stays "in flight" (excluded from the
+passes) until its outcome is committed, so the next delivery of the same (target, URI) is
+never sent before the previous one is recorded (mode ``all`` ordering), and a crash before
+that commit re-sends it with the same ``webhook-id`` (at least once).
 """
 
 from __future__ import annotations
@@ -16,9 +25,7 @@ import json
 import random
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 import structlog
@@ -26,7 +33,14 @@ import structlog
 from service._version import __version__
 from service.store import Store
 from service.webhooks.outbox import Delivery
-from service.webhooks.repository import WebhookRepository
+from service.webhooks.repository import (
+    Applied,
+    AttemptResult,
+    WebhookRepository,
+    Work,
+    delivery_body,
+    iso,
+)
 from service.webhooks.signing import signature_header
 
 log = structlog.get_logger("mcpsubd.webhooks")
@@ -98,8 +112,22 @@ def next_attempt_time(
     return now + max(0.0, delay)
 
 
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+__all__ = [
+    "Dispatcher",
+    "Outcome",
+    "WebhookSettings",
+    "attempt_outcome",
+    "iso",
+    "next_attempt_time",
+    "parse_retry_after",
+]
+
+OUTCOME_BATCH = 256
+"""At most this many outcomes per write transaction."""
+OUTCOME_GATHER_S = 0.002
+"""How long the writer waits for more outcomes before writing a short batch."""
+PASS_LIMIT = 400
+"""At most this many deliveries per pass (over all targets)."""
 
 
 class _Breaker:
@@ -119,77 +147,183 @@ class Dispatcher:
         self.store = store
         self.repo = WebhookRepository(store)
         self.settings = settings
+        self._shared_http = http is not None
         self._http = http or httpx.AsyncClient(
             timeout=httpx.Timeout(settings.timeout_s),
             follow_redirects=False,
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
         )
+        self._clients: dict[int, httpx.AsyncClient] = {}
+        """One small connection pool per target (see :meth:`_client`)."""
+        self._retiring: set[httpx.AsyncClient] = set()
         self._rng = rng or random.Random()
         self._wake = asyncio.Event()
         self._inflight: set[int] = set()
+        """Deliveries taken by a pass whose outcome is not committed yet."""
+        self._taken: dict[int, int] = {}
+        """target id -> how many of its deliveries are in ``_inflight``."""
         self._slots: dict[int, asyncio.Semaphore] = {}
         self._breakers: dict[int, _Breaker] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
+        self._outcomes: list[AttemptResult] = []
+        self._outcomes_ready = asyncio.Event()
+        self._writer_task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._epoch = 0
+        """Counts target changes; a pass remembers the value it read under."""
+        self._target_changed_at: dict[int, int] = {}
+        self._uri_changed_at: dict[str, int] = {}
+        self._last_pass_full = False
         self.stats = {"attempts_total": 0, "delivered_total": 0, "failed_total": 0, "dead_total": 0}
         store.on_event.append(self._on_event)
+        self.repo.on_target_change.append(self._on_target_change)
 
     def _on_event(self, event: Any) -> None:
+        uri = getattr(event, "uri", None)
+        if uri and getattr(event, "type", None) == "resource.updated":
+            # Its commit superseded the open deliveries of this URI to "latest" targets.
+            self._epoch += 1
+            self._uri_changed_at[uri] = self._epoch
         self._wake.set()
+
+    def _on_target_change(self, target_id: int, removed: bool = False) -> None:
+        self._epoch += 1
+        self._target_changed_at[target_id] = self._epoch
+        client = self._clients.pop(target_id, None) if removed else None
+        if client is not None:
+            self._retiring.add(client)
+            task = asyncio.get_running_loop().create_task(self._retire(target_id, client))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _retire(self, target_id: int, client: httpx.AsyncClient) -> None:
+        """Close a removed target's pool once its attempts are over."""
+        while self._taken.get(target_id, 0):
+            await asyncio.sleep(1.0)
+        self._retiring.discard(client)
+        await client.aclose()
+
+    def _client(self, target_id: int) -> httpx.AsyncClient:
+        """The target's own pool, as many connections as it has slots. With one pool for
+        every target, httpcore scans all its connections (and checks each one's socket) on
+        every request it assigns: with 40 connections that cost more than the request."""
+        if self._shared_http:
+            return self._http
+        client = self._clients.get(target_id)
+        if client is None:
+            n = self.settings.concurrency
+            client = self._clients[target_id] = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.settings.timeout_s),
+                follow_redirects=False,
+                limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
+            )
+        return client
 
     def wake(self) -> None:
         self._wake.set()
 
+    @property
+    def _per_target(self) -> int:
+        """Deliveries of one target taken by the passes at a time: in its slots, ready behind
+        them, or waiting for their outcome to be written. A pass costs O(open deliveries), so
+        one pass takes several deliveries per target and the next pass runs when half of
+        them are done (or on a new event), not after every completion."""
+        return 4 * self.settings.concurrency
+
     def start(self) -> None:
-        self._loop_task = asyncio.get_running_loop().create_task(
-            self._run(), name="webhook dispatcher"
-        )
+        loop = asyncio.get_running_loop()
+        self._closing = False
+        self._writer_task = loop.create_task(self._write_outcomes(), name="webhook outcomes")
+        self._loop_task = loop.create_task(self._run(), name="webhook dispatcher")
 
     async def stop(self, grace_s: float = 3.0) -> None:
-        """Stop taking work; attempts still running get ``grace_s``, the rest stay pending."""
+        """Stop taking work; attempts still running get ``grace_s``, the rest stay pending.
+        Outcomes already known are written before this returns."""
         if self._loop_task is not None:
             self._loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop_task
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=grace_s)
-            for task in self._tasks:
+            for task in list(self._tasks):
                 task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._writer_task is not None:
+            self._closing = True
+            self._outcomes_ready.set()
+            try:
+                await asyncio.wait_for(asyncio.shield(self._writer_task), timeout=grace_s)
+            except TimeoutError:
+                self._writer_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._writer_task
+        clients = [*self._clients.values(), *self._retiring]
+        self._clients.clear()
+        self._retiring.clear()
+        for client in clients:
+            await client.aclose()
         await self._http.aclose()
 
     async def _run(self) -> None:
         while True:
             self._wake.clear()
             now = time.time()
+            epoch = self._epoch
             try:
-                for delivery in await self.repo.due(
+                work, next_due = await self.repo.due_work(
                     now,
+                    limit=PASS_LIMIT,
                     exclude=self._inflight,
-                    per_target=self.settings.concurrency,
-                ):
-                    if delivery.id in self._inflight or not self._may_send(delivery.target_id, now):
-                        continue
-                    self._inflight.add(delivery.id)
-                    task = asyncio.get_running_loop().create_task(self._deliver(delivery))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-                # Rows already due are in flight (their completion wakes us) or behind an
-                # open breaker (its half-open time is below): only a *future* due time and
-                # the breakers decide how long to sleep. Counting due rows here made the
-                # loop spin without sleeping for as long as any attempt was in flight.
-                next_due = await self.repo.next_due_at(after=now)
+                    per_target=self._per_target,
+                    max_body_bytes=self.settings.max_body_bytes,
+                )
+                self._last_pass_full = len(work) >= PASS_LIMIT
+                for item in work:
+                    self._take(item, epoch, now)
             except Exception as exc:  # keep delivering whatever one query did
                 log.exception("dispatcher pass failed", error=str(exc))
                 next_due = now + 1.0
+            # Rows already due are in flight (their recorded outcome wakes us), behind a full
+            # target (likewise) or behind an open breaker (its half-open time is below): only
+            # a *future* due time and the breakers decide how long to sleep.
             wake_at = [now + 5.0]
             if next_due is not None:
                 wake_at.append(next_due)
             wake_at += [b.open_until for b in self._breakers.values() if b.open_until > now]
             timeout = min(wake_at) - time.time()
-            if timeout > 0:
+            if timeout > 0 and not self._wake.is_set():
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(timeout):
                         await self._wake.wait()
+
+    def _take(self, item: Work, epoch: int, now: float) -> None:
+        delivery = item.delivery
+        target_id = delivery.target_id
+        if delivery.id in self._inflight or self._taken.get(target_id, 0) >= self._per_target:
+            return
+        if not self._may_send(target_id, now):
+            return
+        self._inflight.add(delivery.id)
+        self._taken[target_id] = self._taken.get(target_id, 0) + 1
+        task = asyncio.get_running_loop().create_task(self._deliver(item, epoch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _release(self, delivery: Delivery) -> None:
+        left = 0
+        if delivery.id in self._inflight:
+            self._inflight.discard(delivery.id)
+            left = self._taken.get(delivery.target_id, 1) - 1
+            if left > 0:
+                self._taken[delivery.target_id] = left
+            else:
+                self._taken.pop(delivery.target_id, None)
+        # A new pass when this target runs low on taken work (its queue heads that just
+        # became eligible are picked up then), or when the last pass was cut by its limit.
+        if left <= self._per_target // 2 or self._last_pass_full:
+            self._wake.set()
 
     def _may_send(self, target_id: int, now: float) -> bool:
         breaker = self._breakers.get(target_id)
@@ -206,48 +340,64 @@ class Dispatcher:
             slot = self._slots[target_id] = asyncio.Semaphore(self.settings.concurrency)
         return slot
 
-    async def _deliver(self, delivery: Delivery) -> None:
+    async def _deliver(self, item: Work, epoch: int = 0) -> None:
+        delivery = item.delivery
+        queued = False
         try:
             async with self._slot(delivery.target_id):
-                outcome = await self._attempt(delivery)
-            await self._record(delivery, outcome)
+                if self._stale(item, epoch):
+                    return  # not sent, nothing recorded: a later pass decides again
+                outcome = await self._attempt(item, epoch)
+            self._queue_outcome(delivery, outcome)
+            queued = True
         except Exception as exc:
             log.exception("delivery crashed", delivery=delivery.id, error=str(exc))
         finally:
-            self._inflight.discard(delivery.id)
-            self._wake.set()
+            if not queued:  # nothing to record: it stays pending and goes out again
+                self._release(delivery)
+
+    def _stale(self, item: Work, epoch: int) -> bool:
+        """Did something change, while this delivery waited for a slot, that the pass which
+        took it could not see? An open breaker, or (target in mode ``latest``) a newer
+        revision of its URI, which superseded it. (Target changes: see :meth:`_attempt`.)"""
+        breaker = self._breakers.get(item.delivery.target_id)
+        if breaker is not None and breaker.open_until > time.time() and not breaker.probing:
+            return True
+        return item.mode == "latest" and self._uri_changed_at.get(item.delivery.uri, -1) > epoch
 
     async def body(self, delivery: Delivery) -> bytes:
+        """The body of ``delivery``, read on its own (the dispatcher's passes build bodies
+        in their one query; this is for callers that hold only a delivery)."""
         revision = (
             await self.store.get_revision(delivery.revision_id) if delivery.revision_id else None
         )
         event = await self.store.get_event(delivery.event_id)
-        payload: dict[str, Any] = {
-            "type": "resource.updated",
-            "id": delivery.webhook_id,
-            "eventId": delivery.event_id,
-            "server": event.server_url if event else None,
-            "uri": delivery.uri,
-            "revision": revision.revision if revision else None,
-            "contentHash": revision.content_hash if revision else None,
-            "generation": revision.generation if revision else None,
-            "readAt": iso(revision.read_at) if revision else None,
-            "contents": revision.contents if revision else [],
-        }
-        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-        if len(body) > self.settings.max_body_bytes:
-            payload.pop("contents")
-            payload["truncated"] = True
-            payload["contentPath"] = f"/v1/content?uri={quote(delivery.uri, safe='')}"
-            body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-        return body
+        return delivery_body(
+            delivery,
+            server_url=event.server_url if event else None,
+            revision=revision.revision if revision else None,
+            content_hash=revision.content_hash if revision else None,
+            generation=revision.generation if revision else None,
+            read_at=revision.read_at if revision else None,
+            contents_json=(
+                json.dumps(revision.contents, separators=(",", ":"), ensure_ascii=False)
+                if revision
+                else None
+            ),
+            max_body_bytes=self.settings.max_body_bytes,
+        )
 
-    async def _attempt(self, delivery: Delivery) -> Outcome:
-        target = await self.repo.get_target(delivery.target_id)
-        if target is None or not target.enabled:
-            return Outcome(False, None, "target disabled or removed")
-        secrets_in_use = await self.repo.signing_secrets(target.id)
-        body = await self.body(delivery)
+    async def _attempt(self, item: Work, epoch: int = 0) -> Outcome:
+        delivery = item.delivery
+        url, secrets_in_use = item.url, item.secrets
+        if self._target_changed_at.get(delivery.target_id, -1) > epoch:
+            # The target changed after the pass read it (disabled, removed, rotated, or
+            # re-created): read it again rather than use what the pass saw.
+            target = await self.repo.get_target(delivery.target_id)
+            if target is None or not target.enabled:
+                return Outcome(False, None, "target disabled or removed")
+            url = target.url
+            secrets_in_use = tuple(await self.repo.signing_secrets(target.id))
         timestamp = int(time.time())
         headers = {
             "content-type": "application/json",
@@ -255,12 +405,14 @@ class Dispatcher:
             "webhook-id": delivery.webhook_id,
             "webhook-timestamp": str(timestamp),
             "webhook-signature": signature_header(
-                secrets_in_use, delivery.webhook_id, timestamp, body
+                secrets_in_use, delivery.webhook_id, timestamp, item.body
             ),
         }
         self.stats["attempts_total"] += 1
         try:
-            response = await self._http.post(target.url, content=body, headers=headers)
+            response = await self._client(delivery.target_id).post(
+                url, content=item.body, headers=headers
+            )
         except httpx.HTTPError as exc:
             return Outcome(False, None, f"{type(exc).__name__}: {exc}"[:300])
         await response.aclose()
@@ -298,38 +450,74 @@ class Dispatcher:
         await response.aclose()
         return attempt_outcome(response.status_code, response.headers, time.time())
 
-    async def _record(self, delivery: Delivery, outcome: Outcome) -> None:
-        breaker = self._breakers.setdefault(delivery.target_id, _Breaker())
-        breaker.probing = False
+    # ---- outcomes: queued, written in batches by one task -------------------------------
+    def _queue_outcome(self, delivery: Delivery, outcome: Outcome) -> None:
         if outcome.ok:
-            breaker.open_until = 0.0
             self.stats["delivered_total"] += 1
-            await self.repo.record_success(delivery, outcome.status or 200)
-            return
-        self.stats["failed_total"] += 1
+            result = AttemptResult(delivery, True, outcome.status or 200)
+        else:
+            self.stats["failed_total"] += 1
+            retry_at = next_attempt_time(
+                self.settings, delivery.attempts + 1, time.time(), outcome.retry_after_s, self._rng
+            )
+            if retry_at is None or outcome.disable_reason:
+                self.stats["dead_total"] += 1
+            result = AttemptResult(
+                delivery,
+                False,
+                outcome.status,
+                outcome.error,
+                next_attempt_at=retry_at,
+                disable_target=outcome.disable_reason,
+            )
+        self._outcomes.append(result)
+        self._outcomes_ready.set()
+
+    async def _write_outcomes(self) -> None:
+        """The one task that writes outcomes: whatever completed while the previous batch
+        was being written goes in the next transaction."""
+        while True:
+            if not self._outcomes:
+                if self._closing:
+                    return
+                self._outcomes_ready.clear()
+                await self._outcomes_ready.wait()
+                continue
+            if len(self._outcomes) < OUTCOME_BATCH and not self._closing:
+                # Let the attempts finishing about now join this transaction: one write
+                # (a thread hop, the write lock, a commit) per batch instead of per outcome.
+                await asyncio.sleep(OUTCOME_GATHER_S)
+            batch = self._outcomes[:OUTCOME_BATCH]
+            del self._outcomes[:OUTCOME_BATCH]
+            applied: Applied | None = None
+            try:
+                applied = await self.repo.apply_outcomes(batch, self.settings.disable_after_s)
+            except Exception as exc:  # they stay pending: sent again, same webhook-id
+                log.exception("recording outcomes failed", count=len(batch), error=str(exc))
+            finally:
+                for result in batch:
+                    self._release(result.delivery)
+            if applied is not None:
+                self._after_commit(batch, applied)
+
+    def _after_commit(self, batch: list[AttemptResult], applied: Applied) -> None:
         now = time.time()
-        retry_at = next_attempt_time(
-            self.settings, delivery.attempts + 1, now, outcome.retry_after_s, self._rng
-        )
-        target = await self.repo.get_target(delivery.target_id)
-        if target is not None and target.consecutive_failures + 1 >= self.settings.breaker_failures:
-            breaker.open_until = now + self.settings.breaker_open_s
-        dead = await self.repo.record_failure(
-            delivery,
-            status=outcome.status,
-            error=outcome.error,
-            next_attempt_at=retry_at,
-            disable_target=outcome.disable_reason,
-            disable_after_s=self.settings.disable_after_s,
-        )
-        if retry_at is None or outcome.disable_reason:
-            self.stats["dead_total"] += 1
-        log.info(
-            "delivery failed",
-            delivery=delivery.id,
-            target=delivery.target_id,
-            status=outcome.status,
-            error=outcome.error,
-            retry_at=retry_at,
-            dead=dead is not None,
-        )
+        for result in batch:
+            delivery = result.delivery
+            breaker = self._breakers.setdefault(delivery.target_id, _Breaker())
+            breaker.probing = False
+            if result.ok:
+                breaker.open_until = 0.0
+                continue
+            failures = applied.failures.get(delivery.target_id)
+            if failures is not None and failures >= self.settings.breaker_failures:
+                breaker.open_until = now + self.settings.breaker_open_s
+            log.info(
+                "delivery failed",
+                delivery=delivery.id,
+                target=delivery.target_id,
+                status=result.status,
+                error=result.error,
+                retry_at=result.next_attempt_at,
+                dead=delivery.id in applied.dead,
+            )

@@ -6,14 +6,19 @@ revision writes like every other write of the daemon.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import quote
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
 
 from service.store import Store, schema
+from service.store.hotpath import insert_event
 from service.store.records import Event
 from service.webhooks.outbox import (
     FINAL_STATES,
@@ -30,12 +35,332 @@ from service.webhooks.signing import generate_secret, secret_key
 ROTATION_OVERLAP_S = 24 * 3600.0
 """After a rotation we sign with both secrets for this long, so receivers can switch."""
 
+T = TypeVar("T")
+
+
+# ---- the dispatcher's hot path: plain SQL compiled once (see service.store.hotpath) ----------
+DUE_WORK = text(
+    "WITH heads AS ("
+    " SELECT MIN(id) AS id FROM deliveries WHERE state IN ('pending', 'failed')"
+    " GROUP BY target_id, uri"
+    "), ranked AS ("
+    " SELECT d.id, row_number() OVER ("
+    "  PARTITION BY d.target_id ORDER BY d.next_attempt_at, d.id) AS rank_in_target"
+    " FROM deliveries d JOIN heads h ON h.id = d.id"
+    " JOIN webhook_targets t ON t.id = d.target_id"
+    " WHERE d.next_attempt_at <= :now AND t.enabled = 1 AND d.id NOT IN :exclude"
+    ") "
+    "SELECT d.id, d.target_id, d.webhook_id, d.event_id, d.revision_id, d.subscription_id, d.uri,"
+    " d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.created_at,"
+    " d.delivered_at, t.url AS target_url, t.mode AS target_mode, t.secret, t.previous_secret,"
+    " t.previous_secret_until, t.consecutive_failures, v.revision AS rev_number,"
+    " v.content_hash AS rev_hash, v.contents AS rev_contents, v.generation AS rev_generation,"
+    " v.read_at AS rev_read_at, e.server_url AS event_server_url "
+    "FROM ranked r JOIN deliveries d ON d.id = r.id"
+    " JOIN webhook_targets t ON t.id = d.target_id"
+    " LEFT JOIN revisions v ON v.id = d.revision_id"
+    " LEFT JOIN events e ON e.id = d.event_id "
+    "WHERE r.rank_in_target <= :per_target "
+    "ORDER BY d.next_attempt_at, d.id LIMIT :limit"
+).bindparams(bindparam("exclude", expanding=True))
+NEXT_DUE = text(
+    "SELECT MIN(d.next_attempt_at) FROM deliveries d JOIN webhook_targets t"
+    " ON t.id = d.target_id WHERE d.state IN ('pending', 'failed') AND t.enabled = 1"
+    " AND d.next_attempt_at > :now"
+)
+MARK_DELIVERED = text(
+    "UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_status = :status,"
+    " last_error = NULL, delivered_at = :now, updated_at = :now"
+    " WHERE id = :id AND state IN ('pending', 'failed')"
+)
+MARK_FAILED = text(
+    "UPDATE deliveries SET state = :state, attempts = attempts + 1, last_status = :status,"
+    " last_error = :error, next_attempt_at = :next_attempt_at, updated_at = :now"
+    " WHERE id = :id AND state IN ('pending', 'failed')"
+)
+TARGET_OK = text(
+    "UPDATE webhook_targets SET consecutive_failures = 0, failing_since = NULL,"
+    " last_success_at = :now WHERE id = :target_id"
+)
+TARGET_FAILED = text(
+    "UPDATE webhook_targets SET consecutive_failures = consecutive_failures + 1,"
+    " failing_since = COALESCE(failing_since, :now) WHERE id = :target_id"
+)
+TARGET_HEALTH = text(
+    "SELECT consecutive_failures, failing_since FROM webhook_targets WHERE id = :target_id"
+)
+DISABLE_TARGET = text(
+    "UPDATE webhook_targets SET enabled = 0, disabled_reason = :reason, updated_at = :now"
+    " WHERE id = :target_id"
+)
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """Everything one attempt needs, read by :func:`due_work_sync` in one query."""
+
+    delivery: Delivery
+    url: str
+    mode: str
+    secrets: tuple[str, ...]
+    body: bytes
+    consecutive_failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """One finished attempt, to be written by :func:`apply_outcomes_sync`.
+
+    ``next_attempt_at`` None (or ``disable_target``) makes the delivery a dead letter.
+    """
+
+    delivery: Delivery
+    ok: bool
+    status: int | None
+    error: str = ""
+    next_attempt_at: float | None = None
+    disable_target: str | None = None
+
+
+@dataclass(slots=True)
+class Applied:
+    """What a batch of outcomes did: events to notify after commit, target health."""
+
+    events: list[Event]
+    dead: dict[int, Event | None]
+    """delivery id -> its ``delivery.dead`` event, for the failures that became dead letters."""
+    failures: dict[int, int]
+    """target id -> ``consecutive_failures`` after the batch (targets with a failure only)."""
+    disabled: set[int]
+
+
+def delivery_body(
+    delivery: Delivery,
+    *,
+    server_url: str | None,
+    revision: int | None,
+    content_hash: str | None,
+    generation: int | None,
+    read_at: float | None,
+    contents_json: str | None,
+    max_body_bytes: int,
+) -> bytes:
+    """The ``resource.updated`` body. ``contents_json`` is the revision's stored JSON text,
+    spliced in as is (it is not parsed and dumped again); None means no revision."""
+    payload: dict[str, Any] = {
+        "type": "resource.updated",
+        "id": delivery.webhook_id,
+        "eventId": delivery.event_id,
+        "server": server_url,
+        "uri": delivery.uri,
+        "revision": revision,
+        "contentHash": content_hash,
+        "generation": generation,
+        "readAt": iso(read_at) if read_at is not None else None,
+    }
+    head = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    contents = contents_json if contents_json and contents_json.lstrip().startswith("[") else "[]"
+    body = (head[:-1] + ',"contents":' + contents + "}").encode()
+    if len(body) > max_body_bytes:
+        payload["truncated"] = True
+        payload["contentPath"] = f"/v1/content?uri={quote(delivery.uri, safe='')}"
+        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return body
+
+
+def signing_secrets_of(
+    secret: str, previous: str | None, previous_until: float | None, now: float
+) -> tuple[str, ...]:
+    if previous and (previous_until or 0) > now:
+        return (secret, previous)
+    return (secret,)
+
+
+def due_work_sync(
+    conn: Connection,
+    now: float,
+    *,
+    limit: int,
+    exclude: Collection[int],
+    per_target: int,
+    max_body_bytes: int,
+) -> tuple[list[Work], float | None]:
+    """One dispatcher pass: the due heads of every (target, URI) queue with their target,
+    secrets, revision and event, bodies built; and the next later due time."""
+    rows = conn.execute(
+        DUE_WORK,
+        {"now": now, "exclude": list(exclude), "per_target": per_target, "limit": limit},
+    ).all()
+    work = []
+    for row in rows:
+        delivery = delivery_from_row(row)
+        has_revision = row.rev_number is not None
+        work.append(
+            Work(
+                delivery=delivery,
+                url=row.target_url,
+                mode=row.target_mode,
+                secrets=signing_secrets_of(
+                    row.secret, row.previous_secret, row.previous_secret_until, now
+                ),
+                body=delivery_body(
+                    delivery,
+                    server_url=row.event_server_url,
+                    revision=row.rev_number,
+                    content_hash=row.rev_hash if has_revision else None,
+                    generation=row.rev_generation if has_revision else None,
+                    read_at=row.rev_read_at if has_revision else None,
+                    contents_json=row.rev_contents if has_revision else None,
+                    max_body_bytes=max_body_bytes,
+                ),
+                consecutive_failures=int(row.consecutive_failures or 0),
+            )
+        )
+    next_due = conn.execute(NEXT_DUE, {"now": now}).scalar()
+    return work, float(next_due) if next_due is not None else None
+
+
+def apply_outcomes_sync(
+    conn: Connection, results: Sequence[AttemptResult], disable_after_s: float | None
+) -> Applied:
+    """Write a batch of attempt outcomes in one transaction, in order (writer thread)."""
+    now = time.time()
+    applied = Applied(events=[], dead={}, failures={}, disabled=set())
+    delivered: list[dict[str, Any]] = []
+    target_ok: set[int] = set()  # targets whose last write in this batch was a success
+    for result in results:
+        delivery = result.delivery
+        target_id = delivery.target_id
+        if result.ok:
+            delivered.append({"id": delivery.id, "status": result.status or 200, "now": now})
+            if target_id not in target_ok:
+                conn.execute(TARGET_OK, {"now": now, "target_id": target_id})
+                target_ok.add(target_id)
+                applied.failures.pop(target_id, None)
+            continue
+        target_ok.discard(target_id)
+        dead = result.next_attempt_at is None or result.disable_target is not None
+        error = result.error[:500]
+        conn.execute(
+            MARK_FAILED,
+            {
+                "id": delivery.id,
+                "state": "dead" if dead else "failed",
+                "status": result.status,
+                "error": error,
+                "next_attempt_at": now
+                if result.next_attempt_at is None
+                else result.next_attempt_at,
+                "now": now,
+            },
+        )
+        conn.execute(TARGET_FAILED, {"now": now, "target_id": target_id})
+        if dead:
+            event = insert_event(
+                conn,
+                "delivery.dead",
+                now,
+                subscription_id=delivery.subscription_id,
+                uri=delivery.uri,
+                revision_id=delivery.revision_id,
+                data={
+                    "deliveryId": delivery.id,
+                    "targetId": target_id,
+                    "webhookId": delivery.webhook_id,
+                    "lastStatus": result.status,
+                    "lastError": error,
+                },
+            )
+            applied.events.append(event)
+            applied.dead[delivery.id] = event
+        health = conn.execute(TARGET_HEALTH, {"target_id": target_id}).one_or_none()
+        if health is None:  # removed meanwhile
+            continue
+        applied.failures[target_id] = int(health.consecutive_failures)
+        reason = result.disable_target
+        if (
+            reason is None
+            and disable_after_s is not None
+            and health.failing_since is not None
+            and now - float(health.failing_since) > disable_after_s
+        ):
+            reason = f"every delivery failed for {disable_after_s / 86400:g} days"
+        if reason is not None:
+            conn.execute(DISABLE_TARGET, {"reason": reason, "now": now, "target_id": target_id})
+            applied.disabled.add(target_id)
+            applied.events.append(
+                insert_event(
+                    conn, "webhook.disabled", now, data={"targetId": target_id, "reason": reason}
+                )
+            )
+    if delivered:
+        conn.execute(MARK_DELIVERED, delivered)
+    return applied
+
 
 class WebhookRepository:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._engine = store.engine
         self._lock = store._write_lock
+        self.on_target_change: list[Callable[[int, bool], None]] = []
+        """Callbacks ``(target_id, removed) -> None`` after any change of a target made here
+        (the dispatcher drops what it read about that target before the change)."""
+
+    def _target_changed(self, target_id: int, removed: bool = False) -> None:
+        for callback in list(self.on_target_change):
+            callback(target_id, removed)
+
+    async def run_read(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn(connection)`` on the store's sync engine in a worker thread (a reader:
+        WAL lets it run alongside the writer). One thread hop instead of one per statement."""
+
+        def run() -> T:
+            with self.store.sync_engine.connect() as conn:
+                return fn(conn)
+
+        return await asyncio.to_thread(run)
+
+    async def due_work(
+        self,
+        now: float,
+        *,
+        limit: int = 200,
+        exclude: Collection[int] = (),
+        per_target: int = 4,
+        max_body_bytes: int = 256 * 1024,
+    ) -> tuple[list[Work], float | None]:
+        """One dispatcher pass in one query on a reader thread; see :func:`due_work_sync`."""
+        excluded = list(exclude)
+        return await self.run_read(
+            lambda conn: due_work_sync(
+                conn,
+                now,
+                limit=limit,
+                exclude=excluded,
+                per_target=per_target,
+                max_body_bytes=max_body_bytes,
+            )
+        )
+
+    async def apply_outcomes(
+        self, results: Sequence[AttemptResult], disable_after_s: float | None = None
+    ) -> Applied:
+        """Write outcomes in one transaction on the store's writer thread, then notify the
+        events it created (``delivery.dead``, ``webhook.disabled``)."""
+        batch = list(results)
+        async with self._lock:
+            applied = await self.store.in_writer(
+                lambda conn: apply_outcomes_sync(conn, batch, disable_after_s)
+            )
+        for target_id in applied.disabled:
+            self._target_changed(target_id)
+        self.store._notify(applied.events)
+        return applied
 
     # ---- targets ------------------------------------------------------------------------
     async def create_target(
@@ -65,6 +390,7 @@ class WebhookRepository:
             )
             key = result.inserted_primary_key
             target_id = int(key[0]) if key else 0
+        self._target_changed(target_id)
         target = await self.get_target(target_id)
         assert target is not None
         return target, secret
@@ -118,6 +444,7 @@ class WebhookRepository:
                     updated_at=time.time(),
                 )
             )
+        self._target_changed(target_id)
         return secret if result.rowcount else None
 
     async def delete_target(self, target_id: int) -> Target | None:
@@ -131,6 +458,7 @@ class WebhookRepository:
             await conn.execute(
                 delete(schema.webhook_targets).where(schema.webhook_targets.c.id == target_id)
             )
+        self._target_changed(target_id, removed=True)
         return target
 
     async def set_enabled(self, target_id: int, enabled: bool, reason: str | None = None) -> bool:
@@ -148,6 +476,7 @@ class WebhookRepository:
                 event = await self.store._insert_event(
                     conn, "webhook.disabled", data={"targetId": target_id, "reason": reason}
                 )
+        self._target_changed(target_id)
         if result.rowcount and not enabled:
             self.store._notify([event])
         return bool(result.rowcount)
@@ -201,26 +530,7 @@ class WebhookRepository:
             return [delivery_from_row(row) for row in rows]
 
     async def record_success(self, delivery: Delivery, status: int) -> None:
-        now = time.time()
-        d, t = schema.deliveries, schema.webhook_targets
-        async with self._lock, self._engine.begin() as conn:
-            await conn.execute(
-                update(d)
-                .where(d.c.id == delivery.id, d.c.state.in_(OPEN_STATES))
-                .values(
-                    state="delivered",
-                    attempts=d.c.attempts + 1,
-                    last_status=status,
-                    last_error=None,
-                    delivered_at=now,
-                    updated_at=now,
-                )
-            )
-            await conn.execute(
-                update(t)
-                .where(t.c.id == delivery.target_id)
-                .values(consecutive_failures=0, failing_since=None, last_success_at=now)
-            )
+        await self.apply_outcomes([AttemptResult(delivery, True, status)])
 
     async def record_failure(
         self,
@@ -232,75 +542,13 @@ class WebhookRepository:
         disable_target: str | None = None,
         disable_after_s: float | None = None,
     ) -> Event | None:
-        """A failed attempt. ``next_attempt_at`` None means the schedule is spent: dead letter."""
-        now = time.time()
-        d, t = schema.deliveries, schema.webhook_targets
-        events: list[Event] = []
-        async with self._lock, self._engine.begin() as conn:
-            state = "failed" if next_attempt_at is not None and not disable_target else "dead"
-            await conn.execute(
-                update(d)
-                .where(d.c.id == delivery.id, d.c.state.in_(OPEN_STATES))
-                .values(
-                    state=state,
-                    attempts=d.c.attempts + 1,
-                    last_status=status,
-                    last_error=error[:500],
-                    next_attempt_at=next_attempt_at if next_attempt_at is not None else now,
-                    updated_at=now,
-                )
-            )
-            await conn.execute(
-                update(t)
-                .where(t.c.id == delivery.target_id)
-                .values(
-                    consecutive_failures=t.c.consecutive_failures + 1,
-                    failing_since=func.coalesce(t.c.failing_since, now),
-                )
-            )
-            if state == "dead":
-                events.append(
-                    await self.store._insert_event(
-                        conn,
-                        "delivery.dead",
-                        subscription_id=delivery.subscription_id,
-                        uri=delivery.uri,
-                        revision_id=delivery.revision_id,
-                        data={
-                            "deliveryId": delivery.id,
-                            "targetId": delivery.target_id,
-                            "webhookId": delivery.webhook_id,
-                            "lastStatus": status,
-                            "lastError": error[:500],
-                        },
-                    )
-                )
-            failing_since = await conn.scalar(
-                select(t.c.failing_since).where(t.c.id == delivery.target_id)
-            )
-            reason = disable_target
-            if (
-                reason is None
-                and disable_after_s is not None
-                and failing_since is not None
-                and now - float(failing_since) > disable_after_s
-            ):
-                reason = f"every delivery failed for {disable_after_s / 86400:g} days"
-            if reason is not None:
-                await conn.execute(
-                    update(t)
-                    .where(t.c.id == delivery.target_id)
-                    .values(enabled=0, disabled_reason=reason, updated_at=now)
-                )
-                events.append(
-                    await self.store._insert_event(
-                        conn,
-                        "webhook.disabled",
-                        data={"targetId": delivery.target_id, "reason": reason},
-                    )
-                )
-        self.store._notify(events)
-        return events[0] if events else None
+        """A failed attempt. ``next_attempt_at`` None means the schedule is spent: dead letter.
+        Returns the first event it created (``delivery.dead`` or ``webhook.disabled``)."""
+        applied = await self.apply_outcomes(
+            [AttemptResult(delivery, False, status, error, next_attempt_at, disable_target)],
+            disable_after_s,
+        )
+        return applied.events[0] if applied.events else None
 
     async def retry(self, delivery_id: int) -> Delivery | None:
         """Send a delivery again now (also a delivered or dead one), keeping its webhook-id."""

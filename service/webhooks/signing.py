@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32
@@ -38,15 +40,21 @@ def secret_key(secret: str) -> bytes:
     return key
 
 
+@functools.lru_cache(maxsize=256)
+def _cached_key(secret: str) -> bytes:
+    return secret_key(secret)  # an invalid secret raises, and nothing is cached
+
+
 def sign(secret: str, webhook_id: str, timestamp: int, body: bytes) -> str:
     """One ``v1,<base64>`` entry."""
-    content = f"{webhook_id}.{timestamp}.".encode() + body
-    digest = hmac.new(secret_key(secret), content, hashlib.sha256).digest()
+    mac = hmac.new(_cached_key(secret), f"{webhook_id}.{timestamp}.".encode(), hashlib.sha256)
+    mac.update(body)
+    digest = mac.digest()
     return "v1," + base64.b64encode(digest).decode()
 
 
 def signature_header(
-    secrets_in_use: list[str], webhook_id: str, timestamp: int, body: bytes
+    secrets_in_use: Sequence[str], webhook_id: str, timestamp: int, body: bytes
 ) -> str:
     return " ".join(sign(s, webhook_id, timestamp, body) for s in secrets_in_use)
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,6 +20,7 @@ from service.webhooks.dispatcher import (
     next_attempt_time,
     parse_retry_after,
 )
+from service.webhooks.repository import AttemptResult, WebhookRepository
 from tests.api.fakes import make_supervisor
 from tests.webhooks.receiver import Receiver, Step
 
@@ -69,14 +72,14 @@ async def test_loop_sleeps_while_an_attempt_is_in_flight(tmp_path: Path) -> None
         rx.expect_secret("/hold", secret)
         sub, _ = await sup.subscribe("http://127.0.0.1:1/mcp", "test://a")
         passes = 0
-        due = dispatcher.repo.due
+        due_work = dispatcher.repo.due_work
 
         async def counting_due(*args, **kwargs):  # type: ignore[no-untyped-def]
             nonlocal passes
             passes += 1
-            return await due(*args, **kwargs)
+            return await due_work(*args, **kwargs)
 
-        dispatcher.repo.due = counting_due  # type: ignore[method-assign]
+        dispatcher.repo.due_work = counting_due  # type: ignore[method-assign]
         dispatcher.start()
         await sup.publish(sub, "one")
         deadline = time.monotonic() + 5
@@ -108,5 +111,71 @@ async def test_backlog_of_one_target_does_not_starve_another(tmp_path: Path) -> 
         skip = {d.id for d in due}
         again = await repo.due(time.time() + 1, limit=10, per_target=4, exclude=skip)
         assert not skip & {d.id for d in again}
+    finally:
+        await sup.store.close()
+
+
+async def test_one_pass_query_builds_what_an_attempt_needs(tmp_path: Path) -> None:
+    """``due_work`` (one query) gives the same body as reading revision and event one by
+    one, and both secrets while a rotation overlaps."""
+    sup = await make_supervisor(tmp_path / "state.db")
+    dispatcher = Dispatcher(sup.store, WebhookSettings())
+    try:
+        repo = dispatcher.repo
+        target, first_secret = await repo.create_target("http://127.0.0.1:9/hook")
+        sub, _ = await sup.subscribe("http://127.0.0.1:1/mcp", "test://w/é")
+        await sup.publish(sub, 'ünïcode "quoted"')
+        second_secret = await repo.rotate_secret(target.id)
+        [item], next_due = await repo.due_work(time.time() + 1)
+        assert next_due is None
+        assert item.url == "http://127.0.0.1:9/hook" and item.mode == "all"
+        assert item.secrets == (second_secret, first_secret)
+        expected = await dispatcher.body(item.delivery)
+        assert json.loads(item.body) == json.loads(expected)
+        assert json.loads(item.body)["contents"][0]["text"] == 'ünïcode "quoted"'
+        small = await repo.due_work(time.time() + 1, max_body_bytes=200)
+        assert json.loads(small[0][0].body)["truncated"] is True
+    finally:
+        await dispatcher.stop()
+        await sup.store.close()
+
+
+async def test_a_batch_of_outcomes_in_one_transaction(tmp_path: Path) -> None:
+    """Success, dead letter and 410 in one write: states, counters, events after commit."""
+    sup = await make_supervisor(tmp_path / "state.db")
+    try:
+        repo = WebhookRepository(sup.store)
+        ok, _ = await repo.create_target("http://127.0.0.1:9/ok")
+        gone, _ = await repo.create_target("http://127.0.0.1:9/gone")
+        changed: list[tuple[int, bool]] = []
+        repo.on_target_change.append(
+            lambda target_id, removed: changed.append((target_id, removed))
+        )
+        for n in range(2):
+            sub, _ = await sup.subscribe("http://127.0.0.1:1/mcp", f"test://b/{n}")
+            await sup.publish(sub, "v")
+        notified: list[Any] = []
+        sup.store.on_event.append(notified.append)
+        rows = await repo.list_deliveries()
+        by_target = {t: [d for d in rows if d.target_id == t] for t in (ok.id, gone.id)}
+        applied = await repo.apply_outcomes(
+            [
+                AttemptResult(by_target[ok.id][0], True, 204),
+                AttemptResult(by_target[ok.id][1], False, 500, "HTTP 500", None),  # spent
+                AttemptResult(by_target[gone.id][0], False, 410, "410 Gone", None, "gone"),
+            ],
+            disable_after_s=86400.0,
+        )
+        states = {d.id: d.state for d in await repo.list_deliveries()}
+        assert states[by_target[ok.id][0].id] == "delivered"
+        assert states[by_target[ok.id][1].id] == "dead"
+        assert states[by_target[gone.id][0].id] == "dead"
+        assert states[by_target[gone.id][1].id] == "pending"
+        assert applied.failures == {ok.id: 1, gone.id: 1}
+        assert applied.disabled == {gone.id}
+        assert [e.type for e in notified] == ["delivery.dead", "delivery.dead", "webhook.disabled"]
+        assert changed == [(gone.id, False)]
+        target = await repo.get_target(gone.id)
+        assert target is not None and not target.enabled and target.disabled_reason == "gone"
     finally:
         await sup.store.close()
