@@ -1,0 +1,20 @@
+"""Console-script entry points that answer ``--version`` before importing anything heavy.
+
+Scripts call ``mcpsubctl --version`` to check an installation; building the whole argparse
+tree for that costs more than the interpreter start (results/probe.md).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def mcpsubctl() -> int:
+    if sys.argv[1:] == ["--version"]:
+        from service._version import __version__
+
+        sys.stdout.write(f"mcpsubctl v{__version__}\n")
+        return 0
+    from cli.ctl import main
+
+    return main()
