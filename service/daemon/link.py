@@ -131,6 +131,7 @@ class ServerLink:
         await self._close_stream(self.stream)
         self.stream = None
         self.state = "stopped"
+        await self._http.aclose()
 
     def status(self) -> dict[str, Any]:
         circuit = {"open": "closed", "backoff": "open", "connecting": "half_open"}.get(
