@@ -179,3 +179,65 @@ async def test_a_batch_of_outcomes_in_one_transaction(tmp_path: Path) -> None:
         assert target is not None and not target.enabled and target.disabled_reason == "gone"
     finally:
         await sup.store.close()
+
+
+async def test_a_target_failing_for_longer_than_the_limit_is_disabled(tmp_path: Path) -> None:
+    """The 5-day rule (here 5 s): failures alone do not disable, a long failing streak does."""
+    from sqlalchemy import text
+
+    sup = await make_supervisor(tmp_path / "state.db")
+    try:
+        repo = WebhookRepository(sup.store)
+        target, _ = await repo.create_target("http://127.0.0.1:9/down")
+        sub, _ = await sup.subscribe("http://127.0.0.1:1/mcp", "test://d")
+        for n in range(2):
+            await sup.publish(sub, f"v{n}")
+        first, second = await repo.list_deliveries()
+        fail = AttemptResult(first, False, 500, "HTTP 500", time.time() + 60)
+        applied = await repo.apply_outcomes([fail], disable_after_s=5.0)
+        assert applied.disabled == set(), "one failure is not a failing streak"
+        async with sup.store.engine.begin() as conn:  # the streak began 10 s ago
+            await conn.execute(
+                text("UPDATE webhook_targets SET failing_since = :t WHERE id = :id"),
+                {"t": time.time() - 10, "id": target.id},
+            )
+        applied = await repo.apply_outcomes(
+            [AttemptResult(second, False, 500, "HTTP 500", time.time() + 60)], disable_after_s=5.0
+        )
+        assert applied.disabled == {target.id}
+        found = await repo.get_target(target.id)
+        assert found is not None and not found.enabled
+        assert found.disabled_reason is not None and "failed for" in found.disabled_reason
+    finally:
+        await sup.store.close()
+
+
+async def test_breaker_opens_after_consecutive_failures_then_probes(tmp_path: Path) -> None:
+    rx = Receiver().start()
+    rx.plan("/flaky", then=Step(status=500))
+    sup = await make_supervisor(tmp_path / "state.db")
+    settings = WebhookSettings(
+        schedule=(0.0,) * 20, jitter=0.0, breaker_failures=2, breaker_open_s=1.0
+    )
+    dispatcher = Dispatcher(sup.store, settings)
+    try:
+        _target, secret = await dispatcher.repo.create_target(rx.url("/flaky"))
+        rx.expect_secret("/flaky", secret)
+        dispatcher.start()
+        sub, _ = await sup.subscribe("http://127.0.0.1:1/mcp", "test://flaky")
+        await sup.publish(sub, "v1")
+        deadline = time.monotonic() + 10
+        while len(rx.received("/flaky")) < 2:  # two failures in a row: the breaker opens
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        opened_at = time.monotonic()
+        await asyncio.sleep(0.5)
+        if time.monotonic() - opened_at < 0.9:  # still inside the 1 s open window
+            assert len(rx.received("/flaky")) <= 3, "attempts went on while the breaker was open"
+        while len(rx.received("/flaky")) < 4:  # half-open probes resume after the pause
+            assert time.monotonic() < deadline, "no probe after the breaker's pause"
+            await asyncio.sleep(0.05)
+    finally:
+        await dispatcher.stop()
+        rx.close()
+        await sup.store.close()
