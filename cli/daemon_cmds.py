@@ -28,18 +28,13 @@ POLL_CHUNK_MS = 300_000
 """Longest single long-poll; longer waits are several polls carrying the cursor on."""
 FOLLOW_RETRY_S = 5.0
 
+
 # API error codes the shared table (cli.failures.CTL_EXIT_CODES) does not know yet; the
 # values are cli.failures' EXIT_NOT_FOUND (7), EXIT_USAGE (2), EXIT_AUTH (3) and
 # EXIT_DAEMON_UNAVAILABLE (10).
-DAEMON_EXIT_CODES: dict[str, int] = {}
-"""Kept for callers; every daemon error code now lives in ``cli.failures.CTL_EXIT_CODES``."""
-
-
 def exit_code(code: str | None) -> int:
     from cli.failures import ctl_exit_code
 
-    if code is not None and code in DAEMON_EXIT_CODES:
-        return DAEMON_EXIT_CODES[code]
     return ctl_exit_code(code)
 
 
@@ -238,6 +233,13 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"counts:         {counts or '-'}",
             f"subscriptions:  {states or '-'}",
         ]
+        hooks = st.get("webhooks") or {}
+        if hooks:
+            deliveries = ", ".join(f"{k} {v}" for k, v in (st.get("deliveries") or {}).items())
+            lines += [
+                f"webhooks:       {hooks.get('targets', 0)} targets, {hooks.get('enabled', 0)} enabled",
+                f"deliveries:     {deliveries or '-'}",
+            ]
         links = st.get("links") or []
         if links:
             rows = [

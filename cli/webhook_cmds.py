@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cli.daemon_cmds import _common, _dumps, _emit, table, when
+from cli.daemon_cmds import _common, _dumps, _emit, _fail, _run, exit_code, table, when
 
 if TYPE_CHECKING:
     from cli.daemon_client import DaemonClient
@@ -22,51 +21,6 @@ if TYPE_CHECKING:
 MODES = ("all", "latest")
 STATES = ("pending", "failed", "delivered", "dead", "superseded")
 SECRET_NOTE = "the secret is shown once: store it in your receiver's configuration now"
-
-# Codes the shared table (cli.failures.CTL_EXIT_CODES) does not know: not found is 7, a bad
-# secret is usage (2), a test ping the receiver did not accept is a network failure (5).
-WEBHOOK_EXIT_CODES = {
-    "WEBHOOK_NOT_FOUND": 7,
-    "DELIVERY_NOT_FOUND": 7,
-    "INVALID_SECRET": 2,
-    "WEBHOOK_TEST_FAILED": 5,
-}
-
-
-def exit_code(code: str | None) -> int:
-    from cli.failures import ctl_exit_code
-
-    if code is not None and code in WEBHOOK_EXIT_CODES:
-        return WEBHOOK_EXIT_CODES[code]
-    return ctl_exit_code(code)
-
-
-def _fail(args: argparse.Namespace, code: str, message: str, hint: str | None) -> int:
-    sys.stderr.write(f"mcpsubctl {args.command}: {message}\n")
-    if hint:
-        sys.stderr.write(f"hint: {hint}\n")
-    if args.json:
-        _emit(_dumps({"errorCode": code, "message": message, "recommendedNextAction": hint}))
-    else:
-        _emit(f"error-code {code}\nrecommended-next-action {hint or 'null'}")
-    return exit_code(code)
-
-
-def _run(args: argparse.Namespace, body: Callable[[DaemonClient], int]) -> int:
-    from cli.daemon_client import DaemonClient, DaemonError, DaemonUnavailable
-
-    try:
-        client = DaemonClient.from_options(args.api)
-    except ValueError as exc:
-        return _fail(args, "USAGE_ERROR", str(exc), "see `mcpsubctl --help`")
-    try:
-        with client:
-            return body(client)
-    except DaemonUnavailable as exc:
-        return _fail(args, "DAEMON_UNAVAILABLE", exc.message, exc.hint)
-    except DaemonError as exc:
-        return _fail(args, exc.error_code, exc.message, exc.hint)
-
 
 # ---- formatting (pure) ------------------------------------------------------------------
 TARGET_HEADERS = ("ID", "ENABLED", "MODE", "FAILURES", "URL", "FILTER")

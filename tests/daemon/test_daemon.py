@@ -298,3 +298,16 @@ def test_keepalive_watchdog_treats_a_silent_stream_as_lost(
     assert links[quiet.url]["reconnects"] >= 1
     assert links[chatty.url]["reconnects"] == 0, "keep-alive comments count as proof of life"
     assert len(listens(chatty, "listen.acknowledged")) == 1
+
+
+def test_ctl_status_text_shows_links_and_deliveries(lab_server_factory, daemon_factory) -> None:
+    lab = lab_server_factory(SLOW)
+    d = daemon_factory()
+    subscribe(d, lab.url, "test://review/status")
+    lab.wait_event("listen.acknowledged", timeout=10)
+    result = d.ctl("status")
+    assert result.code == 0, result.stderr
+    assert "webhooks:       0 targets, 0 enabled" in result.stdout
+    assert "deliveries:" in result.stdout
+    assert lab.url in result.stdout
+    assert d.ctl("status", "--json").json["links"][0]["url"] == lab.url

@@ -269,6 +269,10 @@ def test_ctl_exit_code_table() -> None:
         "API_TOKEN_REQUIRED": 3,
         "HOST_NOT_ALLOWED": 3,
         "ORIGIN_NOT_ALLOWED": 3,
+        "WEBHOOK_NOT_FOUND": 7,
+        "DELIVERY_NOT_FOUND": 7,
+        "INVALID_SECRET": 2,
+        "WEBHOOK_TEST_FAILED": 5,
         "INTERNAL_ERROR": 70,
     }
 
