@@ -220,14 +220,20 @@ class Mcpsubd(Child):
         self.socket = state_dir / "api.sock"
         self.link_down: collections.Counter[str] = collections.Counter()
         """``code`` of every "link down" log line: why links reconnected."""
+        self.link_down_errors: dict[str, str] = {}
+        """The first error message seen for each code."""
 
     def on_line(self, line: str) -> None:
         if '"link down"' not in line:
             return
         try:
-            self.link_down[str(json.loads(line).get("code"))] += 1
+            record = json.loads(line)
         except ValueError:
             self.link_down["(unparsed log line)"] += 1
+            return
+        code = str(record.get("code"))
+        self.link_down[code] += 1
+        self.link_down_errors.setdefault(code, str(record.get("error", ""))[:160])
 
     def migrate(self) -> None:
         """``mcpsubd migrate``: create the state directory and the database schema."""
@@ -734,6 +740,7 @@ class ScaleResult:
     lab_streams: list[int] = field(default_factory=list)
     reconnects: int = 0
     link_down: dict[str, int] = field(default_factory=dict)
+    link_down_errors: dict[str, str] = field(default_factory=dict)
     not_open: int = 0
     status_ms: list[float] = field(default_factory=list)
     rss_kb: int = 0
@@ -842,6 +849,7 @@ async def phase_scale(plan: Plan, children: Children, tmp: Path) -> ScaleResult:
             res.not_open = plan.links - res.daemon_open
             res.reconnects = sum(int(link["reconnects"]) for link in status["links"])
             res.link_down = dict(daemon.link_down)
+            res.link_down_errors = dict(daemon.link_down_errors)
             res.lab_streams = await lab_streams(http, labs)
             res.log_lines = daemon.line_count
             print(
@@ -1339,6 +1347,12 @@ def render(
             f"~{scale.subscriptions / api_rate if api_rate else 0:.0f} s | | |",
         ]
     out.append("")
+    if scale.link_down_errors:
+        out += [
+            "Why links went down (first message per code): "
+            + "; ".join(f"`{code}`: {msg}" for code, msg in sorted(scale.link_down_errors.items())),
+            "",
+        ]
     # (b)
     cpu = burst.cpu
     assert cpu is not None
