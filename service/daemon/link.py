@@ -37,6 +37,7 @@ from service.mcp.errors import (
     ListenLost,
     McpError,
     ProtocolUnsupported,
+    TransportError,
 )
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
 from service.store import Store
@@ -454,8 +455,11 @@ class ServerLink:
             http=self._http,
             timeout=self._settings.request_timeout_s,
         )
-        async with asyncio.timeout(self._settings.request_timeout_s):
-            return await client.read_resource(uri)
+        try:
+            async with asyncio.timeout(self._settings.request_timeout_s):
+                return await client.read_resource(uri)
+        except TimeoutError as exc:
+            raise TransportError(f"resources/read {uri} timed out", kind="timeout") from exc
 
     async def _on_read_ok(self, target: ReadTarget) -> None:
         if target.uri in self.honored:

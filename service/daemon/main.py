@@ -98,6 +98,25 @@ def configure_logging(settings: Settings) -> None:
     )
 
 
+def raise_open_file_limit() -> tuple[int, int]:
+    """Each server link holds a few sockets (its stream and pooled reads): with the common
+    soft limit of 1,024 a daemon with a few hundred links would fail reads with "connect
+    error". Raise the soft limit to the hard one, as servers usually do."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return (0, 0)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft, hard
+
+
 def prepare_state_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path, 0o700)
@@ -253,6 +272,7 @@ async def _serve(
     settings: Settings, source: ConfigSource, notifier: Notifier, signals: ServiceSignals
 ) -> int:
     prepare_state_dir(settings.state_dir)
+    open_files, _hard = raise_open_file_limit()
     await asyncio.to_thread(upgrade, settings.sync_db_url)
     store = Store.open(settings.db_url)
     from service.api.app import create_app
@@ -315,6 +335,7 @@ async def _serve(
             version=__version__,
             state_dir=str(settings.state_dir),
             links=len(supervisor.links),
+            open_files=open_files,
         )
         status = current_status()
         notifier.ready(status)

@@ -24,6 +24,11 @@ from service.store import Store
 
 log = structlog.get_logger("mcpsubd.refresher")
 
+READ_RETRY_BASE_S = 0.5
+READ_RETRY_CAP_S = 30.0
+READ_RETRIES_BEFORE_ERROR = 3
+"""Transport failures of one read in a row before the subscription shows ``error``."""
+
 
 @dataclass
 class ReadTarget:
@@ -69,6 +74,7 @@ class UriRefresher:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
+        failures = 0
         while True:
             self._dirty = False
             generation = self._generation()
@@ -109,7 +115,17 @@ class UriRefresher:
                 if isinstance(exc, JsonRpcError):
                     self.failing = True
                     await self._on_error(self.target, exc)
-                return
+                    return
+                # A transport failure (refused, reset, timeout): the content may be stale now
+                # and no notification will say so again, so retry with backoff; after a few
+                # tries the subscription shows it, and the next good read clears it.
+                failures += 1
+                if failures == READ_RETRIES_BEFORE_ERROR:
+                    self.failing = True
+                    await self._on_error(self.target, exc)
+                await asyncio.sleep(min(READ_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (failures - 1)))
+                self._dirty = True
+                continue
             except Exception as exc:  # a bug must not kill the link
                 self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
                 log.exception("read crashed", uri=self.target.uri, error=str(exc))

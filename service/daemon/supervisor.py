@@ -94,7 +94,7 @@ class Supervisor:
             verify=self._tls,
             timeout=httpx.Timeout(settings.request_timeout_s, connect=settings.connect_timeout_s),
             # The listen stream holds one connection; reads use a few more.
-            limits=httpx.Limits(max_connections=8, max_keepalive_connections=4),
+            limits=httpx.Limits(max_connections=8, max_keepalive_connections=2),
             follow_redirects=False,
         )
 

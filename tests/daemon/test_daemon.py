@@ -311,3 +311,19 @@ def test_ctl_status_text_shows_links_and_deliveries(lab_server_factory, daemon_f
     assert "deliveries:" in result.stdout
     assert lab.url in result.stdout
     assert d.ctl("status", "--json").json["links"][0]["url"] == lab.url
+
+
+def test_a_failed_read_is_retried_until_it_succeeds(lab_server_factory, daemon_factory) -> None:
+    """A read that fails in transit would leave stale content with no notification to come."""
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://r", "r1")
+    d = daemon_factory()
+    sub = subscribe(d, lab.url, "test://r")
+    wait_text(d, "test://r", "r1")
+    lab.configure(failMethods={"resources/read": 503})
+    put(lab, "test://r", "r2")  # notified, but every read fails for now
+    _wait_state(d, sub["id"], "error", timeout=15)
+    assert d.api("GET", "/v1/content", params={"uri": "test://r"}).json()["text"] == "r1"
+    lab.configure(failMethods={})
+    wait_text(d, "test://r", "r2", timeout=40)
+    _wait_state(d, sub["id"], "active")
