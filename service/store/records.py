@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, fields
+from typing import Any, TypeVar
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +81,13 @@ def loads_object(raw: str | None) -> dict[str, Any]:
         return {}
     value = json.loads(raw)
     return value if isinstance(value, dict) else {}
+
+
+def from_row(cls: type[R], row: Any, **overrides: Any) -> R:
+    """Build record ``cls`` from a row whose column names are the record's field names.
+
+    ``overrides`` supply the fields whose column is named differently or needs decoding.
+    """
+    mapping = row._mapping
+    values = {f.name: mapping[f.name] for f in fields(cls) if f.name not in overrides}  # type: ignore[arg-type]
+    return cls(**values, **overrides)

@@ -38,7 +38,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from service.store import schema
-from service.store.records import Event, Revision, Server, Subscription, loads_object
+from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
 
 T = TypeVar("T")
 
@@ -86,65 +86,20 @@ def _apply_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _server(row: Any) -> Server:
-    m = row._mapping
-    return Server(
-        id=m["id"],
-        url=m["url"],
-        credential_key=m["credential_key"],
-        state=m["state"],
-        generation=m["generation"],
-        last_error=m["last_error"],
-        last_error_code=m["last_error_code"],
-        reconnects=m["reconnects"],
-        backoff_until=m["backoff_until"],
-        connected_at=m["connected_at"],
-    )
+    return from_row(Server, row)
 
 
 def _subscription(row: Any) -> Subscription:
-    m = row._mapping
-    return Subscription(
-        id=m["id"],
-        server_id=m["server_id"],
-        server_url=m["url"],
-        uri=m["uri"],
-        state=m["state"],
-        state_reason=m["state_reason"],
-        content_hash=m["content_hash"],
-        revision=m["revision"],
-        last_read_at=m["last_read_at"],
-        created_at=m["created_at"],
-    )
+    return from_row(Subscription, row, server_url=row._mapping["url"])
 
 
 def _revision(row: Any) -> Revision:
-    m = row._mapping
-    contents = json.loads(m["contents"])
-    return Revision(
-        id=m["id"],
-        subscription_id=m["subscription_id"],
-        revision=m["revision"],
-        content_hash=m["content_hash"],
-        contents=contents if isinstance(contents, list) else [],
-        text=m["text"],
-        generation=m["generation"],
-        read_at=m["read_at"],
-    )
+    contents = json.loads(row._mapping["contents"])
+    return from_row(Revision, row, contents=contents if isinstance(contents, list) else [])
 
 
 def _event(row: Any) -> Event:
-    m = row._mapping
-    return Event(
-        id=m["id"],
-        type=m["type"],
-        subscription_id=m["subscription_id"],
-        server_url=m["server_url"],
-        uri=m["uri"],
-        revision_id=m["revision_id"],
-        revision=m["revision"],
-        data=loads_object(m["data"]),
-        created_at=m["created_at"],
-    )
+    return from_row(Event, row, data=loads_object(row._mapping["data"]))
 
 
 class Store:

@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select, text
 
 from service.store import schema
-from service.store.records import Event
+from service.store.records import Event, from_row
 
 OPEN_STATES = ("pending", "failed")
 FINAL_STATES = ("delivered", "dead", "superseded")
@@ -82,39 +82,17 @@ class Delivery:
 
 def target_from_row(row: Any) -> Target:
     m = row._mapping
-    return Target(
-        id=m["id"],
-        url=m["url"],
-        mode=m["mode"],
+    return from_row(
+        Target,
+        row,
         enabled=bool(m["enabled"]),
-        disabled_reason=m["disabled_reason"],
         uri_patterns=list(json.loads(m["uri_patterns"] or "[]")),
         subscription_ids=[int(i) for i in json.loads(m["subscription_ids"] or "[]")],
-        consecutive_failures=m["consecutive_failures"],
-        failing_since=m["failing_since"],
-        last_success_at=m["last_success_at"],
-        created_at=m["created_at"],
     )
 
 
 def delivery_from_row(row: Any) -> Delivery:
-    m = row._mapping
-    return Delivery(
-        id=m["id"],
-        target_id=m["target_id"],
-        webhook_id=m["webhook_id"],
-        event_id=m["event_id"],
-        revision_id=m["revision_id"],
-        subscription_id=m["subscription_id"],
-        uri=m["uri"],
-        state=m["state"],
-        attempts=m["attempts"],
-        next_attempt_at=m["next_attempt_at"],
-        last_status=m["last_status"],
-        last_error=m["last_error"],
-        created_at=m["created_at"],
-        delivered_at=m["delivered_at"],
-    )
+    return from_row(Delivery, row)
 
 
 def new_webhook_id() -> str:
