@@ -323,7 +323,7 @@ def seed_subscriptions(daemon: Mcpsubd, pairs: list[tuple[str, str]]) -> None:
 
     daemon.migrate()
     settings = load_settings(env={"MCPSUB_STATE_DIR": str(daemon.state_dir)})
-    engine = create_engine(settings.sync_db_url)
+    engine = create_engine(f"sqlite:///{settings.db_path}")
     try:
         now = time.time()
         urls = list(dict.fromkeys(url for url, _ in pairs))

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from service.api.views import event_json
-from service.daemon.eventhub import EventHub
+from service.store.eventhub import EventHub
 from service.store.store import Store
 
 RETRY_MS = 5000

@@ -11,7 +11,7 @@ from fastapi import Request
 
 from service.api.errors import TooBusy
 from service.api.metrics import Metrics
-from service.daemon.eventhub import EventHub
+from service.store.eventhub import EventHub
 from service.store.records import Subscription
 from service.store.store import Store
 from service.webhooks.dispatcher import Dispatcher

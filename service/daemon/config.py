@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from service.store.database import DatabaseUrlError, parse, redact
 from service.webhooks.dispatcher import WebhookSettings
 
 
@@ -38,7 +39,7 @@ class Settings:
     api: str = ""
     """``unix:///path/api.sock`` (default: ``<state_dir>/api.sock``) or ``tcp://127.0.0.1:PORT``."""
     database_url: str = ""
-    """Default: SQLite ``<state_dir>/mcpsub.db``."""
+    """Default: SQLite ``<state_dir>/mcpsub.db``; ``postgresql://…`` for several replicas."""
     log_level: str = "info"
     log_format: str = "auto"
     """``json``, ``console`` or ``auto`` (JSON when stdout is not a TTY)."""
@@ -91,8 +92,9 @@ class Settings:
         return self.database_url or f"sqlite+aiosqlite:///{self.db_path}"
 
     @property
-    def sync_db_url(self) -> str:
-        return self.db_url.replace("+aiosqlite", "")
+    def db_display(self) -> str:
+        """The database for messages and logs: the file path, or the URL without password."""
+        return redact(self.database_url) if self.database_url else str(self.db_path)
 
     @property
     def api_socket(self) -> Path | None:
@@ -156,6 +158,11 @@ def _validate(settings: Settings) -> Settings:
         ) from exc
     if not schedule or any(x < 0 for x in schedule):
         raise ConfigError("webhook_schedule needs at least one delay, none negative")
+    if settings.database_url:
+        try:
+            parse(settings.database_url)
+        except DatabaseUrlError as exc:
+            raise ConfigError(str(exc)) from exc
     if settings.log_format not in ("auto", "json", "console"):
         raise ConfigError(f"invalid value for log_format: {settings.log_format!r}")
     return settings

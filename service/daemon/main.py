@@ -40,11 +40,13 @@ from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
 from service.daemon.supervisor import Supervisor
 from service.store import Store
+from service.store.database import DATABASE_ERRORS, describe
 from service.store.migrate import upgrade
 
 log = structlog.get_logger("mcpsubd")
 EXIT_CONFIG = 78  # EX_CONFIG
 EXIT_ALREADY_RUNNING = 75  # EX_TEMPFAIL
+EXIT_DB_UNAVAILABLE = 69  # EX_UNAVAILABLE: the database did not answer (restart may help)
 STATUS_INTERVAL_S = 2.0
 """How often the ``STATUS=`` text is recomputed (it is sent only when it changed)."""
 BLOCK_LOOP_HOOK = "MCPSUB_TEST_BLOCK_LOOP_ON_SIGUSR1"
@@ -273,7 +275,11 @@ async def _serve(
 ) -> int:
     prepare_state_dir(settings.state_dir)
     open_files, _hard = raise_open_file_limit()
-    await asyncio.to_thread(upgrade, settings.sync_db_url)
+    try:
+        await asyncio.to_thread(upgrade, settings.db_url)
+    except DATABASE_ERRORS as exc:
+        log.error("database unavailable", database=settings.db_display, error=describe(exc))
+        return EXIT_DB_UNAVAILABLE
     store = Store.open(settings.db_url)
     from service.api.app import create_app
 
@@ -334,6 +340,7 @@ async def _serve(
             api=api,
             version=__version__,
             state_dir=str(settings.state_dir),
+            database=settings.db_display,
             links=len(supervisor.links),
             open_files=open_files,
         )
@@ -382,6 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--api", help="unix:///PATH (default <state-dir>/api.sock) or tcp://127.0.0.1:PORT"
     )
+    parser.add_argument(
+        "--database-url",
+        help="postgresql://USER@HOST/DB for replicas sharing one database "
+        "(env MCPSUB_DATABASE_URL; default SQLite in the state dir)",
+    )
     parser.add_argument("--config", type=Path, help="TOML file (env MCPSUB_CONFIG)")
     parser.add_argument("--log-level", help="debug, info, warning, error")
     parser.add_argument("--log-format", help="json, console or auto")
@@ -399,6 +411,7 @@ def main(argv: list[str] | None = None) -> None:
         {
             "state_dir": args.state_dir,
             "api": args.api,
+            "database_url": args.database_url,
             "log_level": args.log_level,
             "log_format": args.log_format,
         },
@@ -412,8 +425,16 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging(settings)
     if args.command == "migrate":
         prepare_state_dir(settings.state_dir)
-        upgrade(settings.sync_db_url)
-        print(f"migrated {settings.db_path}")
+        try:
+            upgrade(settings.db_url)
+        except DATABASE_ERRORS as exc:
+            print(
+                f"mcpsubd: cannot migrate {settings.db_display}: {describe(exc)}\n"
+                "hint: is the database running and does the URL name it?",
+                file=sys.stderr,
+            )
+            raise SystemExit(EXIT_DB_UNAVAILABLE) from exc
+        print(f"migrated {settings.db_display}")
         return
     raise SystemExit(asyncio.run(serve(settings, source)))
 

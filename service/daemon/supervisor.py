@@ -17,9 +17,9 @@ import httpx
 import structlog
 
 from service.daemon.config import Settings
-from service.daemon.eventhub import EventHub
 from service.daemon.link import ServerLink, TokenProvider
 from service.store import Store, Subscription
+from service.store.eventhub import EventHub
 from service.webhooks.dispatcher import Dispatcher
 
 log = structlog.get_logger("mcpsubd.supervisor")

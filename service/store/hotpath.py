@@ -4,12 +4,14 @@
 written here with ``text()`` statements built at import time: SQLAlchemy then only binds
 parameters, instead of building and caching a Core expression on every call (the difference
 measured on this machine: 2.5 ms → 0.6 ms per transaction). The SQL is standard (it runs on
-SQLite and PostgreSQL alike); the fence is the ``generation`` condition inside the UPDATE.
+SQLite ≥ 3.35 and PostgreSQL alike: new ids come back with ``RETURNING``, as asyncpg has no
+``lastrowid``); the fence is the ``generation`` condition inside the UPDATE.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -33,12 +35,13 @@ CURRENT = text(
 )
 INSERT_REVISION = text(
     "INSERT INTO revisions (subscription_id, revision, content_hash, contents, text, generation, "
-    "read_at) VALUES (:subscription_id, :revision, :digest, :contents, :text, :generation, :read_at)"
+    "read_at) VALUES (:subscription_id, :revision, :digest, :contents, :text, :generation, :read_at) "
+    "RETURNING id"
 )
 INSERT_EVENT = text(
     "INSERT INTO events (type, subscription_id, server_url, uri, revision_id, revision, data, "
     "created_at) VALUES (:type, :subscription_id, :server_url, :uri, :revision_id, :revision, "
-    ":data, :created_at)"
+    ":data, :created_at) RETURNING id"
 )
 
 
@@ -54,7 +57,7 @@ def insert_event(
     revision: int | None = None,
     data: dict[str, Any] | None = None,
 ) -> Event:
-    result = conn.execute(
+    event_id = conn.execute(
         INSERT_EVENT,
         {
             "type": type_,
@@ -66,9 +69,9 @@ def insert_event(
             "data": json.dumps(data or {}, ensure_ascii=False),
             "created_at": created_at,
         },
-    )
+    ).scalar_one()
     return Event(
-        id=int(result.lastrowid or 0),
+        id=int(event_id),
         type=type_,
         subscription_id=subscription_id,
         server_url=server_url,
@@ -90,9 +93,10 @@ def record_read(
     text_value: str | None,
     digest: str,
     read_at: float,
+    sinks: Sequence[Callable[[Connection, Event], object]] = (),
 ) -> tuple[Revision, Event] | None:
-    from service.webhooks.outbox import enqueue_sync
-
+    """The fenced revision write; ``sinks`` add their rows (the webhook outbox) to the same
+    transaction, so the revision, its event and its deliveries commit together."""
     params = {
         "digest": digest,
         "generation": generation,
@@ -104,7 +108,7 @@ def record_read(
         conn.execute(TOUCH, params)
         return None
     row = conn.execute(CURRENT, {"subscription_id": subscription_id}).one()
-    inserted = conn.execute(
+    revision_id = conn.execute(
         INSERT_REVISION,
         {
             **params,
@@ -112,8 +116,7 @@ def record_read(
             "contents": contents_json,
             "text": text_value,
         },
-    )
-    revision_id = int(inserted.lastrowid or 0)
+    ).scalar_one()
     event = insert_event(
         conn,
         "resource.updated",
@@ -125,7 +128,8 @@ def record_read(
         revision=row.revision,
         data={"contentHash": digest, "generation": generation},
     )
-    enqueue_sync(conn, event)
+    for sink in sinks:
+        sink(conn, event)
     revision = Revision(
         id=revision_id,
         subscription_id=subscription_id,

@@ -1,4 +1,4 @@
-"""The daemon's state behind a narrow async interface (SQLAlchemy Core over aiosqlite).
+"""The daemon's state behind a narrow async interface (SQLAlchemy Core; aiosqlite or asyncpg).
 
 Writes are serialised by one asyncio lock: the daemon is the only writer of its database
 (the CLI goes through the local API), so an in-process lock gives the same guarantee as
@@ -38,6 +38,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from service.store import schema
+from service.store.database import Database, parse
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
 
 T = TypeVar("T")
@@ -102,32 +103,47 @@ def _event(row: Any) -> Event:
     return from_row(Event, row, data=loads_object(row._mapping["data"]))
 
 
+EventSink = Callable[[Connection, Event], object]
+"""Runs inside the transaction that commits an event (e.g. the webhook outbox)."""
+
+
 class Store:
-    def __init__(self, engine: AsyncEngine, sync_engine: Engine) -> None:
+    def __init__(
+        self, engine: AsyncEngine, sync_engine: Engine | None, database: Database | None = None
+    ) -> None:
         self.engine = engine
         self.sync_engine = sync_engine
+        """SQLite only: the writer thread's engine (PostgreSQL runs everything on asyncpg)."""
+        self.database = database or Database("sqlite", str(engine.url))
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcpsub-db-writer")
         self._write_lock = asyncio.Lock()
         self.on_event: list[Any] = []
         """Callbacks ``(Event) -> None`` run after an event's transaction commits."""
+        self.event_sinks: list[EventSink] = []
+        """Callbacks ``(Connection, Event)`` run inside the transaction that records a new
+        revision: whoever needs a row committed with it (the webhook outbox) registers here,
+        so the store imports nothing above it."""
 
     @classmethod
     def open(cls, url: str) -> Store:
-        engine = create_async_engine(url)
-        sync_url = url.replace("+aiosqlite", "").replace("+asyncpg", "+psycopg")
-        sqlite = url.startswith("sqlite")
+        """``url``: any form :func:`service.store.database.parse` accepts."""
+        database = parse(url)
+        if database.is_postgresql:
+            return cls(create_async_engine(database.async_url, pool_pre_ping=True), None, database)
+        engine = create_async_engine(database.async_url)
         sync_engine = create_engine(
-            sync_url, connect_args={"check_same_thread": False} if sqlite else {}
+            database.async_url.replace("+aiosqlite", ""),
+            connect_args={"check_same_thread": False},
         )
-        if sqlite:
-            event.listen(engine.sync_engine, "connect", _apply_pragmas)
-            event.listen(sync_engine, "connect", _apply_pragmas)
-        return cls(engine, sync_engine)
+        event.listen(engine.sync_engine, "connect", _apply_pragmas)
+        event.listen(sync_engine, "connect", _apply_pragmas)
+        return cls(engine, sync_engine, database)
 
     async def close(self) -> None:
         await self.engine.dispose()
         self._writer.shutdown(wait=True)
-        self.sync_engine.dispose()
+        if self.sync_engine is not None:
+            self.sync_engine.dispose()
 
     # ---- helpers ------------------------------------------------------------------------
     def _notify(self, events: list[Event]) -> None:
@@ -408,7 +424,7 @@ class Store:
         def transaction(conn: Connection) -> tuple[Revision, Event] | None:
             return hotpath.record_read(
                 conn, subscription_id, server_id, generation, contents, payload, text, digest,
-                read_at,
+                read_at, self.event_sinks,
             )  # fmt: skip
 
         async with self._write_lock:
@@ -420,13 +436,36 @@ class Store:
         return revision
 
     async def in_writer(self, fn: Callable[[Connection], T]) -> T:
-        """Run ``fn`` in one transaction on the writer thread (callers hold the write lock)."""
+        """Run ``fn`` in one write transaction (callers hold the write lock).
+
+        SQLite: on the writer thread with the sync engine (one thread hop per transaction).
+        PostgreSQL: on a sync facade of an asyncpg connection (``run_sync``), so the same
+        plain-SQL functions serve both backends."""
+        if self.sync_engine is None:
+            async with self.engine.begin() as aconn:
+                return await aconn.run_sync(fn)
+        sync_engine = self.sync_engine
 
         def run() -> T:
-            with self.sync_engine.begin() as conn:
+            with sync_engine.begin() as conn:
                 return fn(conn)
 
         return await asyncio.get_running_loop().run_in_executor(self._writer, run)
+
+    async def in_reader(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn(connection)`` as a reader: on SQLite in a worker thread (WAL lets it run
+        alongside the writer; one thread hop instead of one per statement), on PostgreSQL on
+        a pooled asyncpg connection."""
+        if self.sync_engine is None:
+            async with self.engine.connect() as aconn:
+                return await aconn.run_sync(fn)
+        sync_engine = self.sync_engine
+
+        def run() -> T:
+            with sync_engine.connect() as conn:
+                return fn(conn)
+
+        return await asyncio.to_thread(run)
 
     async def current_revision(self, subscription_id: int) -> Revision | None:
         async with self.engine.connect() as conn:

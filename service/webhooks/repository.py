@@ -6,7 +6,6 @@ revision writes like every other write of the daemon.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -27,6 +26,7 @@ from service.webhooks.outbox import (
     Target,
     delivery_from_row,
     due_query,
+    enqueue_sync,
     next_due_query,
     target_from_row,
 )
@@ -307,6 +307,9 @@ class WebhookRepository:
         self.store = store
         self._engine = store.engine
         self._lock = store._write_lock
+        # The outbox row commits in the revision's transaction: the store runs its sinks there.
+        if enqueue_sync not in store.event_sinks:
+            store.event_sinks.append(enqueue_sync)
         self.on_target_change: list[Callable[[int, bool], None]] = []
         """Callbacks ``(target_id, removed) -> None`` after any change of a target made here
         (the dispatcher drops what it read about that target before the change)."""
@@ -316,14 +319,8 @@ class WebhookRepository:
             callback(target_id, removed)
 
     async def run_read(self, fn: Callable[[Connection], T]) -> T:
-        """Run ``fn(connection)`` on the store's sync engine in a worker thread (a reader:
-        WAL lets it run alongside the writer). One thread hop instead of one per statement."""
-
-        def run() -> T:
-            with self.store.sync_engine.connect() as conn:
-                return fn(conn)
-
-        return await asyncio.to_thread(run)
+        """Run ``fn(connection)`` as one reader call (see :meth:`Store.in_reader`)."""
+        return await self.store.in_reader(fn)
 
     async def due_work(
         self,

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service.daemon.eventhub import EventHub
+from service.store.eventhub import EventHub
 from service.store.migrate import upgrade
 from service.store.records import Revision, Subscription
 from service.store.store import Store, sqlite_url
@@ -70,9 +70,12 @@ def migrated_store(path: Path) -> Store:
     return Store.open(sqlite_url(path))
 
 
-async def make_supervisor(path: Path, template: Path | None = None) -> FakeSupervisor:
-    """A supervisor on a fresh database at ``path`` (copied from a migrated ``template``)."""
-    if template is not None:
+async def make_supervisor(path: Path | str, template: Path | None = None) -> FakeSupervisor:
+    """A supervisor on a fresh database at ``path`` (copied from a migrated ``template``),
+    or on the migrated database at URL ``path`` (the ``database_url`` fixture)."""
+    if isinstance(path, str):
+        store = Store.open(path)
+    elif template is not None:
         shutil.copyfile(template, path)
         store = Store.open(sqlite_url(path))
     else:

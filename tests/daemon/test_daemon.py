@@ -1,16 +1,19 @@
-"""The real mcpsubd (subprocess, real SQLite file) against real lab servers."""
+"""The real mcpsubd (subprocess, real SQLite file or PostgreSQL) against real lab servers."""
 
 from __future__ import annotations
 
-import sqlite3
 import stat
 import time
 from typing import Any
+
+import pytest
 
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
 
 SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
+BOTH_BACKENDS = pytest.mark.usefixtures("database_url")
+"""Runs the test on SQLite and on PostgreSQL (see ``daemon_factory``)."""
 
 
 def put(lab: LabServer, uri: str, text: str, notify: bool = True) -> None:
@@ -42,6 +45,7 @@ def listens(lab: LabServer, event: str) -> list[dict[str, Any]]:
     return [e for e in lab.log() if e["event"] == event]
 
 
+@BOTH_BACKENDS
 def test_subscribe_update_and_wait(lab_server_factory, daemon_factory) -> None:
     lab = lab_server_factory(SLOW)
     put(lab, "test://doc/1", "draft")
@@ -85,6 +89,7 @@ def test_three_uris_share_one_stream(lab_server_factory, daemon_factory) -> None
     wait_text(d, "test://q/3", "q3 v2")
 
 
+@BOTH_BACKENDS
 def test_adding_a_uri_is_make_before_break(lab_server_factory, daemon_factory) -> None:
     lab = lab_server_factory(SLOW)
     put(lab, "test://a", "a1")
@@ -118,6 +123,7 @@ def test_adding_a_uri_is_make_before_break(lab_server_factory, daemon_factory) -
     wait_text(d, "test://a", "a3")
 
 
+@BOTH_BACKENDS
 def test_twenty_drops_while_updating_reach_the_final_content(
     lab_server_factory, daemon_factory
 ) -> None:
@@ -131,18 +137,17 @@ def test_twenty_drops_while_updating_reach_the_final_content(
         put(lab, uri, f"n={n}", notify=n % 2 == 0)  # half the changes are never notified
         lab.control("POST", "/lab/streams/drop").raise_for_status()
     final = wait_text(d, uri, "n=20", timeout=30)
-    db = sqlite3.connect(d.state_dir / "mcpsub.db")
     texts = [
         row[0]
-        for row in db.execute(
+        for row in d.query(
             "SELECT text FROM revisions r JOIN subscriptions s ON s.id = r.subscription_id "
-            "WHERE s.uri = ? ORDER BY r.revision",
-            (uri,),
+            "WHERE s.uri = :uri ORDER BY r.revision",
+            uri=uri,
         )
     ]
     numbers = [int(t.split("=")[1]) for t in texts]
     assert numbers == sorted(numbers), f"a stale read overwrote newer content: {numbers}"
-    generations = [row[0] for row in db.execute("SELECT generation FROM revisions ORDER BY id")]
+    generations = [row[0] for row in d.query("SELECT generation FROM revisions ORDER BY id")]
     assert generations == sorted(generations)
     assert final["generation"] > 1
     status = d.api("GET", "/v1/status").json()
@@ -162,6 +167,7 @@ def test_graceful_close_relistens(lab_server_factory, daemon_factory) -> None:
     wait_text(d, "test://g", "g2")
 
 
+@BOTH_BACKENDS
 def test_kill_9_and_restart_restores_everything(
     lab_server_factory, daemon_factory, tmp_path
 ) -> None:
@@ -267,6 +273,7 @@ def _wait_state(d: Daemon, sub_id: int, state: str, timeout: float = 10.0) -> No
     raise AssertionError(f"subscription {sub_id} never reached {state}: {_state_of(d, sub_id)}")
 
 
+@BOTH_BACKENDS
 def test_read_error_state_recovers(lab_server_factory, daemon_factory) -> None:
     lab = lab_server_factory(SLOW)
     put(lab, "test://gone", "here")

@@ -86,6 +86,29 @@ class Daemon:
             "mcpsubctl", *args, env={"MCPSUB_STATE_DIR": str(self.state_dir)}, timeout=timeout
         )
 
+    @property
+    def database_url(self) -> str:
+        return self.env.get("MCPSUB_DATABASE_URL") or f"sqlite:///{self.state_dir / 'mcpsub.db'}"
+
+    def query(self, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` (named ``:params``) from this daemon's database, either backend."""
+        from sqlalchemy import text
+        from sqlalchemy.ext.asyncio import create_async_engine
+        from sqlalchemy.pool import NullPool
+
+        from service.store.database import parse
+        from tests.support.postgres import run_async
+
+        async def go() -> list[tuple[Any, ...]]:
+            engine = create_async_engine(parse(self.database_url).async_url, poolclass=NullPool)
+            try:
+                async with engine.connect() as conn:
+                    return [tuple(row) for row in await conn.execute(text(sql), params)]
+            finally:
+                await engine.dispose()
+
+        return run_async(go())
+
     def stop(self, timeout: float = 10.0) -> int | None:
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
@@ -103,11 +126,20 @@ class Daemon:
 
 
 @pytest.fixture
-def daemon_factory(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+def daemon_factory(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Daemon]]:
+    """Starts daemons; a test that also uses ``database_url`` (parametrized over both
+    backends) gets daemons on that database: on PostgreSQL they all share it."""
     daemons: list[Daemon] = []
+    backend: dict[str, str] = {}
+    if "database_url" in request.fixturenames and request.getfixturevalue("db_backend") == (
+        "postgresql"
+    ):
+        backend["MCPSUB_DATABASE_URL"] = request.getfixturevalue("database_url")
 
     def start(state_dir: Path | None = None, env: dict[str, str] | None = None) -> Daemon:
-        d = Daemon(state_dir or tmp_path / f"state{len(daemons)}", env)
+        d = Daemon(state_dir or tmp_path / f"state{len(daemons)}", {**backend, **(env or {})})
         daemons.append(d.start())
         return d
 

@@ -2,6 +2,7 @@
 
 Every request the receiver gets is verified with the ``standardwebhooks`` package (see
 ``receiver.py``); the retry schedule is compressed through ``MCPSUB_WEBHOOK_SCHEDULE``.
+Each test runs on both backends.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import socket
 import time
 from typing import Any
+
+import pytest
 
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
@@ -23,6 +26,9 @@ from tests.webhooks.helpers import (
     wait_revision,
 )
 from tests.webhooks.receiver import Receiver, Step
+
+# Every test runs on SQLite and on PostgreSQL (the daemon takes ``database_url``).
+pytestmark = pytest.mark.usefixtures("database_url")
 
 
 def _setup(

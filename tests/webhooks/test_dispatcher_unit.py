@@ -1,4 +1,6 @@
-"""The dispatcher's pure decisions, and its loop against a real loopback receiver."""
+"""The dispatcher's pure decisions, and its loop against a real loopback receiver.
+
+The store-backed tests run on both backends (``database_url``: SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import email.utils
 import json
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -61,11 +62,11 @@ def test_schedule_jitter_and_retry_after() -> None:
     assert next_attempt_time(settings, 3, 1000.0, None, rng) is None, "schedule spent: dead"
 
 
-async def test_loop_sleeps_while_an_attempt_is_in_flight(tmp_path: Path) -> None:
+async def test_loop_sleeps_while_an_attempt_is_in_flight(database_url: str) -> None:
     """Regression: with a due row in flight the loop used to spin without sleeping."""
     rx = Receiver().start()
     rx.plan("/hold", Step(delay=1.0))
-    sup = await make_supervisor(tmp_path / "state.db")
+    sup = await make_supervisor(database_url)
     dispatcher = Dispatcher(sup.store, WebhookSettings(schedule=(0.0, 0.2), jitter=0.0))
     try:
         _target, secret = await dispatcher.repo.create_target(rx.url("/hold"))
@@ -94,8 +95,8 @@ async def test_loop_sleeps_while_an_attempt_is_in_flight(tmp_path: Path) -> None
     assert rx.verification_errors() == []
 
 
-async def test_backlog_of_one_target_does_not_starve_another(tmp_path: Path) -> None:
-    sup = await make_supervisor(tmp_path / "state.db")
+async def test_backlog_of_one_target_does_not_starve_another(database_url: str) -> None:
+    sup = await make_supervisor(database_url)
     try:
         repo = sup.webhooks.repo
         busy, _ = await repo.create_target("http://127.0.0.1:9/busy")
@@ -115,10 +116,10 @@ async def test_backlog_of_one_target_does_not_starve_another(tmp_path: Path) -> 
         await sup.store.close()
 
 
-async def test_one_pass_query_builds_what_an_attempt_needs(tmp_path: Path) -> None:
+async def test_one_pass_query_builds_what_an_attempt_needs(database_url: str) -> None:
     """``due_work`` (one query) gives the same body as reading revision and event one by
     one, and both secrets while a rotation overlaps."""
-    sup = await make_supervisor(tmp_path / "state.db")
+    sup = await make_supervisor(database_url)
     dispatcher = Dispatcher(sup.store, WebhookSettings())
     try:
         repo = dispatcher.repo
@@ -140,9 +141,9 @@ async def test_one_pass_query_builds_what_an_attempt_needs(tmp_path: Path) -> No
         await sup.store.close()
 
 
-async def test_a_batch_of_outcomes_in_one_transaction(tmp_path: Path) -> None:
+async def test_a_batch_of_outcomes_in_one_transaction(database_url: str) -> None:
     """Success, dead letter and 410 in one write: states, counters, events after commit."""
-    sup = await make_supervisor(tmp_path / "state.db")
+    sup = await make_supervisor(database_url)
     try:
         repo = WebhookRepository(sup.store)
         ok, _ = await repo.create_target("http://127.0.0.1:9/ok")
@@ -181,11 +182,11 @@ async def test_a_batch_of_outcomes_in_one_transaction(tmp_path: Path) -> None:
         await sup.store.close()
 
 
-async def test_a_target_failing_for_longer_than_the_limit_is_disabled(tmp_path: Path) -> None:
+async def test_a_target_failing_for_longer_than_the_limit_is_disabled(database_url: str) -> None:
     """The 5-day rule (here 5 s): failures alone do not disable, a long failing streak does."""
     from sqlalchemy import text
 
-    sup = await make_supervisor(tmp_path / "state.db")
+    sup = await make_supervisor(database_url)
     try:
         repo = WebhookRepository(sup.store)
         target, _ = await repo.create_target("http://127.0.0.1:9/down")
@@ -212,10 +213,10 @@ async def test_a_target_failing_for_longer_than_the_limit_is_disabled(tmp_path: 
         await sup.store.close()
 
 
-async def test_breaker_opens_after_consecutive_failures_then_probes(tmp_path: Path) -> None:
+async def test_breaker_opens_after_consecutive_failures_then_probes(database_url: str) -> None:
     rx = Receiver().start()
     rx.plan("/flaky", then=Step(status=500))
-    sup = await make_supervisor(tmp_path / "state.db")
+    sup = await make_supervisor(database_url)
     settings = WebhookSettings(
         schedule=(0.0,) * 20, jitter=0.0, breaker_failures=2, breaker_open_s=1.0
     )

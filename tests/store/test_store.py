@@ -1,0 +1,144 @@
+"""The store's contract, run on both backends (SQLite file, throwaway PostgreSQL cluster)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from service.store import Store
+from service.store.database import DatabaseUrlError, parse, redact
+from service.store.migrate import MIGRATIONS_DIR, current
+from service.webhooks.repository import WebhookRepository
+
+pytestmark = pytest.mark.anyio
+URL = "http://127.0.0.1:1/mcp"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[Store]:
+    s = Store.open(database_url)
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+def contents(text: str, uri: str = "test://a") -> list[dict[str, str]]:
+    return [{"uri": uri, "mimeType": "text/plain", "text": text}]
+
+
+def head_revision() -> str:
+    names = sorted(p.name for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))
+    return names[-1].split("_", 1)[0]
+
+
+def test_urls_pick_the_backend_and_passwords_stay_hidden() -> None:
+    assert parse("postgresql://u:pw@h/db").async_url.startswith("postgresql+asyncpg://")
+    assert parse("postgres://u@h/db").is_postgresql
+    assert parse("sqlite:////tmp/x.db").async_url == "sqlite+aiosqlite:////tmp/x.db"
+    assert "pw" not in redact("postgresql://u:pw@h/db")
+    for bad in ("mysql://u@h/db", "not a url", ""):
+        with pytest.raises(DatabaseUrlError):
+            parse(bad)
+
+
+async def test_migrations_reach_head(database_url: str) -> None:
+    assert current(database_url) == head_revision()
+
+
+async def test_subscriptions_are_idempotent_and_logged(store: Store) -> None:
+    sub, created = await store.add_subscription(URL, "test://a")
+    again, created_again = await store.add_subscription(URL, "test://a")
+    assert (created, created_again) == (True, False)
+    assert again.id == sub.id and sub.server_url == URL and sub.state == "pending"
+    other, _ = await store.add_subscription(URL, "test://b")
+    assert other.server_id == sub.server_id
+    assert [s.uri for s in await store.list_subscriptions()] == ["test://a", "test://b"]
+    assert [s.id for s in await store.find_subscriptions("test://b", URL)] == [other.id]
+    removed = await store.remove_subscription(sub.id)
+    assert removed is not None and removed.id == sub.id
+    assert await store.remove_subscription(sub.id) is None
+    events = await store.events_after(0)
+    assert [e.type for e in events] == [
+        "subscription.created",
+        "subscription.created",
+        "subscription.deleted",
+    ]
+    assert [e.id for e in events] == sorted(e.id for e in events)
+    assert await store.last_event_id() == events[-1].id
+    assert await store.first_event_id() == events[0].id
+
+
+async def test_a_read_becomes_a_revision_only_if_new_and_fenced(store: Store) -> None:
+    sub, _ = await store.add_subscription(URL, "test://a")
+    gen = await store.bump_generation(sub.server_id)
+    first = await store.record_read(sub.id, sub.server_id, gen, contents("one"), "one")
+    assert first is not None and first.revision == 1 and first.contents == contents("one")
+    assert await store.record_read(sub.id, sub.server_id, gen, contents("one"), "one") is None
+    newer = await store.bump_generation(sub.server_id)
+    assert newer == gen + 1
+    stale = await store.record_read(sub.id, sub.server_id, gen, contents("two"), "two")
+    assert stale is None, "a read from an old generation must not be stored"
+    second = await store.record_read(sub.id, sub.server_id, newer, contents("two"), "two")
+    assert second is not None and second.revision == 2 and second.generation == newer
+    latest = await store.current_revision(sub.id)
+    assert latest is not None and latest.id == second.id and latest.text == "two"
+    assert await store.get_revision(first.id) == first
+    updated = await store.events_after(0, types=["resource.updated"])
+    assert [(e.revision, e.revision_id, e.uri) for e in updated] == [
+        (1, first.id, "test://a"),
+        (2, second.id, "test://a"),
+    ]
+    refreshed = await store.get_subscription(sub.id)
+    assert refreshed is not None and refreshed.revision == 2
+    assert refreshed.content_hash == second.content_hash
+
+
+async def test_state_changes_are_logged_once(store: Store) -> None:
+    sub, _ = await store.add_subscription(URL, "test://a")
+    assert len(await store.set_subscription_state([sub.id], "active")) == 1
+    assert await store.set_subscription_state([sub.id], "active") == []
+    changed = await store.set_subscription_state([sub.id], "error", "boom")
+    assert changed[0].data == {"state": "error", "reason": "boom", "previous": "active"}
+    await store.set_server_state(sub.server_id, "open", connected=True, reconnect=True)
+    server = await store.get_server(sub.server_id)
+    assert server is not None and server.state == "open" and server.reconnects == 1
+
+
+async def test_prune_keeps_the_current_revision(store: Store) -> None:
+    sub, _ = await store.add_subscription(URL, "test://a")
+    gen = await store.bump_generation(sub.server_id)
+    for n in range(5):
+        await store.record_read(sub.id, sub.server_id, gen, contents(f"v{n}"), f"v{n}")
+    removed = await store.prune(keep_revisions=2, max_age_s=3600, keep_events=3)
+    assert removed["revisions"] == 3
+    assert (await store.counts())["revisions"] == 2
+    assert (await store.counts())["events"] == 3
+    removed = await store.prune(keep_revisions=1, max_age_s=0, keep_events=100)
+    latest = await store.current_revision(sub.id)
+    assert latest is not None and latest.text == "v4", "the current revision always stays"
+
+
+async def test_deliveries_commit_with_their_revision(store: Store) -> None:
+    repo = WebhookRepository(store)
+    target, _secret = await repo.create_target("http://127.0.0.1:9/hook", uri_patterns=["test://a"])
+    sub, _ = await store.add_subscription(URL, "test://a")
+    other, _ = await store.add_subscription(URL, "test://b")
+    gen = await store.bump_generation(sub.server_id)
+    revision = await store.record_read(sub.id, sub.server_id, gen, contents("x"), "x")
+    await store.record_read(other.id, other.server_id, gen, contents("y", "test://b"), "y")
+    assert revision is not None
+    deliveries = await repo.list_deliveries()
+    assert [(d.target_id, d.revision_id, d.uri) for d in deliveries] == [
+        (target.id, revision.id, "test://a")
+    ]
+    due = await repo.due(time.time() + 1, limit=10)
+    assert [d.id for d in due] == [deliveries[0].id]
+    assert await repo.signing_secrets(target.id) == [_secret]
