@@ -219,6 +219,9 @@ class DaemonClient:
     def status(self) -> dict[str, Any]:
         return self.get("/v1/status")
 
+    def resubscribe(self, url: str | None = None) -> list[str]:
+        return list(self.request("POST", "/v1/resubscribe", params={"url": url})[1]["rechecked"])
+
     def content(self, uri: str, url: str | None = None) -> dict[str, Any]:
         return self.get("/v1/content", uri=uri, url=url)
 

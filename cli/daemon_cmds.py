@@ -207,6 +207,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             ("honored", link.get("honoredUris")),
             ("reconnects", link.get("reconnects")),
             ("last error", link.get("lastError")),
+            ("error code", link.get("lastErrorCode")),
+            ("hint", link.get("lastErrorHint")),
         ]
         lines = [f"{k + ':':<13} {'-' if v is None else v}" for k, v in rows]
         if current:
@@ -254,7 +256,24 @@ def cmd_status(args: argparse.Namespace) -> int:
                 for ln in links
             ]
             lines += ["", table(("SERVER", "STATE", "STREAM", "RECONNECTS", "URL", "ERROR"), rows)]
+            hints = [ln for ln in links if ln.get("lastErrorHint")]
+            for ln in hints:
+                lines.append(f"hint ({ln.get('url')}): {ln.get('lastErrorHint')}")
         _emit("\n".join(lines))
+        return 0
+
+    return _run(args, body)
+
+
+def cmd_resubscribe(args: argparse.Namespace) -> int:
+    """Reconnect links now, e.g. after upgrading a server the daemon parked in ``error``."""
+
+    def body(client: DaemonClient) -> int:
+        urls = client.resubscribe(args.url)
+        if args.json:
+            _emit(_dumps({"rechecked": urls}))
+        else:
+            _emit("\n".join(f"rechecking {u}" for u in urls) if urls else "no links to recheck")
         return 0
 
     return _run(args, body)
@@ -569,6 +588,12 @@ def add_daemon_commands(sub: Any) -> None:
     p = sub.add_parser("status", help="daemon: version, links, counts")
     _common(p)
 
+    p = sub.add_parser(
+        "resubscribe", help="daemon: reconnect links now (after a server upgrade or login)"
+    )
+    _common(p)
+    p.add_argument("--url", default=None, help="only the link to this server")
+
     p = sub.add_parser("events", help="daemon: the event log (or --follow it)")
     _common(p)
     p.add_argument("--follow", action="store_true", help="stream new events (SSE) until Ctrl-C")
@@ -605,6 +630,7 @@ DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": cmd_list,
     "show": cmd_show,
     "status": cmd_status,
+    "resubscribe": cmd_resubscribe,
     "events": cmd_events,
     "read": cmd_read,
     "wait": cmd_wait,

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from service.mcp import wire
 from service.mcp.classify import NETWORK_HINTS, network_error_code
 from service.mcp.errors import (
+    PROTOCOL_UNSUPPORTED_HINT,
+    EndpointNotFound,
     HttpStatusError,
     JsonRpcError,
     McpError,
@@ -58,6 +60,7 @@ CTL_EXIT_CODES: dict[str, int] = {
     "AUTH_REFRESH_FAILED": EXIT_AUTH,
     "AUTH_FAILED": EXIT_AUTH,
     "PROTOCOL_UNSUPPORTED": EXIT_PROTOCOL,
+    "ENDPOINT_NOT_FOUND": EXIT_NOT_FOUND,
     "PROTOCOL_ERROR": EXIT_PROTOCOL,
     "TOOL_REQUEST_REJECTED": EXIT_PROTOCOL,
     "SERVER_ERROR": EXIT_PROTOCOL,
@@ -135,7 +138,10 @@ def classify(exc: BaseException, *, mode: str, compat: bool) -> Failure:
             message,
         )
     if isinstance(exc, ProtocolUnsupported):
-        return Failure("PROTOCOL_UNSUPPORTED", exc.hint, message)
+        if compat or not isinstance(exc, EndpointNotFound):
+            # The drop-in keeps the original's verdict for a plain 404 too.
+            return Failure("PROTOCOL_UNSUPPORTED", PROTOCOL_UNSUPPORTED_HINT, message)
+        return Failure(exc.error_code, exc.hint, message)
     if (
         mode == "call"
         and isinstance(exc, JsonRpcError)

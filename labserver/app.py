@@ -114,8 +114,12 @@ async def mcp_endpoint(request: Request) -> Response:
         return Response(status_code=202, headers=ACCEL)
     injected = injected_answer(config.legacy_mode, config.fail_methods, message, headers)
     if injected is not None:
-        code = injected.body["error"]["code"] if injected.body is not None else None
-        lab.log.record("http.error", status=injected.status, code=code, injected=True)
+        error = injected.body.get("error") if injected.body is not None else None
+        if injected.status >= 400 or error is not None:
+            code = error.get("code") if isinstance(error, dict) else None
+            lab.log.record("http.error", status=injected.status, code=code, injected=True)
+        else:
+            lab.log.record("legacy.answer", method=message.method, status=injected.status)
         if injected.body is not None:
             return json_reply(injected.status, injected.body)
         return PlainTextResponse(injected.text, status_code=injected.status, headers=ACCEL)

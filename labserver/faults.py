@@ -29,7 +29,42 @@ class Injected:
 
 
 def legacy_answer(mode: LegacyMode, message: Message, headers: Headers) -> Injected:
+    """What a 2025-era server of each kind answers a 2026-07-28 request (spec §1.6)."""
     rid = message.request_id
+    if mode == "not-initialized":
+        # TypeScript SDK 1.x stateful transport, the most common server in the wild: no
+        # session yet, so 400 and -32000 with id null, whatever the method.
+        return Injected(
+            400,
+            {
+                "jsonrpc": "2.0",
+                "error": {"code": -32000, "message": "Bad Request: Server not initialized"},
+                "id": None,
+            },
+        )
+    if mode == "not-found":
+        # Nothing MCP at this path: a plain 404 the way a web framework answers it.
+        return Injected(404, text="Not Found")
+    if mode == "discover-2025":
+        # go-sdk's stateful server answers discover but lists only handshake-era revisions.
+        if message.method == wire.DISCOVER:
+            return Injected(
+                200,
+                wire.result_response(
+                    rid,
+                    {
+                        "resultType": "complete",
+                        "supportedVersions": list(LEGACY_SUPPORTED),
+                        "capabilities": {"resources": {"subscribe": True}},
+                        "ttlMs": 0,
+                        "cacheScope": "public",
+                    },
+                ),
+            )
+        return Injected(
+            400,
+            wire.error_response(rid, wire.INVALID_REQUEST, "Bad Request: Missing session ID"),
+        )
     if mode == "method-not-found":
         # Legacy servers that ignore the header: -32601 on HTTP 200.
         return Injected(200, wire.error_response(rid, wire.METHOD_NOT_FOUND, "Method not found"))

@@ -14,11 +14,21 @@ from typing import Any, Final, Literal
 
 from labserver.settings import Settings
 
-LegacyMode = Literal["method-not-found", "missing-session", "unsupported-version"]
+LegacyMode = Literal[
+    "method-not-found",
+    "missing-session",
+    "unsupported-version",
+    "not-initialized",
+    "discover-2025",
+    "not-found",
+]
 LEGACY_MODES: Final[tuple[LegacyMode, ...]] = (
     "method-not-found",
     "missing-session",
     "unsupported-version",
+    "not-initialized",
+    "discover-2025",
+    "not-found",
 )
 
 

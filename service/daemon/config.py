@@ -53,6 +53,8 @@ class Settings:
     healthy_reset_s: float = 60.0
     not_honored_retry_s: float = 300.0
     login_retry_s: float = 300.0
+    protocol_recheck_s: float = 3600.0
+    """A server that cannot speak 2026-07-28 is re-checked this often (and on resubscribe)."""
     token_check_s: float = 60.0
     """How often a link re-resolves its token (a refresh near expiry triggers a re-listen)."""
     read_concurrency: int = 64

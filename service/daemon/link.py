@@ -91,6 +91,7 @@ class ServerLink:
         self.generation = 0
         self.last_error: str | None = None
         self.last_error_code: str | None = None
+        self.last_error_hint: str | None = None
         self.backoff_until: float | None = None
         self.reconnects = 0
         self.honored: set[str] = set()
@@ -100,6 +101,8 @@ class ServerLink:
         self._silent_for: float | None = None
         self._token_checked = 0.0
         self._changed = asyncio.Event()
+        self._wake = asyncio.Event()
+        """Set by :meth:`recheck`: end any wait (backoff, login, protocol) at once."""
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -116,6 +119,11 @@ class ServerLink:
             if refresher is not None:
                 asyncio.get_running_loop().create_task(refresher.stop())
             self._changed.set()
+
+    def recheck(self) -> None:
+        """Try again now (``mcpsubctl resubscribe``, SIGHUP): ends a backoff or terminal wait."""
+        self._wake.set()
+        self._changed.set()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self.run(), name=f"link {self.url}")
@@ -145,6 +153,7 @@ class ServerLink:
             "generation": self.generation,
             "lastError": self.last_error,
             "lastErrorCode": self.last_error_code,
+            "lastErrorHint": self.last_error_hint,
             "backoffUntil": self.backoff_until,
             "reconnects": self.reconnects,
             "streamOpen": self.stream is not None and self.state == "open",
@@ -171,13 +180,14 @@ class ServerLink:
             except asyncio.CancelledError:
                 raise
             except (LoginRequired, ProtocolUnsupported) as exc:
-                slow = (
-                    self._settings.login_retry_s
-                    if isinstance(exc, LoginRequired)
-                    else self._settings.backoff_cap_s
-                )
-                state = "login_required" if isinstance(exc, LoginRequired) else "error"
-                await self._fail(state, exc.error_code, str(exc), slow)
+                # Terminal until something changes: no fast loop. A server that cannot speak
+                # 2026-07-28 is re-checked hourly (protocol_recheck_s), on resubscribe or
+                # on SIGHUP; a login on login_retry_s or when the token store changes.
+                if isinstance(exc, LoginRequired):
+                    state, slow = "login_required", self._settings.login_retry_s
+                else:
+                    state, slow = "error", self._settings.protocol_recheck_s
+                await self._fail(state, exc.error_code, str(exc), slow, hint=exc.hint)
                 delay = slow
             except Exception as exc:
                 attempt = self.backoff.next_attempt(attempt, time.monotonic() - started)
@@ -185,24 +195,30 @@ class ServerLink:
                 code = (
                     exc.code if isinstance(exc, _Restart) else getattr(exc, "error_code", "ERROR")
                 )
-                await self._fail("backoff", code, str(exc) or type(exc).__name__, delay)
+                await self._fail("backoff", code, str(exc) or type(exc).__name__, delay, hint=None)
                 self._stats["reconnects_total"] = self._stats.get("reconnects_total", 0) + 1
                 self.reconnects += 1
             if delay:
                 self._changed.clear()
+                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(delay):
-                        # A changed URI set ends a login/protocol wait early; backoff stays.
+                        # A changed URI set ends a login/protocol wait early; backoff stays
+                        # unless a recheck was asked for.
                         if self.state in ("login_required", "error"):
                             await self._changed.wait()
                         else:
-                            await asyncio.sleep(delay)
+                            await self._wake.wait()
+                if self._wake.is_set():
+                    attempt = 0
 
-    async def _fail(self, state: str, code: str, message: str, delay: float) -> None:
+    async def _fail(
+        self, state: str, code: str, message: str, delay: float, *, hint: str | None
+    ) -> None:
         await self._close_stream(self.stream)
         self.stream = None
         self.state = state
-        self.last_error, self.last_error_code = message, code
+        self.last_error, self.last_error_code, self.last_error_hint = message, code, hint
         self.backoff_until = time.time() + delay
         log.warning(
             "link down",
@@ -359,7 +375,7 @@ class ServerLink:
         self.honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
         not_honored = [self.wanted[u] for u in uris if u not in self.honored and u in self.wanted]
         self.state = "open"
-        self.last_error = self.last_error_code = None
+        self.last_error = self.last_error_code = self.last_error_hint = None
         self.backoff_until = None
         await self._store.set_server_state(self.server_id, "open", connected=True)
         await self._store.set_subscription_state([self.wanted[u] for u in self.honored], "active")

@@ -246,6 +246,7 @@ async def _reloads(
     reloader: Reloader,
     notifier: Notifier,
     current: Callable[[], str],
+    recheck: Callable[[], list[str]] | None = None,
 ) -> None:
     while True:
         await signals.reload_requested.wait()
@@ -254,6 +255,9 @@ async def _reloads(
         notifier.reloading()
         try:
             await reloader.reload()
+            # A reload is also "try again now" for links parked on a slow schedule.
+            if recheck is not None:
+                log.info("links rechecked", links=len(recheck()))
         except Exception as exc:  # a reload must never take the daemon down
             reloader.last_error = str(exc)
             log.exception("reload failed")
@@ -351,7 +355,11 @@ async def _serve(
             background.append(loop.create_task(_watchdog(notifier, interval), name="watchdog"))
         if notifier.enabled:
             background.append(loop.create_task(_status_updates(notifier, current_status, status)))
-        background.append(loop.create_task(_reloads(signals, reloader, notifier, current_status)))
+        background.append(
+            loop.create_task(
+                _reloads(signals, reloader, notifier, current_status, supervisor.recheck)
+            )
+        )
     await serving
     stopping.set()
     await stopper

@@ -117,6 +117,17 @@ class Supervisor:
                     await link.stop()
         return sub
 
+    def recheck(self, url: str | None = None) -> list[str]:
+        """Wake links (all, or the one for ``url``) to reconnect now; returns their URLs.
+
+        This is how a link parked in ``error`` (server too old) or ``login_required`` is
+        tried again without waiting for its slow schedule: ``mcpsubctl resubscribe``, SIGHUP.
+        """
+        woken = [link for link in self.links.values() if url is None or link.url == url]
+        for link in woken:
+            link.recheck()
+        return [link.url for link in woken]
+
     def link_status(self) -> list[dict[str, Any]]:
         return [link.status() for link in self.links.values()]
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from service.mcp import wire
 from service.mcp.errors import (
+    EndpointNotFound,
     HttpStatusError,
     JsonRpcError,
     McpError,
@@ -128,31 +129,63 @@ def parse_response(
     return result_of(message, http_status=status, method=method)
 
 
+_TRANSIENT_4XX = frozenset({408, 429})
+"""4xx statuses that say "try later" (timeout, rate limit), not anything about the era."""
+
+
 def discover_failure(exc: McpError) -> McpError:
     """Map a failed ``server/discover`` to :class:`ProtocolUnsupported` when it means that.
 
-    Modern servers MUST implement discover and answer any problem with a modern error, so
-    ``-32601`` on discover, a ``-32022`` not offering 2026-07-28, or a 4xx body that is not
-    a modern JSON-RPC error all mean "a 2025-era server" (spec §1.6). Authentication
-    failures are never confused with negotiation: 401/403 keep ``AUTH_FAILED``.
+    The rule is the official SDKs' *denylist* (python-sdk ``client/_probe.py``, spec §1.6):
+    modern servers MUST implement discover, so anything that is not positive evidence of a
+    2026-07-28 server is evidence of a 2025-era one. Every JSON-RPC error and every HTTP 4xx
+    answer maps to ``PROTOCOL_UNSUPPORTED`` except:
+
+    * 401/403: authentication, never confused with negotiation (``AUTH_FAILED``);
+    * ``-32022`` whose ``supported`` lists 2026-07-28: modern, the caller retries at it;
+    * HTTP 5xx and 408/429: the server (or a proxy) failing or asking for patience, which
+      says nothing about the revision it speaks; they keep their own classes;
+    * network and TLS failures, which never reach here as an answer.
+
+    A 404 with no JSON-RPC body becomes :class:`EndpointNotFound` (a subclass), so
+    ``mcpsubctl`` can say "check the URL path" while the drop-in keeps the original's
+    ``PROTOCOL_UNSUPPORTED``.
     """
     if isinstance(exc, JsonRpcError):
-        if exc.http_status in (401, 403):
+        status = exc.http_status
+        if status in (401, 403):
+            return exc
+        if status is not None and (status >= 500 or status in _TRANSIENT_4XX):
             return exc
         if exc.code == wire.UNSUPPORTED_PROTOCOL_VERSION:
             supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            if not (isinstance(supported, list) and wire.PROTOCOL_VERSION in supported):
-                return _unsupported(
-                    f"server supports {supported!r}, not {wire.PROTOCOL_VERSION}", exc
-                )
-            return exc
-        if exc.code in (wire.METHOD_NOT_FOUND, wire.INVALID_REQUEST):
-            return _unsupported(f"server/discover answered: {exc.rpc_message}", exc)
-        return exc
-    if isinstance(exc, HttpStatusError) and exc.status in (400, 404, 405, 406, 415):
+            if isinstance(supported, list) and wire.PROTOCOL_VERSION in supported:
+                return exc
+            return _unsupported(
+                f"server/discover: server supports {supported!r}, not {wire.PROTOCOL_VERSION}",
+                exc,
+            )
+        where = f"HTTP {status}, " if status is not None else ""
         return _unsupported(
-            f"server/discover answered HTTP {exc.status} without a modern error", exc
+            f"server/discover answered {where}JSON-RPC {exc.code} {exc.rpc_message!r}, "
+            "as a pre-2026 server does",
+            exc,
         )
+    if isinstance(exc, HttpStatusError):
+        status = exc.status
+        if status == 404:
+            error: ProtocolUnsupported = EndpointNotFound(
+                "server/discover answered HTTP 404 without a JSON-RPC body: "
+                "nothing is served at this path"
+            )
+            error.__cause__ = exc
+            return error
+        if 400 <= status < 500 and status not in (401, 403) and status not in _TRANSIENT_4XX:
+            return _unsupported(
+                f"server/discover answered HTTP {status} without a modern JSON-RPC error, "
+                "as a pre-2026 server does",
+                exc,
+            )
     return exc
 
 

@@ -27,6 +27,7 @@ from service.mcp.errors import (
     HttpStatusError,
     JsonRpcError,
     McpError,
+    ProtocolUnsupported,
     ProtocolViolation,
     TransportError,
 )
@@ -208,16 +209,14 @@ class McpClient:
             raise discover_failure(exc) from exc
         versions = result.get("supportedVersions")
         capabilities = result.get("capabilities")
-        if not isinstance(versions, list) or not isinstance(capabilities, dict):
-            raise ProtocolViolation(
-                "server/discover: result lacks supportedVersions or capabilities"
+        if not isinstance(versions, list) or wire.PROTOCOL_VERSION not in versions:
+            # A discover *result* that does not offer 2026-07-28 (go-sdk's stateful server
+            # lists only 2025 revisions) is a legacy advertisement, as for the SDKs' probes.
+            raise ProtocolUnsupported(
+                f"server/discover lists {versions!r}, not {wire.PROTOCOL_VERSION}"
             )
-        if wire.PROTOCOL_VERSION not in versions:
-            raise discover_failure(
-                JsonRpcError(
-                    wire.UNSUPPORTED_PROTOCOL_VERSION, "not offered", {"supported": versions}
-                )
-            )
+        if not isinstance(capabilities, dict):
+            raise ProtocolViolation("server/discover: result lacks capabilities")
         meta = result.get("_meta")
         info = meta.get(wire.META_SERVER_INFO) if isinstance(meta, dict) else None
         self.discovered = DiscoverResult(

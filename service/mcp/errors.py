@@ -7,6 +7,7 @@
     ├── HttpStatusError           an HTTP error status without a JSON-RPC body we could read
     ├── JsonRpcError              the server answered with a JSON-RPC error object
     ├── ProtocolUnsupported       the server cannot serve revision 2026-07-28
+    │   └── EndpointNotFound      … a plain 404: most likely nothing is served at that path
     ├── ProtocolViolation         the server broke the protocol (bad frame, missing ack, …)
     └── ListenEnded               a listen stream ended before the caller was done
         ├── ListenClosed          … gracefully: the server sent the empty result
@@ -94,6 +95,23 @@ class JsonRpcError(McpError):
 class ProtocolUnsupported(McpError):
     error_code = "PROTOCOL_UNSUPPORTED"
     hint = PROTOCOL_UNSUPPORTED_HINT
+
+
+ENDPOINT_NOT_FOUND_HINT = (
+    "nothing is served at this URL path (HTTP 404 without a JSON-RPC answer); check the path "
+    "in --url against the server's documentation (MCP endpoints are often /mcp)"
+)
+
+
+class EndpointNotFound(ProtocolUnsupported):
+    """A plain 404 on the endpoint: most often a wrong path, not an old server.
+
+    A subclass so every ``except ProtocolUnsupported`` (the daemon's terminal state, the
+    drop-in's original classification) still applies; ``mcpsubctl`` reports its own code.
+    """
+
+    error_code = "ENDPOINT_NOT_FOUND"
+    hint = ENDPOINT_NOT_FOUND_HINT
 
 
 class ProtocolViolation(McpError):

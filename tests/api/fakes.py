@@ -47,6 +47,11 @@ class FakeSupervisor:
     def link_status(self) -> list[dict[str, Any]]:
         return list(self._links.values())
 
+    def recheck(self, url: str | None = None) -> list[str]:
+        return [
+            str(link["url"]) for link in self._links.values() if url in (None, link["url"])
+        ]
+
     def metrics_snapshot(self) -> dict[str, float]:
         return {
             "streams_open": float(len(self._links)),

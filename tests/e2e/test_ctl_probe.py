@@ -106,6 +106,30 @@ def test_exit_code_per_failure_class(
     assert (result.json["errorCode"], result.code) == (code, exit_code)
 
 
+@pytest.mark.parametrize(
+    ("mode", "code", "exit_code"),
+    [
+        ("not-initialized", "PROTOCOL_UNSUPPORTED", 4),
+        ("missing-session", "PROTOCOL_UNSUPPORTED", 4),
+        ("discover-2025", "PROTOCOL_UNSUPPORTED", 4),
+        ("unsupported-version", "PROTOCOL_UNSUPPORTED", 4),
+        ("not-found", "ENDPOINT_NOT_FOUND", 7),
+    ],
+)
+def test_pre_2026_servers(lab_server: LabServer, mode: str, code: str, exit_code: int) -> None:
+    """Issue 10 §1: whatever a 2025-era server answers, mcpsubctl names the era (or the path)."""
+    lab_server.configure(legacyMode=mode)
+    result = run_cli("mcpsubctl", "probe", "--url", lab_server.url, "--uri", REVIEW, "--json")
+    assert (result.json["errorCode"], result.code) == (code, exit_code), result
+    hint = result.json["recommendedNextAction"]
+    assert ("path" in hint) if mode == "not-found" else ("2026-07-28" in hint)
+    assert "Traceback" not in result.stderr
+    lines = run_cli("mcpsubctl", "probe", "--url", lab_server.url, "--uri", REVIEW)
+    assert lines.field("error-code") == code
+    call = run_cli("mcpsubctl", "call", "--url", lab_server.url, "--tool", "echo_tool", "--json")
+    assert (call.json["errorCode"], call.code) == (code, exit_code)
+
+
 def test_timeout_bounds_every_phase(lab_server: LabServer) -> None:
     lab_server.configure(silentMethods=["server/discover"])
     started = time.monotonic()

@@ -247,7 +247,17 @@ def test_subscription_closed(lab_server_factory) -> None:
     assert (data["errorCode"], data["closeReason"]) == ("SUBSCRIPTION_CLOSED", "graceful")
 
 
-@pytest.mark.parametrize("mode", ["method-not-found", "missing-session", "unsupported-version"])
+LEGACY_MODES = [
+    "method-not-found",
+    "missing-session",
+    "unsupported-version",
+    "not-initialized",  # TypeScript SDK 1.x: 400, -32000, id null
+    "discover-2025",  # a discover result listing only 2025 revisions
+    "not-found",  # plain 404: the original says PROTOCOL_UNSUPPORTED too
+]
+
+
+@pytest.mark.parametrize("mode", LEGACY_MODES)
 def test_protocol_unsupported(lab_server: LabServer, mode: str) -> None:
     lab_server.configure(legacyMode=mode)
     result = probe(lab_server, "--uri", REVIEW, "--json")
@@ -256,6 +266,8 @@ def test_protocol_unsupported(lab_server: LabServer, mode: str) -> None:
     assert data["route"] == "failed"
     assert data["errorCode"] == "PROTOCOL_UNSUPPORTED"
     assert "2026-07-28" in data["recommendedNextAction"]
+    call = run_cli(PROG, "call", "--url", lab_server.url, "--tool", "echo_tool", "--json")
+    assert (call.code, call.json["errorCode"]) == (3, "PROTOCOL_UNSUPPORTED")
     lines = probe(lab_server, "--uri", REVIEW)
     assert lines.stdout.splitlines() == [
         "error-code PROTOCOL_UNSUPPORTED",

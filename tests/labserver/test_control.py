@@ -141,6 +141,27 @@ def test_legacy_modes(lab_server: LabServer) -> None:
     error = response.json()["error"]
     assert error["code"] == -32022
     assert error["data"] == {"supported": ["2025-11-25", "2025-06-18"], "requested": "2026-07-28"}
+    lab_server.configure(legacyMode="not-initialized")
+    response = call(lab_server.url, "server/discover", request_id=9)
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("application/json")
+    # TypeScript SDK 1.x: no session yet; the id is null, not the request's.
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "error": {"code": -32000, "message": "Bad Request: Server not initialized"},
+        "id": None,
+    }
+    lab_server.configure(legacyMode="discover-2025")
+    response = call(lab_server.url, "server/discover", request_id=5)
+    assert response.status_code == 200
+    result = response.json()["result"]
+    assert result["supportedVersions"] == ["2025-11-25", "2025-06-18"]
+    assert call(lab_server.url, "resources/list").status_code == 400
+    lab_server.configure(legacyMode="not-found")
+    response = call(lab_server.url, "server/discover")
+    assert response.status_code == 404
+    assert response.text == "Not Found"
+    assert response.headers["content-type"].startswith("text/plain")
     lab_server.configure(legacyMode=None)
     assert call(lab_server.url, "server/discover").status_code == 200
 

@@ -188,6 +188,8 @@ def test_config_patch_is_validated_and_all_or_nothing() -> None:
     )
     assert patched.ack_delay_ms == 5 and patched.legacy_mode == "missing-session"
     assert patched.to_json()["failMethods"] == {"tools/call": 503}
+    for mode in ("not-initialized", "discover-2025", "not-found"):
+        assert apply_patch(config, {"legacyMode": mode}).legacy_mode == mode
     for bad in (
         {"ackDelayMs": -1},
         {"ackDelayMs": True},

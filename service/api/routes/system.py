@@ -35,6 +35,16 @@ async def status(request: Request) -> dict[str, Any]:
     }
 
 
+@router.post("/v1/resubscribe")
+async def resubscribe(request: Request, url: str | None = None) -> dict[str, Any]:
+    """Wake every link (or the one for ``url``) to reconnect now.
+
+    Links parked on a slow schedule (``error``: the server cannot speak 2026-07-28;
+    ``login_required``; a long backoff) otherwise wait up to ``protocol_recheck_s``.
+    """
+    return {"rechecked": api_state(request).supervisor.recheck(url)}
+
+
 async def _webhook_counts(repo: WebhookRepository) -> dict[str, int]:
     targets = await repo.list_targets()
     return {"targets": len(targets), "enabled": sum(1 for t in targets if t.enabled)}

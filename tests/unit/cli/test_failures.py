@@ -15,6 +15,8 @@ from cli.failures import (
     seed_call_exit_code,
 )
 from service.mcp.errors import (
+    PROTOCOL_UNSUPPORTED_HINT,
+    EndpointNotFound,
     HttpStatusError,
     JsonRpcError,
     ListenClosed,
@@ -111,6 +113,22 @@ def test_protocol_unsupported(mode: str, compat: bool) -> None:
     assert failure.code == "PROTOCOL_UNSUPPORTED"
     assert failure.hint is not None and "2026-07-28" in failure.hint
     assert "upgrade" in failure.hint
+
+
+@pytest.mark.parametrize("mode", ["subscribe", "call"])
+def test_plain_404_keeps_the_originals_code_in_the_drop_in(mode: str) -> None:
+    exc = caused(EndpointNotFound("404"), HttpStatusError(404, "Not Found"))
+    failure = classify(exc, mode=mode, compat=True)
+    assert failure.code == "PROTOCOL_UNSUPPORTED"
+    assert failure.hint == PROTOCOL_UNSUPPORTED_HINT
+
+
+def test_plain_404_is_endpoint_not_found_in_mcpsubctl() -> None:
+    exc = caused(EndpointNotFound("404"), HttpStatusError(404, "Not Found"))
+    failure = classify(exc, mode="subscribe", compat=False)
+    assert failure.code == "ENDPOINT_NOT_FOUND"
+    assert failure.hint is not None and "path" in failure.hint
+    assert ctl_exit_code(failure.code) == 7
 
 
 def test_protocol_unsupported_beats_tool_rejection_and_network() -> None:
@@ -241,6 +259,7 @@ def test_ctl_exit_code_table() -> None:
         "AUTH_REFRESH_FAILED": 3,
         "AUTH_FAILED": 3,
         "PROTOCOL_UNSUPPORTED": 4,
+        "ENDPOINT_NOT_FOUND": 7,
         "PROTOCOL_ERROR": 4,
         "TOOL_REQUEST_REJECTED": 4,
         "SERVER_ERROR": 4,

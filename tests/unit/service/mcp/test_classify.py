@@ -19,6 +19,7 @@ from service.mcp.classify import (
     parse_response,
 )
 from service.mcp.errors import (
+    EndpointNotFound,
     HttpStatusError,
     JsonRpcError,
     ListenLost,
@@ -256,9 +257,51 @@ def test_missing_session_id_is_unsupported() -> None:
     assert "Missing session ID" in str(mapped)
 
 
-@pytest.mark.parametrize("code", [-32602, -32603, -32020, -32021])
-def test_other_jsonrpc_errors_are_unchanged(code: int) -> None:
-    original = rpc(code, status=400)
+@pytest.mark.parametrize("code", [-32000, -32600, -32602, -32603, -32020, -32021, -32001])
+@pytest.mark.parametrize("status", [200, 400, 404, 405, None])
+def test_every_other_jsonrpc_error_is_unsupported(code: int, status: int | None) -> None:
+    """The SDKs' denylist: any JSON-RPC error to discover is evidence of a pre-2026 server."""
+    original = rpc(code, status=status)
+    mapped = discover_failure(original)
+    assert type(mapped) is ProtocolUnsupported
+    assert mapped.__cause__ is original
+
+
+def test_typescript_sdk_1x_not_initialized_is_unsupported() -> None:
+    """TS SDK 1.x stateful transport: 400, -32000, id null (parse_response keeps the error)."""
+    body = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}'
+    with pytest.raises(JsonRpcError) as caught:
+        parse_response(400, JSON, body, 1, "server/discover")
+    mapped = discover_failure(caught.value)
+    assert mapped.error_code == "PROTOCOL_UNSUPPORTED"
+    assert "Server not initialized" in str(mapped)
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 408, 429])
+def test_jsonrpc_errors_on_retry_statuses_are_unchanged(status: int) -> None:
+    original = rpc(-32603, status=status)
+    assert discover_failure(original) is original
+
+
+def test_plain_404_is_endpoint_not_found() -> None:
+    original = HttpStatusError(404, "Not Found")
+    mapped = discover_failure(original)
+    assert isinstance(mapped, EndpointNotFound)
+    assert isinstance(mapped, ProtocolUnsupported)
+    assert mapped.error_code == "ENDPOINT_NOT_FOUND"
+    assert "path" in (mapped.hint or "")
+    assert mapped.__cause__ is original
+
+
+@pytest.mark.parametrize("status", [400, 402, 405, 406, 409, 410, 413, 415, 421, 422, 451])
+def test_every_plain_4xx_but_auth_and_404_is_unsupported(status: int) -> None:
+    mapped = discover_failure(HttpStatusError(status))
+    assert type(mapped) is ProtocolUnsupported
+
+
+@pytest.mark.parametrize("status", [408, 429])
+def test_transient_4xx_is_unchanged(status: int) -> None:
+    original = HttpStatusError(status)
     assert discover_failure(original) is original
 
 
