@@ -48,9 +48,7 @@ class FakeSupervisor:
         return list(self._links.values())
 
     def recheck(self, url: str | None = None) -> list[str]:
-        return [
-            str(link["url"]) for link in self._links.values() if url in (None, link["url"])
-        ]
+        return [str(link["url"]) for link in self._links.values() if url in (None, link["url"])]
 
     def metrics_snapshot(self) -> dict[str, float]:
         return {
