@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE :=
 # Tests run in parallel; set PYTEST_WORKERS=0 to run them in one process.
 PYTEST_WORKERS ?= auto
 
-.PHONY: setup run test lint fmt bench clean
+.PHONY: setup run test lint fmt bench bench-quick clean
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -41,8 +41,15 @@ fmt: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# The bench/ package: one module per report in results/, sharing bench/harness.py.
+BENCHES := probe webhooks hotpath daemon
+
 bench: setup
-	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in $(BENCHES); do echo "== bench.$$b"; $(PY) -m bench.$$b || exit 1; done
+
+# Smaller runs that print their reports (results/ untouched); a smoke test of every bench.
+bench-quick: setup
+	@for b in $(BENCHES); do echo "== bench.$$b --quick"; $(PY) -m bench.$$b --quick --out /dev/null >/dev/null || exit 1; done
 
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

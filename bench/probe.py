@@ -298,7 +298,10 @@ def main() -> int:
     parser.add_argument(
         "--out", type=Path, default=REPO_ROOT / "results" / "probe.md", help="markdown report"
     )
+    parser.add_argument("--quick", action="store_true", help="3 runs per command (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 3
     if not 1 <= args.runs <= 1000:
         parser.error("--runs must be between 1 and 1000")
 

@@ -1,0 +1,1 @@
+"""Benchmarks: one module per report in results/, sharing :mod:`bench.harness`."""
