@@ -346,7 +346,13 @@ COMMANDS.update(DAEMON_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from service.exits import run_main
+
     argv = sys.argv[1:] if argv is None else argv
+    return run_main(lambda: _main(argv))
+
+
+def _main(argv: list[str]) -> int:
     if argv == ["--version"]:  # answer before building the parser: scripts call it often
         sys.stdout.write(f"mcpsubctl v{__version__}\n")
         return 0

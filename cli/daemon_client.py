@@ -99,6 +99,57 @@ def _read_token(directory: Path) -> str | None:
         return None
 
 
+def _exists(path: Path) -> bool:
+    """``Path.exists`` that counts "cannot look" as "exists": the connect then says why."""
+    try:
+        return path.exists()
+    except PermissionError:
+        return True
+
+
+def _owner(path: Path) -> str | None:
+    for candidate in (path, *path.parents):
+        try:
+            uid = candidate.stat().st_uid
+        except OSError:
+            continue
+        try:
+            import pwd
+
+            return pwd.getpwuid(uid).pw_name
+        except (ImportError, KeyError):
+            return f"uid {uid}"
+    return None
+
+
+def permission_problem(socket: Path) -> DaemonError | None:
+    """A :class:`DaemonError` when this user may not reach ``socket`` (else None).
+
+    Someone else's daemon (a system unit, another user) is running: suggesting to start one
+    would be wrong; saying whose it probably is helps.
+    """
+    try:
+        socket.stat()
+        allowed = os.access(socket, os.R_OK | os.W_OK)
+    except PermissionError:
+        allowed = False
+    except OSError:
+        return None
+    if allowed:
+        return None
+    owner = _owner(socket)
+    message = f"permission denied on {socket}" + (
+        f" (the daemon runs as {owner}?)" if owner else ""
+    )
+    sudo = "sudo" if owner == "root" else f"sudo -u {owner}"
+    hint = (
+        f"run the command as {owner} (e.g. `{sudo} mcpsubctl …`) or pass --api"
+        if owner
+        else "run the command as the daemon's user or pass --api"
+    )
+    return DaemonError(0, "PERMISSION_DENIED", message, hint, {})
+
+
 def resolve_endpoint(api: str | None = None) -> Endpoint:
     """Parse ``--api`` / ``MCPSUB_API`` or fall back to the default socket."""
     spec = api or os.environ.get("MCPSUB_API")
@@ -106,7 +157,7 @@ def resolve_endpoint(api: str | None = None) -> Endpoint:
         default = state_dir() / "api.sock"
         runtime = os.environ.get("XDG_RUNTIME_DIR")
         unit_socket = Path(runtime) / "mcpsubd" / "api.sock" if runtime else None
-        if not default.exists() and unit_socket is not None and unit_socket.exists():
+        if not _exists(default) and unit_socket is not None and _exists(unit_socket):
             return Endpoint(socket=unit_socket)  # the systemd user unit's RuntimeDirectory
         return Endpoint(socket=default)
     if spec.startswith("tcp://"):  # the daemon's own spelling of its TCP listener
@@ -155,7 +206,11 @@ class DaemonClient:
         self.close()
 
     # ---- plumbing -----------------------------------------------------------------------
-    def _unavailable(self, exc: Exception) -> DaemonUnavailable:
+    def _unavailable(self, exc: Exception) -> DaemonUnavailable | DaemonError:
+        if self.endpoint.socket is not None:
+            denied = permission_problem(self.endpoint.socket)
+            if denied is not None:
+                return denied
         return DaemonUnavailable(
             f"the daemon is not reachable at {self.endpoint.display}: {exc}",
             self.endpoint.start_hint(),

@@ -63,7 +63,13 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from service.exits import run_main
+
     args = list(sys.argv[1:] if argv is None else argv)
+    return run_main(lambda: _main(args))
+
+
+def _main(args: list[str]) -> int:
     if has_flag(args, "--help", "-h"):
         sys.stdout.write(HELP)
         return 0

@@ -94,6 +94,9 @@ def parse_args(argv: list[str] | None, settings: Settings) -> argparse.Namespace
         help="serve https with this PEM certificate (chain); needs --ssl-keyfile",
     )
     parser.add_argument("--ssl-keyfile", default=None, help="PEM private key for --ssl-certfile")
+    from service._version import __version__
+
+    parser.add_argument("--version", action="version", version=f"mcp-lab-server v{__version__}")
     args = parser.parse_args(argv)
     if bool(args.ssl_certfile) != bool(args.ssl_keyfile):
         parser.error("--ssl-certfile and --ssl-keyfile go together")
@@ -114,6 +117,14 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from service.exits import run_main
+
+    code = run_main(lambda: _main(argv))
+    if code:
+        raise SystemExit(code)
+
+
+def _main(argv: list[str] | None) -> None:
     settings = settings_from_env(os.environ)
     args = parse_args(argv, settings)
     lab = Lab(settings)

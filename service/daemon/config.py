@@ -17,6 +17,8 @@ from typing import Any
 from service.store.database import DatabaseUrlError, parse, redact
 from service.webhooks.dispatcher import WebhookSettings
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
 
 class ConfigError(ValueError):
     """A setting has a value we cannot use; the message names the setting."""
@@ -165,6 +167,10 @@ def _validate(settings: Settings) -> Settings:
             parse(settings.database_url)
         except DatabaseUrlError as exc:
             raise ConfigError(str(exc)) from exc
+    if settings.log_level.lower() not in LOG_LEVELS:
+        raise ConfigError(
+            f"invalid value for log_level: {settings.log_level!r} (use {', '.join(LOG_LEVELS)})"
+        )
     if settings.log_format not in ("auto", "json", "console"):
         raise ConfigError(f"invalid value for log_format: {settings.log_format!r}")
     return settings

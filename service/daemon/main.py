@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import secrets
@@ -120,19 +121,67 @@ def raise_open_file_limit() -> tuple[int, int]:
 
 
 def prepare_state_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
+    """Create the state directory (0700) or raise :class:`ConfigError` saying why it is unusable.
+
+    A directory we cannot use is a configuration problem (exit 78, no restart loop under
+    systemd), reported in one line that names the path and the cause, not a traceback.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path, 0o700)
+    except OSError as exc:
+        raise ConfigError(state_dir_problem(path, exc)) from None
+    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+        raise ConfigError(state_dir_problem(path, PermissionError(errno.EACCES, "denied")))
+
+
+def _owner(path: Path) -> str | None:
+    """The user owning ``path`` or its nearest existing ancestor (for "run as … ?" hints)."""
+    for candidate in (path, *path.parents):
+        try:
+            uid = candidate.stat().st_uid
+        except OSError:
+            continue
+        try:
+            import pwd
+
+            return pwd.getpwuid(uid).pw_name
+        except (ImportError, KeyError):
+            return f"uid {uid}"
+    return None
+
+
+def state_dir_problem(path: Path, exc: OSError) -> str:
+    """One line naming the state directory and what is wrong with it."""
+    where = f"state directory {path}"
+    if isinstance(exc, PermissionError):
+        owner = _owner(path)
+        who = f" (owned by {owner}; run mcpsubd as that user" if owner else " ("
+        return f"{where}: permission denied{who} or pass --state-dir)"
+    if isinstance(exc, FileExistsError):
+        return f"{where}: exists and is not a directory"
+    if isinstance(exc, NotADirectoryError):
+        for parent in reversed(path.parents):
+            if parent.exists() and not parent.is_dir():
+                return f"{where}: {parent} is a file, not a directory"
+        return f"{where}: a part of the path is not a directory"
+    if isinstance(exc, FileNotFoundError):
+        return f"{where}: cannot be created (a parent cannot hold directories)"
+    return f"{where}: {exc.strerror or exc}"
 
 
 def api_token(settings: Settings) -> str:
     """The bearer token for the TCP API: created once, 0600, never logged."""
     path = settings.token_path
-    if path.exists():
-        return path.read_text().strip()
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(token + "\n")
+    try:
+        if path.exists():
+            return path.read_text().strip()
+        token = secrets.token_urlsafe(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(token + "\n")
+    except OSError as exc:
+        raise ConfigError(f"API token file {path}: {exc.strerror or exc}") from None
     return token
 
 
@@ -410,6 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from service.exits import run_main
+
+    raise SystemExit(run_main(lambda: _main(argv)))
+
+
+def _main(argv: list[str] | None) -> int:
     # Everything the daemon creates (database, WAL, socket, token) is for its owner only.
     os.umask(0o077)
     # A reload asked for before the loop handles SIGHUP must not kill us (start reads the files).
@@ -427,24 +482,24 @@ def main(argv: list[str] | None = None) -> None:
     )
     try:
         settings = source.load()
+        prepare_state_dir(settings.state_dir)
+        configure_logging(settings)
+        if args.command == "migrate":
+            try:
+                upgrade(settings.db_url)
+            except DATABASE_ERRORS as exc:
+                print(
+                    f"mcpsubd: cannot migrate {settings.db_display}: {describe(exc)}\n"
+                    "hint: is the database running and does the URL name it?",
+                    file=sys.stderr,
+                )
+                return EXIT_DB_UNAVAILABLE
+            print(f"migrated {settings.db_display}")
+            return 0
+        return asyncio.run(serve(settings, source))
     except ConfigError as exc:
         print(f"mcpsubd: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_CONFIG) from exc
-    configure_logging(settings)
-    if args.command == "migrate":
-        prepare_state_dir(settings.state_dir)
-        try:
-            upgrade(settings.db_url)
-        except DATABASE_ERRORS as exc:
-            print(
-                f"mcpsubd: cannot migrate {settings.db_display}: {describe(exc)}\n"
-                "hint: is the database running and does the URL name it?",
-                file=sys.stderr,
-            )
-            raise SystemExit(EXIT_DB_UNAVAILABLE) from exc
-        print(f"migrated {settings.db_display}")
-        return
-    raise SystemExit(asyncio.run(serve(settings, source)))
+        return EXIT_CONFIG
 
 
 if __name__ == "__main__":

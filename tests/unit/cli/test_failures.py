@@ -286,6 +286,7 @@ def test_ctl_exit_code_table() -> None:
         "INVALID_JSON": 2,
         "INVALID_PARAMETER": 2,
         "API_TOKEN_REQUIRED": 3,
+        "PERMISSION_DENIED": 3,
         "HOST_NOT_ALLOWED": 3,
         "ORIGIN_NOT_ALLOWED": 3,
         "WEBHOOK_NOT_FOUND": 7,
