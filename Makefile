@@ -44,6 +44,10 @@ fmt: setup
 # The bench/ package: one module per report in results/, sharing bench/harness.py.
 BENCHES := probe webhooks hotpath daemon
 
+# Man pages are generated from the argument parsers; commit the result.
+man: setup
+	$(PY) -m cli.manpage man
+
 bench: setup
 	@for b in $(BENCHES); do echo "== bench.$$b"; $(PY) -m bench.$$b || exit 1; done
 

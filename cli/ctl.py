@@ -14,9 +14,15 @@ import os
 import sys
 from typing import Any
 
+from cli.parsing import HelpFormatter, add_quiet, sub_parser
 from service._version import __version__
 
-DESCRIPTION = "mcpsub control: probe and call MCP 2026-07-28 servers (and, later, the daemon)."
+DESCRIPTION = (
+    "mcpsub control: probe and call MCP 2026-07-28 servers, and drive the mcpsubd daemon "
+    "(subscriptions, events, waits, webhooks, the service unit)."
+)
+GLOBAL_FLAGS_NOTE = """\
+global flags (before or after the command): --api API, --json, --quiet"""
 EXIT_CODE_TABLE = """\
 exit codes: 0 ok, 1 tool error, 2 usage, 3 auth, 4 protocol, 5 network, 6 timeout,
             7 resource not found, 8 subscription not honored/refused,
@@ -38,61 +44,100 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", default=os.environ.get("MCP_PROBE_URL"), help="MCP endpoint URL")
+def _common(p: argparse.ArgumentParser, *, follow: bool = False) -> None:
+    p.add_argument(
+        "--url",
+        default=os.environ.get("MCP_PROBE_URL"),
+        help="MCP endpoint URL (env MCP_PROBE_URL)",
+    )
     p.add_argument("--auth-token", help="bearer token (prefer MCPSUB_AUTH_TOKEN or login)")
-    p.add_argument("--timeout-ms", type=float, default=None, help="budget for every phase")
-    p.add_argument("--ca-cert", help="CA file to trust for https")
-    p.add_argument("--json", action="store_true", help="one JSON object (or NDJSON) on stdout")
+    p.add_argument(
+        "--timeout-ms",
+        type=float,
+        default=None,
+        help="budget for every phase, in ms (env MCP_PROBE_TIMEOUT_MS; default 15000)",
+    )
+    p.add_argument("--ca-cert", help="CA file to trust for https (else SSL_CERT_FILE / certifi)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object on stdout" + (" (NDJSON with --follow)" if follow else ""),
+    )
+    add_quiet(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcpsubctl",
         description=DESCRIPTION,
-        epilog=EXIT_CODE_TABLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=GLOBAL_FLAGS_NOTE + "\n\n" + EXIT_CODE_TABLE,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mcpsubctl v{__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    # Global flags: also accepted before the command (`mcpsubctl --api … status`); they land
+    # in their own dests because a subparser's defaults would overwrite the same dest.
+    parser.add_argument(
+        "--api",
+        dest="global_api",
+        metavar="API",
+        default=None,
+        help="daemon API for the daemon commands: unix:///path/api.sock or http://127.0.0.1:PORT",
+    )
+    parser.add_argument(
+        "--json", dest="global_json", action="store_true", help="machine output (JSON) on stdout"
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        dest="global_quiet",
+        action="store_true",
+        help="no live status line on a terminal",
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+    )
 
-    probe = sub.add_parser(
+    probe = sub_parser(
+        sub,
         "probe",
         help="wait once for the next update of one or more URIs",
         epilog=EXIT_CODE_TABLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(probe)
+    _common(probe, follow=True)
     probe.add_argument(
         "--uri",
         action="append",
         default=None,
         help="resource URI; repeat for several URIs on one listen stream",
     )
-    probe.add_argument("--skip-resource-list-check", action="store_true")
+    probe.add_argument(
+        "--skip-resource-list-check",
+        action="store_true",
+        help="do not require the URI in resources/list (dynamic URIs)",
+    )
     probe.add_argument(
         "--follow",
         action="store_true",
-        help="keep listening; print one JSON line per re-read (NDJSON)",
+        help="keep listening; print one JSON line per re-read (NDJSON); Ctrl-C exits 0",
     )
     probe.add_argument("--max-events", type=int, default=None, help=argparse.SUPPRESS)
 
-    call = sub.add_parser(
-        "call",
-        help="call one tool once",
-        epilog=EXIT_CODE_TABLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    call = sub_parser(sub, "call", help="call one tool once", epilog=EXIT_CODE_TABLE)
     _common(call)
     call.add_argument("--tool", help="tool name")
-    call.add_argument("--args", default=None, help="tool arguments as a JSON object")
+    call.add_argument("--args", default=None, help="tool arguments as a JSON object (default {})")
 
     for name, text in (
         ("login", "device-flow login to a gateway (token cached for all tools)"),
         ("logout", "forget the cached token of a gateway"),
     ):
-        auth = sub.add_parser(name, help=text)
-        auth.add_argument("url", nargs="?", default=os.environ.get("MCP_PROBE_URL"))
+        auth = sub_parser(sub, name, help=text)
+        auth.add_argument(
+            "url",
+            nargs="?",
+            default=os.environ.get("MCP_PROBE_URL"),
+            help="the gateway's MCP URL (env MCP_PROBE_URL)",
+        )
 
     from cli.daemon_cmds import add_daemon_commands
     from cli.service_cmds import add_service_commands
@@ -102,7 +147,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_webhook_commands(sub, COMMANDS)
     add_service_commands(sub, COMMANDS)
+    completion = sub_parser(sub, "completion", help="print a shell completion script")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     return parser
+
+
+def apply_global_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Merge the flags given before the command into the command's own."""
+    if args.global_api is not None:
+        if not hasattr(args, "api"):
+            parser.error(f"--api does not apply to `{args.command}`")
+        if args.api is None:
+            args.api = args.global_api
+    if args.global_json:
+        if not hasattr(args, "json"):
+            parser.error(f"--json does not apply to `{args.command}`")
+        args.json = True
+    args.quiet = bool(getattr(args, "quiet", False) or args.global_quiet)
 
 
 def _timeout_ms(value: float | None, default: float) -> float:
@@ -327,9 +388,21 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_login(args: argparse.Namespace) -> int:
+    from cli.failures import EXIT_USAGE
     from cli.login import run_login
 
-    return run_login(["--url", args.url] if args.url else [], program="mcpsubctl")
+    if not args.url:  # a usage error here (exit 2); the drop-in's --login keeps its exit 1
+        _emit("login-status failed\nerror-code SERVER_URL_UNKNOWN")
+        sys.stderr.write("mcpsubctl login: pass the gateway's URL (or set MCP_PROBE_URL)\n")
+        return EXIT_USAGE
+    return run_login(["--url", args.url], program="mcpsubctl")
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from cli.completion import render
+
+    sys.stdout.write(render(args.shell, build_parser()))
+    return 0
 
 
 def cmd_logout(args: argparse.Namespace) -> int:
@@ -338,7 +411,13 @@ def cmd_logout(args: argparse.Namespace) -> int:
     return run_logout(["--url", args.url] if args.url else [])
 
 
-COMMANDS = {"probe": cmd_probe, "call": cmd_call, "login": cmd_login, "logout": cmd_logout}
+COMMANDS = {
+    "probe": cmd_probe,
+    "call": cmd_call,
+    "login": cmd_login,
+    "logout": cmd_logout,
+    "completion": cmd_completion,
+}
 
 from cli.daemon_cmds import DAEMON_COMMANDS  # noqa: E402
 
@@ -356,7 +435,9 @@ def _main(argv: list[str]) -> int:
     if argv == ["--version"]:  # answer before building the parser: scripts call it often
         sys.stdout.write(f"mcpsubctl v{__version__}\n")
         return 0
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    apply_global_flags(parser, args)
     return COMMANDS[args.command](args)
 
 

@@ -555,60 +555,102 @@ def _wait_direct(args: argparse.Namespace, timeout_ms: float) -> int:
 
 
 # ---- argparse wiring ------------------------------------------------------------------
-def _common(p: argparse.ArgumentParser) -> None:
+EVENT_TYPES = (
+    "subscription.created",
+    "subscription.deleted",
+    "subscription.state",
+    "resource.updated",
+    "webhook.disabled",
+)
+"""Every type the daemon writes to its event log (docs/api.md#events)."""
+
+
+def event_types(text: str) -> str:
+    """``--type``: comma-separated event types; an unknown one is a usage error listing all."""
+    wanted = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [t for t in wanted if t not in EVENT_TYPES]
+    if unknown or not wanted:
+        raise argparse.ArgumentTypeError(
+            f"invalid event type {', '.join(unknown) or repr(text)} "
+            f"(choose from {', '.join(EVENT_TYPES)})"
+        )
+    return ",".join(wanted)
+
+
+def _common(p: argparse.ArgumentParser, *, follow: bool = False) -> None:
+    from cli.parsing import add_quiet
+
     p.add_argument(
         "--api",
         default=None,
         help="daemon API: unix:///path/api.sock or http://127.0.0.1:PORT "
         "(env MCPSUB_API; default <state dir>/api.sock)",
     )
-    p.add_argument("--json", action="store_true", help="one JSON object (NDJSON with --follow)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object on stdout" + (" (NDJSON with --follow)" if follow else ""),
+    )
+    add_quiet(p)
 
 
 def add_daemon_commands(sub: Any) -> None:
     """Add the daemon commands to ``mcpsubctl``'s subparsers."""
-    p = sub.add_parser("subscribe", help="daemon: watch URIs on a server")
+    from cli.parsing import sub_parser
+
+    p = sub_parser(sub, "subscribe", help="daemon: watch URIs on a server")
     _common(p)
     p.add_argument("--url", required=True, help="MCP endpoint URL")
     p.add_argument("--uri", action="append", required=True, help="resource URI (repeatable)")
 
-    p = sub.add_parser("unsubscribe", help="daemon: stop watching (by ID or --uri)")
+    p = sub_parser(sub, "unsubscribe", help="daemon: stop watching (by ID or --uri)")
     _common(p)
     p.add_argument("id", nargs="?", type=int, default=None, help="subscription ID")
     p.add_argument("--uri", default=None, help="remove the subscriptions of this URI")
     p.add_argument("--url", default=None, help="only on this server")
 
-    p = sub.add_parser("list", help="daemon: list subscriptions")
+    p = sub_parser(sub, "list", help="daemon: list subscriptions")
     _common(p)
 
-    p = sub.add_parser("show", help="daemon: one subscription, its link and current revision")
+    p = sub_parser(sub, "show", help="daemon: one subscription, its link and current revision")
     _common(p)
     p.add_argument("id", type=int, help="subscription ID")
 
-    p = sub.add_parser("status", help="daemon: version, links, counts")
+    p = sub_parser(sub, "status", help="daemon: version, links, counts")
     _common(p)
 
-    p = sub.add_parser(
-        "resubscribe", help="daemon: reconnect links now (after a server upgrade or login)"
+    p = sub_parser(
+        sub, "resubscribe", help="daemon: reconnect links now (after a server upgrade or login)"
     )
     _common(p)
     p.add_argument("--url", default=None, help="only the link to this server")
 
-    p = sub.add_parser("events", help="daemon: the event log (or --follow it)")
-    _common(p)
-    p.add_argument("--follow", action="store_true", help="stream new events (SSE) until Ctrl-C")
+    p = sub_parser(sub, "events", help="daemon: the event log (or --follow it)")
+    _common(p, follow=True)
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="stream new events (SSE) until Ctrl-C, which exits 0",
+    )
     p.add_argument("--since", type=int, default=None, help="only events after this id")
     p.add_argument("--limit", type=int, default=100, help="page size without --follow (<=1000)")
     p.add_argument("--uri", default=None, help="only events of this URI")
-    p.add_argument("--type", default=None, help="only these types (comma-separated)")
+    types = p.add_argument(
+        "--type",
+        type=event_types,
+        default=None,
+        metavar="TYPE[,TYPE…]",
+        help="only these types (comma-separated): " + ", ".join(EVENT_TYPES),
+    )
+    types.completion_choices = EVENT_TYPES  # type: ignore[attr-defined]  # cli.parsertree
     p.add_argument("--max-events", type=int, default=None, help=argparse.SUPPRESS)
 
-    p = sub.add_parser("read", help="daemon: the current content of a URI")
+    p = sub_parser(sub, "read", help="daemon: the current content of a URI")
     _common(p)
     p.add_argument("--uri", required=True, help="resource URI")
     p.add_argument("--url", default=None, help="server URL, when several watch the URI")
 
-    p = sub.add_parser("wait", help="daemon: wait for the next update of a URI")
+    p = sub_parser(sub, "wait", help="daemon: wait for the next update of a URI")
     _common(p)
     p.add_argument("--uri", required=True, help="resource URI")
     p.add_argument("--url", default=None, help="server URL; subscribes first when not watched")
@@ -618,7 +660,12 @@ def add_daemon_commands(sub: Any) -> None:
         default=None,
         help="event id; default: the revision current when wait starts",
     )
-    p.add_argument("--timeout-ms", type=float, default=None, help="default 60000")
+    p.add_argument(
+        "--timeout-ms",
+        type=float,
+        default=None,
+        help="how long to wait, in ms (env MCP_PROBE_TIMEOUT_MS; default 60000)",
+    )
     p.add_argument(
         "--direct", action="store_true", help="without a daemon, probe the server once instead"
     )

@@ -363,7 +363,10 @@ def add_service_commands(sub: Any, commands: dict[str, Any] | None = None) -> No
     """Add ``service`` to the ``mcpsubctl`` subparsers and its handler to ``commands``."""
     if commands is not None:
         commands["service"] = cmd_service
-    service = sub.add_parser(
+    from cli.parsing import sub_parser
+
+    service = sub_parser(
+        sub,
         "service",
         help="install, remove or check mcpsubd as a systemd/launchd service",
         description=(
@@ -371,13 +374,15 @@ def add_service_commands(sub: Any, commands: dict[str, Any] | None = None) -> No
             "(systemd on Linux, launchd on macOS). Prints the commands that enable it."
         ),
     )
-    actions = service.add_subparsers(dest="service_action", required=True)
+    actions = service.add_subparsers(
+        dest="service_action", required=True, parser_class=sub._parser_class, metavar="ACTION"
+    )
     for name, text in (
         ("install", "write the unit file (0644) and print how to enable it"),
         ("uninstall", "remove the unit file (stop the service first)"),
         ("status", "is the unit installed, does the daemon answer on its socket"),
     ):
-        action = actions.add_parser(name, help=text)
+        action = sub_parser(actions, name, help=text)
         action.add_argument(
             "--user", action="store_true", help="per-user service (systemctl --user)"
         )

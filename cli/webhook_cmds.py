@@ -214,11 +214,15 @@ def _positive_int(text: str) -> int:
 
 def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
     """Add ``webhook`` and ``deliveries`` to ``mcpsubctl``'s subparsers and ``commands``."""
-    parser_class = sub._parser_class  # the _Parser of ctl.py: JSON usage errors, exit 2
-    webhook = sub.add_parser("webhook", help="daemon: webhook targets (add, list, test, …)")
-    actions = webhook.add_subparsers(dest="action", required=True, parser_class=parser_class)
+    from cli.parsing import sub_parser
 
-    p = actions.add_parser("add", help="add a target; prints its secret once")
+    parser_class = sub._parser_class  # the _Parser of ctl.py: JSON usage errors, exit 2
+    webhook = sub_parser(sub, "webhook", help="daemon: webhook targets (add, list, test, …)")
+    actions = webhook.add_subparsers(
+        dest="action", required=True, parser_class=parser_class, metavar="ACTION"
+    )
+
+    p = sub_parser(actions, "add", help="add a target; prints its secret once")
     _common(p)
     p.add_argument("url", help="http:// or https:// endpoint")
     p.add_argument("--uri", action="append", default=None, help="URI glob (repeatable)")
@@ -229,10 +233,15 @@ def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
         default=None,
         help="subscription ID (repeatable)",
     )
-    p.add_argument("--mode", choices=MODES, default=None, help="all (default) or latest")
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="all: every revision; latest: only the newest pending one (default all)",
+    )
     p.add_argument("--secret", default=None, help="your own whsec_… secret (24-64 bytes)")
 
-    p = actions.add_parser("list", help="list targets (never their secrets)")
+    p = sub_parser(actions, "list", help="list targets (never their secrets)")
     _common(p)
     for name, text in (
         ("show", "one target and its delivery counts"),
@@ -242,25 +251,27 @@ def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
         ("test", "send a signed webhook.test ping now"),
         ("rotate-secret", "new secret (printed once); the old one also signs for 24 h"),
     ):
-        p = actions.add_parser(name, help=text)
+        p = sub_parser(actions, name, help=text)
         _common(p)
         p.add_argument("id", type=_positive_int, help="target ID")
 
-    deliveries = sub.add_parser("deliveries", help="daemon: the webhook outbox (list, retry, …)")
-    actions = deliveries.add_subparsers(dest="action", required=True, parser_class=parser_class)
-    p = actions.add_parser("list", help="deliveries, oldest first")
+    deliveries = sub_parser(sub, "deliveries", help="daemon: the webhook outbox (list, retry, …)")
+    actions = deliveries.add_subparsers(
+        dest="action", required=True, parser_class=parser_class, metavar="ACTION"
+    )
+    p = sub_parser(actions, "list", help="deliveries, oldest first")
     _common(p)
     p.add_argument("--target", type=_positive_int, default=None, help="only this target")
     p.add_argument("--state", choices=STATES, default=None, help="only this state")
     p.add_argument("--after", type=int, default=0, help="only ids above this one")
     p.add_argument("--limit", type=int, default=100, help="page size (<= 1000)")
-    p = actions.add_parser("show", help="one delivery")
+    p = sub_parser(actions, "show", help="one delivery")
     _common(p)
     p.add_argument("id", type=_positive_int, help="delivery ID")
-    p = actions.add_parser("retry", help="send a delivery again now, same webhook-id")
+    p = sub_parser(actions, "retry", help="send a delivery again now, same webhook-id")
     _common(p)
     p.add_argument("id", type=_positive_int, help="delivery ID")
-    p = actions.add_parser("recover", help="re-send a target's failed and dead deliveries")
+    p = sub_parser(actions, "recover", help="re-send a target's failed and dead deliveries")
     _common(p)
     p.add_argument("--target", type=_positive_int, required=True, help="target ID")
     p.add_argument("--since", required=True, help="ISO-8601 (2026-11-29T00:00:00Z) or Unix seconds")

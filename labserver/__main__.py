@@ -77,6 +77,14 @@ ANNOUNCE: Final = (
 
 
 def parse_args(argv: list[str] | None, settings: Settings) -> argparse.Namespace:
+    parser = build_parser(settings)
+    args = parser.parse_args(argv)
+    if bool(args.ssl_certfile) != bool(args.ssl_keyfile):
+        parser.error("--ssl-certfile and --ssl-keyfile go together")
+    return args
+
+
+def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-lab-server",
         description="Reference MCP server (protocol revision 2026-07-28) for testing clients.",
@@ -97,10 +105,7 @@ def parse_args(argv: list[str] | None, settings: Settings) -> argparse.Namespace
     from service._version import __version__
 
     parser.add_argument("--version", action="version", version=f"mcp-lab-server v{__version__}")
-    args = parser.parse_args(argv)
-    if bool(args.ssl_certfile) != bool(args.ssl_keyfile):
-        parser.error("--ssl-certfile and --ssl-keyfile go together")
-    return args
+    return parser
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -440,11 +440,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcpsubd",
         description="mcpsub daemon: keeps MCP 2026-07-28 subscriptions alive and serves them.",
+        epilog="exit codes: 0 stopped cleanly, 69 database unavailable, 75 another mcpsubd "
+        "serves the socket, 78 bad setting or unusable state directory, 130 Ctrl-C",
     )
-    parser.add_argument("command", nargs="?", default="run", choices=["run", "migrate"])
-    parser.add_argument("--state-dir", help="database, API socket and token (env MCPSUB_STATE_DIR)")
     parser.add_argument(
-        "--api", help="unix:///PATH (default <state-dir>/api.sock) or tcp://127.0.0.1:PORT"
+        "command",
+        nargs="?",
+        default="run",
+        choices=["run", "migrate"],
+        help="run: serve in the foreground (default); migrate: apply database migrations, exit",
+    )
+    parser.add_argument(
+        "--state-dir",
+        help="database, API socket and token (env MCPSUB_STATE_DIR; default "
+        "$XDG_STATE_HOME/mcpsub)",
+    )
+    parser.add_argument(
+        "--api",
+        help="unix:///PATH or tcp://127.0.0.1:PORT (env MCPSUB_API; default "
+        "unix://<state-dir>/api.sock)",
     )
     parser.add_argument(
         "--database-url",
@@ -452,8 +466,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(env MCPSUB_DATABASE_URL; default SQLite in the state dir)",
     )
     parser.add_argument("--config", type=Path, help="TOML file (env MCPSUB_CONFIG)")
-    parser.add_argument("--log-level", help="debug, info, warning, error")
-    parser.add_argument("--log-format", help="json, console or auto")
+    parser.add_argument(
+        "--log-level",
+        help="debug, info, warning or error (env MCPSUB_LOG_LEVEL; default info)",
+    )
+    parser.add_argument(
+        "--log-format",
+        help="json, console or auto: JSON unless stderr is a terminal (env MCPSUB_LOG_FORMAT; "
+        "default auto)",
+    )
     parser.add_argument("--version", action="version", version=f"mcpsubd v{__version__}")
     return parser
 

@@ -1,0 +1,44 @@
+"""argparse pieces every ``mcpsubctl`` command shares: help with defaults, ``--quiet``.
+
+Kept apart from :mod:`cli.ctl` so that the command modules (daemon, webhook, service) can use
+them without importing the parser module that imports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's layout and appends "(default: X)" where a default means something."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            text
+            and "default" not in text
+            and default not in (None, False, [], argparse.SUPPRESS)
+            and action.option_strings
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+def add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no live status line on a terminal",
+    )
+
+
+def sub_parser(sub: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """``sub.add_parser`` with our help formatter and the help line as the description."""
+    kwargs.setdefault("formatter_class", HelpFormatter)
+    if "help" in kwargs:
+        kwargs.setdefault("description", kwargs["help"])
+    parser: argparse.ArgumentParser = sub.add_parser(name, **kwargs)
+    return parser

@@ -1,0 +1,162 @@
+"""The parsers as people meet them: help on every flag, global flags anywhere, enum errors,
+and the completion scripts and man pages generated from the same parsers."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cli.completion import render
+from cli.ctl import build_parser
+from cli.manpage import pages
+from cli.parsertree import command_tree, walk
+from service.daemon.main import build_parser as daemon_parser
+from tests.support.cli import REPO_ROOT, run_cli
+
+TREE = command_tree(build_parser())
+COMMANDS = [node for node in walk(TREE) if node.path]
+
+
+def test_every_command_and_flag_has_help() -> None:
+    for node in COMMANDS:
+        assert node.help, f"{' '.join(node.path)} has no help line"
+        for option in node.options:
+            assert option.help, f"{' '.join(node.path)} {option.flags} has no help"
+        for positional in node.positionals:
+            assert positional.help, f"{' '.join(node.path)} {positional.name} has no help"
+    for action in daemon_parser()._actions:
+        assert action.help, action
+
+
+def test_ndjson_is_mentioned_only_where_follow_exists() -> None:
+    for node in COMMANDS:
+        flags = {flag for option in node.options for flag in option.flags}
+        for option in node.options:
+            if "NDJSON" in option.help:
+                assert "--follow" in flags, (node.path, option.help)
+
+
+@pytest.mark.parametrize("path", [("probe",), ("call",), ("wait",)])
+def test_timeout_help_states_its_default(path: tuple[str, ...]) -> None:
+    node = next(n for n in COMMANDS if n.path == path)
+    timeout = next(o for o in node.options if "--timeout-ms" in o.flags)
+    assert "default" in timeout.help and "000" in timeout.help
+
+
+def test_global_flags_work_before_and_after_the_command(tmp_path: Path) -> None:
+    socket = tmp_path / "elsewhere.sock"
+    env = {"MCPSUB_STATE_DIR": str(tmp_path / "state")}
+    before = run_cli("mcpsubctl", "--api", f"unix://{socket}", "--json", "status", env=env)
+    after = run_cli("mcpsubctl", "status", "--api", f"unix://{socket}", "--json", env=env)
+    for result in (before, after):
+        assert result.code == 10, result
+        assert result.json["errorCode"] == "DAEMON_UNAVAILABLE"
+        assert str(socket) in result.json["message"]
+    assert before.stdout == after.stdout
+
+
+def test_a_global_flag_a_command_cannot_use_is_a_usage_error() -> None:
+    result = run_cli("mcpsubctl", "--api", "unix:///x.sock", "login", "http://127.0.0.1:9/mcp")
+    assert result.code == 2
+    assert "--api does not apply to `login`" in result.stderr
+
+
+def test_invalid_event_type_lists_the_valid_ones() -> None:
+    result = run_cli("mcpsubctl", "events", "--type", "resource.updated,bogus")
+    assert result.code == 2
+    assert "invalid event type bogus" in result.stderr
+    assert "resource.updated, webhook.disabled" in result.stderr
+    assert "error-code USAGE_ERROR" in result.stdout
+
+
+def test_invalid_choice_lists_the_valid_ones() -> None:
+    result = run_cli("mcpsubctl", "deliveries", "list", "--state", "bogus")
+    assert result.code == 2
+    assert "choose from" in result.stderr and "'pending'" in result.stderr
+
+
+def test_login_without_url_is_a_usage_error() -> None:
+    result = run_cli("mcpsubctl", "login")
+    assert result.code == 2
+    assert result.stdout == "login-status failed\nerror-code SERVER_URL_UNKNOWN\n"
+
+
+@pytest.mark.parametrize("program", ["mcpsubctl", "mcpsubd", "mcp-lab-server"])
+def test_version(program: str) -> None:
+    result = run_cli(program, "--version")
+    assert result.code == 0
+    assert result.stdout.startswith(f"{program} v")
+
+
+# ---- completion -------------------------------------------------------------------------------
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_names_every_command_and_flag(shell: str) -> None:
+    result = run_cli("mcpsubctl", "completion", shell)
+    assert result.code == 0
+    assert result.stdout == render(shell, build_parser())
+    for node in COMMANDS:
+        assert node.path[-1] in result.stdout
+        for option in node.options:
+            long = next(f for f in option.flags if f.startswith("--"))
+            assert (long if shell != "fish" else f"-l {long[2:]}") in result.stdout
+
+
+def _complete(script: str, *words: str) -> list[str]:
+    """Run the generated bash function for ``mcpsubctl WORDS…`` and return its candidates."""
+    line = " ".join(f"'{w}'" for w in ("mcpsubctl", *words))
+    program = (
+        f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}; _mcpsubctl; "
+        'printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    proc = subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True)
+    return proc.stdout.split()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash not installed")
+def test_bash_completion_completes_commands_flags_and_values() -> None:
+    script = render("bash", build_parser())
+    assert _complete(script, "webh") == ["webhook"]
+    assert _complete(script, "webhook", "rot") == ["rotate-secret"]
+    assert _complete(script, "--api", "x", "sta") == ["status"]
+    assert _complete(script, "events", "--type", "resource") == ["resource.updated"]
+    assert _complete(script, "deliveries", "list", "--state", "de") == ["delivered", "dead"]
+    assert "--follow" in _complete(script, "events", "--f")
+
+
+# ---- man pages --------------------------------------------------------------------------------
+def test_committed_man_pages_are_generated_from_the_parsers() -> None:
+    generated = pages()
+    committed = {p.name: p.read_text() for p in (REPO_ROOT / "man").glob("*.1")}
+    assert committed == generated, "man pages are stale: run `make man` and commit man/"
+
+
+def test_man_page_lists_every_command_and_flag() -> None:
+    page = pages()["mcpsubctl.1"]
+    for node in COMMANDS:
+        title = " ".join(("mcpsubctl", *node.path)).replace("-", "\\-")
+        assert f'.SS "{title}"' in page
+        for option in node.options:
+            long = next(f for f in option.flags if f.startswith("--"))
+            assert long.replace("-", "\\-") in page
+    daemon = pages()["mcpsubd.1"]
+    for action in daemon_parser()._actions:
+        for flag in action.option_strings:
+            assert flag.replace("-", "\\-") in daemon
+
+
+def test_the_wheel_ships_the_man_pages() -> None:
+    text = (REPO_ROOT / "pyproject.toml").read_text()
+    assert '"man" = "share/man/man1"' in text
+
+
+def test_help_formatter_states_meaningful_defaults() -> None:
+    events = next(n for n in COMMANDS if n.path == ("events",))
+    limit = next(o for o in events.options if "--limit" in o.flags)
+    assert "(default: 100)" in limit.help
+    follow = next(o for o in events.options if "--follow" in o.flags)
+    assert "default: False" not in follow.help
+    assert isinstance(build_parser(), argparse.ArgumentParser)
