@@ -2,7 +2,9 @@
 
 The encoders are pure (record in, bytes out). :func:`event_stream` replays the events table
 from a cursor and then follows it: it sleeps on :meth:`EventHub.wait_beyond` (woken by the
-store's commit callback), never on a database timer, and emits a ``:`` comment when nothing
+store's commit callback), never on a database timer, and once caught up it takes the next
+events from the hub's in-memory ring (:meth:`EventHub.recent_after`), querying the table
+only when the ring cannot prove it holds them all; and emits a ``:`` comment when nothing
 happened for ``keepalive_s`` so proxies and clients see a live connection. Ids are the
 events table's integer ids, so a client's ``Last-Event-ID`` survives daemon restarts.
 """
@@ -66,6 +68,15 @@ async def event_stream(
         )
         cursor = max(first_id - 1, 0) if cursor <= last_id else last_id
     while True:
+        recent = hub.recent_after(cursor, types=types, uri=uri)
+        if recent is not None:  # caught up: the next events come from memory, no query
+            items, covered = recent
+            for item in items:
+                yield encode_event(item.type, event_json(item), item.id)
+            cursor = max(cursor, covered)
+            if not await hub.wait_beyond(cursor, keepalive_s):
+                yield encode_comment("keep-alive")
+            continue
         # Read the high-water mark before the query: an event committed in between is
         # then either in the batch or beyond the mark, so wait_beyond() sees it.
         mark = await store.last_event_id()

@@ -101,7 +101,9 @@ class UriRefresher:
                         await self._on_ok(self.target)
                 if revision is not None:
                     self._stats["revisions_total"] = self._stats.get("revisions_total", 0) + 1
-                    log.info(
+                    # debug: at info this line cost more than the revision's own SQL; the
+                    # count is mcpsub_revisions_total in /metrics
+                    log.debug(
                         "revision",
                         uri=self.target.uri,
                         revision=revision.revision,

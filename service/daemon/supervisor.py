@@ -142,6 +142,8 @@ class Supervisor:
             "errors_total": 0.0,
         }
         snapshot.update({k: float(v) for k, v in self.stats.items()})
+        snapshot["event_ring_hits_total"] = float(self.events.ring_hits)
+        snapshot["event_ring_misses_total"] = float(self.events.ring_misses)
         snapshot.update({f"webhook_{k}": float(v) for k, v in self.webhooks.stats.items()})
         return snapshot
 

@@ -1,31 +1,87 @@
-"""Wake waiters when the store commits an event.
+"""Wake waiters when the store commits an event, and keep the last few in memory.
 
 The event table is the source of truth (ids are cursors that survive restarts); this hub
-only tells in-process waiters (SSE streams, long-poll ``wait``) that there is something new
-to query, so nobody polls the database on a timer.
+tells in-process waiters (SSE streams, long-poll ``wait``) that there is something new, so
+nobody polls the database on a timer. It also keeps a ring of the most recent committed
+events, so a live follower that is caught up reads the next events from memory instead of
+querying (two queries per wake-up through the async engine cost more than the rest of a
+revision's delivery).
+
+The ring only ever answers when it can *prove* it is complete: it holds consecutive ids
+(an id that does not follow the previous one, because an event was published late, out of
+order or not at all, empties it and starts it again), and it must reach back to the caller's
+cursor and up to the newest id published. Otherwise :meth:`EventHub.recent_after` says
+``None`` and the caller queries the table, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
+from collections.abc import Sequence
 
 from service.store.records import Event
 
+RING_SIZE = 4096
+"""Events kept in memory: a follower further behind than this reads from the table."""
+
 
 class EventHub:
-    def __init__(self, last_id: int = 0) -> None:
+    def __init__(self, last_id: int = 0, ring_size: int = RING_SIZE) -> None:
         self.last_id = last_id
-        self._changed = asyncio.Condition()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ring: deque[Event] = deque(maxlen=ring_size)
+        self._changed = asyncio.Event()
+        self.ring_hits = 0
+        """Reads answered from memory (``/metrics``)."""
+        self.ring_misses = 0
+        """Reads that had to query the table."""
 
     def publish(self, event: Event) -> None:
         """Store callback; runs in the event loop right after the commit."""
+        ring = self._ring
+        if ring and event.id != ring[-1].id + 1:
+            ring.clear()  # a gap or a late event: completeness can no longer be proven
+        ring.append(event)
         self.last_id = max(self.last_id, event.id)
-        asyncio.get_running_loop().create_task(self._wake())
+        # Wake every waiter at once; later waiters wait on a fresh Event.
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
-    async def _wake(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+    def recent_after(
+        self,
+        after: int,
+        *,
+        types: Sequence[str] | None = None,
+        uri: str | None = None,
+        subscription_ids: Sequence[int] | None = None,
+    ) -> tuple[list[Event], int] | None:
+        """Every committed event with id > ``after`` that matches, and the id it covers up to;
+        ``None`` when memory cannot prove it has them all (then query the table).
+
+        The filters mean what :meth:`Store.events_after`'s do.
+        """
+        ring = self._ring
+        if not ring or ring[-1].id != self.last_id or ring[0].id > after + 1:
+            self.ring_misses += 1
+            return None
+        self.ring_hits += 1
+        newest = ring[-1].id
+        if after >= newest:
+            return [], newest
+        items: list[Event] = []
+        for event in reversed(ring):  # a caught-up follower needs only the last few
+            if event.id <= after:
+                break
+            items.append(event)
+        items.reverse()
+        if types:
+            items = [e for e in items if e.type in types]
+        if uri is not None:
+            items = [e for e in items if e.uri == uri]
+        if subscription_ids is not None:
+            wanted = set(subscription_ids)
+            items = [e for e in items if e.subscription_id in wanted]
+        return items, newest
 
     async def wait_beyond(self, after: int, timeout: float | None) -> bool:
         """Wait until an event with id > ``after`` was committed; False on timeout."""
@@ -33,8 +89,8 @@ class EventHub:
             return True
         try:
             async with asyncio.timeout(timeout):
-                async with self._changed:
-                    await self._changed.wait_for(lambda: self.last_id > after)
+                while self.last_id <= after:
+                    await self._changed.wait()
         except TimeoutError:
             return False
         return True

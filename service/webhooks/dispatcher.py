@@ -175,6 +175,12 @@ class Dispatcher:
         self._target_changed_at: dict[int, int] = {}
         self._uri_changed_at: dict[str, int] = {}
         self._last_pass_full = False
+        self._no_targets = False
+        """True while the last check found no enabled target: a new revision then cannot
+        have enqueued anything, and waking for it would cost a pass query per revision.
+        Targets changed through this process clear it at once; any other way (another
+        replica) is seen by the next timed pass, within 5 s."""
+        self._target_changes = 0
         self.stats = {"attempts_total": 0, "delivered_total": 0, "failed_total": 0, "dead_total": 0}
         store.on_event.append(self._on_event)
         self.repo.on_target_change.append(self._on_target_change)
@@ -185,9 +191,13 @@ class Dispatcher:
             # Its commit superseded the open deliveries of this URI to "latest" targets.
             self._epoch += 1
             self._uri_changed_at[uri] = self._epoch
+            if self._no_targets:
+                return
         self._wake.set()
 
     def _on_target_change(self, target_id: int, removed: bool = False) -> None:
+        self._no_targets = False
+        self._target_changes += 1
         self._epoch += 1
         self._target_changed_at[target_id] = self._epoch
         client = self._clients.pop(target_id, None) if removed else None
@@ -282,6 +292,12 @@ class Dispatcher:
                 self._last_pass_full = len(work) >= PASS_LIMIT
                 for item in work:
                     self._take(item, epoch, now)
+                if not work and next_due is None and not self._inflight:
+                    # Nothing to do: find out whether anything *can* be enqueued. A target
+                    # change while we ask leaves the flag off.
+                    changes = self._target_changes
+                    empty = not await self.repo.has_enabled_targets()
+                    self._no_targets = empty and changes == self._target_changes
             except Exception as exc:  # keep delivering whatever one query did
                 log.exception("dispatcher pass failed", error=str(exc))
                 next_due = now + 1.0

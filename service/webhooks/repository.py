@@ -302,6 +302,9 @@ def apply_outcomes_sync(
     return applied
 
 
+ANY_ENABLED_TARGET = text("SELECT 1 FROM webhook_targets WHERE enabled = 1 LIMIT 1")
+
+
 class WebhookRepository:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -400,6 +403,15 @@ class WebhookRepository:
                 )
             ).one_or_none()
         return target_from_row(row) if row is not None else None
+
+    async def has_enabled_targets(self) -> bool:
+        """Whether any delivery can be enqueued now (the dispatcher sleeps through revisions
+        when none can)."""
+
+        def probe(conn: Connection) -> bool:
+            return conn.execute(ANY_ENABLED_TARGET).first() is not None
+
+        return await self.run_read(probe)
 
     async def list_targets(self) -> list[Target]:
         async with self._engine.connect() as conn:

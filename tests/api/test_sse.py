@@ -177,3 +177,53 @@ def test_disconnect_releases_the_stream(live: LiveApi) -> None:
             time.sleep(0.05)
         assert app_state.waiters == 0
         assert client.get("/healthz").json() == {"ok": True}
+
+
+def test_caught_up_stream_reads_from_memory(live: LiveApi) -> None:
+    _seed(live, ["v1"])  # ids 1..2
+    with (
+        _client(live) as client,
+        client.stream("GET", "/v1/events/stream", params={"after": 2}) as response,
+    ):
+        lines = response.iter_lines()
+        live.call_later(0.1, lambda sup: _publish(sup, "v2"))
+        assert next(iter(parse_sse(_drop_retry(lines, 1))))[0] == 3
+        hits = live.call(_ring_hits)
+        live.call_later(0.1, lambda sup: _publish(sup, "v3"))
+        frame = next(iter(parse_sse(_drop_retry(lines, 1))))
+        assert frame[0] == 4 and frame[2]["revision"] == 3
+    assert live.call(_ring_hits) > hits
+
+
+async def _ring_hits(sup: FakeSupervisor) -> int:
+    return sup.events.ring_hits
+
+
+def test_event_committed_without_notice_is_still_streamed(live: LiveApi) -> None:
+    """An event row the hub never heard of (a gap in its ring) comes from the table."""
+    _seed(live, ["v1"])  # ids 1..2
+    with (
+        _client(live) as client,
+        client.stream("GET", "/v1/events/stream", params={"after": 2}) as response,
+    ):
+        lines = response.iter_lines()
+        live.call_later(0.1, lambda sup: _publish(sup, "v2"))  # id 3, from memory
+        assert next(iter(parse_sse(_drop_retry(lines, 1))))[0] == 3
+
+        async def silent_then_published(sup: FakeSupervisor) -> None:
+            async with sup.store.engine.begin() as conn:
+                await conn.execute(
+                    schema.events.insert().values(
+                        type="subscription.created",
+                        subscription_id=1,
+                        server_url=URL,
+                        uri="test://a",
+                        data="{}",
+                        created_at=time.time(),
+                    )
+                )  # id 4: committed, never published
+            await _publish(sup, "v3")  # id 5
+
+        live.call_later(0.1, silent_then_published)
+        frames = list(parse_sse(_drop_retry(lines, 2)))
+        assert [i for i, _, _ in frames] == [4, 5]

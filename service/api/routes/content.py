@@ -88,10 +88,21 @@ async def wait_for_update(
     deadline = time.monotonic() + timeout_ms / 1000
     async with state.waiter_slot():
         while True:
-            mark = await store.last_event_id()
-            found = await store.events_after(
-                cursor, limit=1, types=["resource.updated"], uri=uri, subscription_ids=list(by_id)
+            hub = state.supervisor.events
+            recent = hub.recent_after(
+                cursor, types=["resource.updated"], uri=uri, subscription_ids=list(by_id)
             )
+            if recent is not None:  # from memory: no query while caught up
+                found, mark = recent
+            else:
+                mark = await store.last_event_id()
+                found = await store.events_after(
+                    cursor,
+                    limit=1,
+                    types=["resource.updated"],
+                    uri=uri,
+                    subscription_ids=list(by_id),
+                )
             if found:
                 return await _wait_result(state, by_id[found[0].subscription_id or 0], found[0])
             cursor = max(cursor, mark)
