@@ -347,9 +347,11 @@ def cmd_call(args: argparse.Namespace) -> int:
         return finish("SERVER_URL_UNKNOWN", None, "pass --url or set MCP_PROBE_URL", True, "no URL")
     if not args.tool:
         return finish("TOOL_NAME_REQUIRED", None, "pass --tool NAME", True, "no tool name")
+    from service import safejson
+
     try:
-        arguments = json.loads(args.args) if args.args is not None else {}
-    except ValueError:
+        arguments = safejson.loads(args.args) if args.args is not None else {}
+    except safejson.InvalidJson:
         arguments = None
     if not isinstance(arguments, dict):
         return finish(
@@ -357,7 +359,7 @@ def cmd_call(args: argparse.Namespace) -> int:
             None,
             "--args must be a JSON object",
             True,
-            f"--args is not a JSON object: {args.args}",
+            f"--args is not a JSON object (or nests too deep): {str(args.args)[:120]}",
         )
     timeout_ms = _timeout_ms(args.timeout_ms, 15000.0)
     from cli.runner import run_tool_call

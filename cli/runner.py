@@ -51,7 +51,10 @@ def run_subscribe_probe(
     compat: bool,
     client_name: str,
     program: str,
+    phase_timeout_s: float = 60.0,
 ) -> Outcome:
+    """``phase_timeout_s`` bounds each request before the listen (the drop-in's budget
+    covers only the wait, so without it a trickling server held discovery for minutes)."""
     started = time.monotonic()
     result = ProbeResult(url, uris[0], list(uris))
     try:
@@ -67,6 +70,7 @@ def run_subscribe_probe(
             bound_all_phases=not compat,
             client_name=client_name,
             ca_cert=ca_cert,
+            request_timeout_s=phase_timeout_s,
         )
         return Outcome(result=asyncio.run(run_probe(options, result)))
     except Exception as exc:

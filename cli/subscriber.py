@@ -16,6 +16,8 @@ from cli.seedargs import UsageError, has_flag, option, parse_timeout_ms, peek, w
 PROGRAM = "mcp-resource-subscriber"
 DEFAULT_URI = "test://review/status"
 DEFAULT_TIMEOUT_MS = 15000.0
+DEFAULT_PHASE_TIMEOUT_MS = 60000.0
+"""Deadline of each request before the listen (discovery, list, first read)."""
 PROBE_CLIENT = "mcp-resource-subscribe-probe-client"
 CALL_CLIENT = "mcp-resource-subscribe-call-client"
 
@@ -45,6 +47,8 @@ Options:
                                (env MCP_PROBE_SKIP_LIST_CHECK=true)
   --timeout-ms <ms>            budget after the listen starts (env MCP_PROBE_TIMEOUT_MS;
                                default 15000); in call mode it bounds discovery + call
+                               (discovery, list and first read each have their own
+                               deadline: env MCP_PROBE_PHASE_TIMEOUT_MS, default 60000)
   --ca-cert <file>             trust this CA file for https (else SSL_CERT_FILE / certifi)
   --json                       print one JSON object on stdout; diagnostics go to stderr
   --tool <name>, --args <json> call mode: the tool and its arguments (a JSON object)
@@ -121,6 +125,8 @@ def _subscribe(args: list[str]) -> int:
         timeout_ms = parse_timeout_ms(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT_MS
         token_flag = option(args, "auth-token")
         ca_cert = option(args, "ca-cert")
+        raw_phase = env.get("MCP_PROBE_PHASE_TIMEOUT_MS")
+        phase_ms = parse_timeout_ms(raw_phase) if raw_phase else DEFAULT_PHASE_TIMEOUT_MS
     except UsageError as exc:
         return fail("INTERNAL_ERROR", None, str(exc))
     if not url:
@@ -159,6 +165,7 @@ def _subscribe(args: list[str]) -> int:
         compat=True,
         client_name=PROBE_CLIENT,
         program=PROGRAM,
+        phase_timeout_s=phase_ms / 1000,
     )
     if outcome.failure is not None:
         return fail(outcome.failure.code, outcome.failure.hint, outcome.failure.message)
@@ -206,14 +213,14 @@ def _call(args: list[str]) -> int:
         return fail("SERVER_URL_UNKNOWN", "no server URL: pass --url or set MCP_PROBE_URL")
     if not tool:
         return fail("TOOL_NAME_REQUIRED", "no tool name: pass --tool <name>")
-    import json
+    from service import safejson
 
     try:
-        arguments = json.loads(raw_args) if raw_args is not None else {}
-    except ValueError:
+        arguments = safejson.loads(raw_args) if raw_args is not None else {}
+    except safejson.InvalidJson:
         arguments = None
     if not isinstance(arguments, dict):
-        return fail("INVALID_ARGS", f"--args must be a JSON object, got: {raw_args}")
+        return fail("INVALID_ARGS", f"--args must be a JSON object, got: {str(raw_args)[:120]}")
     if token_flag:
         warn_token_flag()
     from cli.runner import run_tool_call

@@ -8,9 +8,10 @@ CLI does, so scripts that switch to us see the same action.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from service import safejson
 
 NON_TERMINAL_ACTIONS = frozenset({"POLL_AFTER"})
 """Actions that mean "not done yet, keep waiting". Case-sensitive, on purpose."""
@@ -41,8 +42,9 @@ def extract_next_action(text: str | None) -> str | None:
     if not text:
         return None
     try:
-        parsed = json.loads(text)
-    except ValueError:
+        # Bounded depth: _search recurses, and the text comes from the server.
+        parsed = safejson.loads(text)
+    except safejson.InvalidJson:
         parsed = None
     if parsed is not None:
         found = _search(parsed)

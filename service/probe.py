@@ -157,6 +157,8 @@ async def _drain(stream: ListenStream, queue: NotificationQueue) -> None:
             return
     except McpError as exc:
         queue.end(exc)
+    except Exception as exc:  # never end silently: the waiter would wait for its deadline
+        queue.end(McpError(f"listen reader crashed: {exc!r}"[:300]))
 
 
 def text_of(result: dict[str, Any], uri: str) -> str:

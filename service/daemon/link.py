@@ -242,6 +242,12 @@ class ServerLink:
             )
         elif state == "error":
             await self._store.set_subscription_state(list(self.wanted.values()), "error", message)
+        elif state == "backoff":
+            # Not "active": nothing is being watched until the stream is back (issue 11.7).
+            # The next acknowledgement sets "active" again.
+            await self._store.set_subscription_state(
+                list(self.wanted.values()), "backoff", f"{code}: {message}"
+            )
 
     async def _token(self) -> str | None:
         if self._tokens is None:
@@ -418,6 +424,11 @@ class ServerLink:
                     return
         except McpError as exc:
             await queue.put((generation, exc))
+        except Exception as exc:
+            # Whatever kills the reader must reach the link at once: a reader that died
+            # silently left a link "open" until the keep-alive watchdog fired (issue 11.4).
+            log.exception("listen reader crashed", url=self.url)
+            await queue.put((generation, McpError(f"listen reader crashed: {exc!r}"[:300])))
 
     async def _handle(self, item: ListenEvent | McpError) -> None:
         if isinstance(item, McpError):

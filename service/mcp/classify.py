@@ -12,11 +12,11 @@
 from __future__ import annotations
 
 import errno
-import json
 import socket
 import ssl
 from typing import Any
 
+from service import safejson
 from service.mcp import wire
 from service.mcp.errors import (
     EndpointNotFound,
@@ -52,11 +52,16 @@ _MAX_CAUSE_DEPTH = 8
 
 
 def parse_json_message(text: str) -> dict[str, Any]:
-    """Decode one JSON-RPC message; anything but an object is a protocol violation."""
+    """Decode one JSON-RPC message; anything but an object is a protocol violation.
+
+    Depth and every other decode failure are a :class:`ProtocolViolation` at once (a
+    ``RecursionError`` escaping here once killed the daemon's stream reader silently).
+    """
     try:
-        message = json.loads(text)
-    except ValueError as exc:
-        raise ProtocolViolation(f"server sent invalid JSON: {text[:120]!r}") from exc
+        message = safejson.loads(text)
+    except safejson.InvalidJson as exc:
+        what = "over-nested" if exc.too_deep else "invalid"
+        raise ProtocolViolation(f"server sent {what} JSON: {text[:120]!r}") from exc
     if not isinstance(message, dict):
         raise ProtocolViolation(f"server sent a JSON {type(message).__name__}, not an object")
     return message
@@ -107,8 +112,10 @@ def parse_response(
     else:
         text = body.decode("utf-8", errors="replace")
         try:
-            decoded = json.loads(text) if text.strip() else None
-        except ValueError:
+            decoded = safejson.loads(text) if text.strip() else None
+        except safejson.InvalidJson as exc:
+            if exc.too_deep:
+                raise ProtocolViolation(f"{method}: server sent over-nested JSON") from exc
             decoded = None
         if isinstance(decoded, dict) and (
             isinstance(decoded.get("error"), dict) or "result" in decoded

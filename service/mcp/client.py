@@ -8,11 +8,13 @@ decodes bytes. Here we only move bytes with httpx and translate httpx exceptions
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -23,6 +25,7 @@ import httpx
 from service._version import __version__
 from service.mcp import wire
 from service.mcp.classify import discover_failure, parse_json_message, parse_response
+from service.mcp.coding import ACCEPT_ENCODING, ContentDecoder, LimitedBody
 from service.mcp.errors import (
     HttpStatusError,
     JsonRpcError,
@@ -44,7 +47,7 @@ from service.mcp.sse import Comment, Event, EventTooLarge, SSEDecoder
 
 DEFAULT_CLIENT_NAME = "mcpsub"
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
-"""A single JSON-RPC response larger than this is refused rather than buffered."""
+"""A single JSON-RPC response larger than this (decoded) is refused rather than buffered."""
 MAX_LIST_PAGES = 1000
 """``resources/list`` pages we follow before deciding the server's cursor loops."""
 
@@ -93,6 +96,19 @@ def make_http_client(
     )
 
 
+async def read_body(response: httpx.Response, limit: int = MAX_RESPONSE_BYTES) -> bytes:
+    """The decoded body, inflated piece by piece and refused the moment it passes ``limit``.
+
+    httpx's own decoding (``aread``/``aiter_bytes``) inflates each chunk in one go, which a
+    compression bomb turns into hundreds of MiB before any check; we read raw bytes and
+    decode them with :class:`~service.mcp.coding.LimitedBody` instead.
+    """
+    body = LimitedBody(response.headers.get("content-encoding"), limit)
+    async for chunk in response.aiter_raw():
+        body.feed(chunk)
+    return body.finish()
+
+
 def _transport_error(exc: httpx.HTTPError, url: str) -> TransportError:
     kind = (
         "timeout"
@@ -127,6 +143,8 @@ class McpClient:
         self._owns_http = http is None
         self._http = http or make_http_client(url, ca_cert=ca_cert, timeout=timeout)
         self._ids = itertools.count(1)
+        self.timeout = timeout
+        """Deadline for one whole request (not per socket read: a trickling server resets those)."""
         self.discovered: DiscoverResult | None = None
 
     async def __aenter__(self) -> McpClient:
@@ -152,6 +170,7 @@ class McpClient:
         body_params = dict(params or {})
         body_params["_meta"] = wire.request_meta(self.client_info, self.capabilities)
         headers = wire.request_headers(method, body_params)
+        headers["Accept-Encoding"] = ACCEPT_ENCODING
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}
@@ -159,26 +178,39 @@ class McpClient:
 
     # ---- plain requests -------------------------------------------------------------------
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send one request and return its result (raises an :class:`McpError`)."""
+        """Send one request and return its result (raises an :class:`McpError`).
+
+        The whole exchange is bounded by ``timeout``: httpx's timeouts apply per socket
+        operation, so a server that sends one byte every few seconds never trips them.
+        """
+        if self.timeout is None:
+            return await self._request(method, params)
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self._request(method, params)
+        except TimeoutError as exc:
+            raise TransportError(
+                f"{method}: no complete answer from {self.url} within {self.timeout:g} s",
+                kind="timeout",
+            ) from exc
+
+    async def _request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         request_id, message, headers = self._message(method, params)
         content = json.dumps(message, separators=(",", ":")).encode()
         try:
             async with self._http.stream(
                 "POST", self.url, content=content, headers=headers
             ) as response:
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > MAX_RESPONSE_BYTES:
-                        raise ProtocolViolation(
-                            f"{method}: response larger than {MAX_RESPONSE_BYTES} bytes"
-                        )
+                try:
+                    body = await read_body(response)
+                except ProtocolViolation as exc:
+                    raise ProtocolViolation(f"{method}: {exc}") from exc
         except httpx.HTTPError as exc:
             raise _transport_error(exc, self.url) from exc
         result = parse_response(
             response.status_code,
             response.headers.get("content-type", ""),
-            bytes(body),
+            body,
             request_id,
             method,
             www_authenticate=response.headers.get("www-authenticate"),
@@ -272,8 +304,11 @@ class ListenStream:
         """True once the server answered with an event stream (there is a stream to close)."""
         self._response: httpx.Response | None = None
         self._stream_cm: Any = None
-        self._pending: list[ListenEvent] = []
+        self._pending: deque[ListenEvent] = deque()
         self._decoder = SSEDecoder()
+        self._content: ContentDecoder | None = None
+        self._pieces: Iterator[bytes] = iter(())
+        self._eof = False
         self._chunks: AsyncIterator[bytes] | None = None
         self._ended: ListenEvent | None = None
 
@@ -318,7 +353,7 @@ class ListenStream:
         if content_type != "text/event-stream":
             # A refusal (or an HTTP error): a complete body, not a stream.
             try:
-                body = await response.aread()
+                body = await read_body(response)
             except httpx.HTTPError as exc:
                 raise _transport_error(exc, client.url) from exc
             finally:
@@ -336,6 +371,7 @@ class ListenStream:
             await response.aclose()
             raise HttpStatusError(response.status_code, "")
         self.streamed = True
+        self._content = ContentDecoder(response.headers.get("content-encoding"))
         self._chunks = response.aiter_raw()
         event = await self._next()
         if isinstance(event, Acknowledged):
@@ -347,23 +383,40 @@ class ListenStream:
         raise ProtocolViolation(f"listen ended before its acknowledgement ({event})")
 
     async def _next(self) -> ListenEvent:
+        """Decode lazily: one decoded piece (at most 64 KiB) at a time, never a whole chunk.
+
+        Pulling pieces only when the pending events are used up keeps a compressed flood
+        from inflating into memory, and leaves unread bytes in the socket (back-pressure).
+        ``last_activity`` moves only when a complete event or comment arrives: a server
+        trickling bytes that never finish a frame must not look alive.
+        """
         assert self.machine is not None and self._chunks is not None
+        assert self._content is not None
         while not self._pending:
             if self._ended is not None:
                 return self._ended
-            try:
-                chunk = await self._chunks.__anext__()
-            except StopAsyncIteration:
-                self._ended = self.machine.eof()
+            piece = next(self._pieces, None)
+            if piece is None:
+                if self._eof:
+                    self._ended = self.machine.eof()
+                    continue
+                try:
+                    chunk = await self._chunks.__anext__()
+                except StopAsyncIteration:
+                    self._eof = True
+                    self._pieces = self._content.flush()
+                    continue
+                except httpx.HTTPError as exc:
+                    self._ended = self.machine.eof(f"stream broke: {exc or type(exc).__name__}")
+                    continue
+                self._pieces = self._content.decode(chunk)
                 continue
-            except httpx.HTTPError as exc:
-                self._ended = self.machine.eof(f"stream broke: {exc or type(exc).__name__}")
-                continue
-            self.last_activity = time.monotonic()
             try:
-                items = self._decoder.feed(chunk)
+                items = self._decoder.feed(piece)
             except EventTooLarge as exc:
                 raise ProtocolViolation(str(exc)) from exc
+            if items:
+                self.last_activity = time.monotonic()
             for item in items:
                 if isinstance(item, Comment) or not isinstance(item, Event):
                     continue
@@ -375,7 +428,7 @@ class ListenStream:
                     # The stream is over; later bytes are not read.
                     self._ended = event
                     break
-        return self._pending.pop(0)
+        return self._pending.popleft()
 
     async def next_event(self) -> ListenEvent:
         """The next notification, or the event that ended the stream (Closed/Failed/Lost)."""

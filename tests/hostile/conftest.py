@@ -1,0 +1,2 @@
+from tests.support.daemon import daemon_factory  # noqa: F401
+from tests.support.hostile import hostile_factory  # noqa: F401
