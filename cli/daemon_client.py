@@ -303,6 +303,7 @@ class DaemonClient:
         subscription_ids: list[int] | None = None,
         mode: str | None = None,
         secret: str | None = None,
+        allow_private_target: bool = False,
     ) -> dict[str, Any]:
         """A new target; the answer's ``secret`` is the only time the daemon shows it."""
         body: dict[str, Any] = {"url": url}
@@ -314,6 +315,8 @@ class DaemonClient:
             body["mode"] = mode
         if secret is not None:
             body["secret"] = secret
+        if allow_private_target:
+            body["allowPrivateTarget"] = True
         return self.request("POST", "/v1/webhooks", body=body)[1]
 
     def webhooks(self) -> list[dict[str, Any]]:

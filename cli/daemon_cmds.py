@@ -57,8 +57,13 @@ def _emit(text: str) -> None:
 
 # ---- formatting (pure) ------------------------------------------------------------------
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Plain aligned columns; the last column is not padded."""
-    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in r] for r in rows]
+    """Plain aligned columns; the last column is not padded. Cells are shown safely: control
+    and bidi characters escaped, credentials in URLs redacted (``service.safetext``)."""
+    from service.safetext import shown
+
+    cells = [[str(h) for h in headers]] + [
+        ["-" if v is None else shown(v) for v in r] for r in rows
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = []
     for row in cells:
@@ -82,7 +87,9 @@ def event_line(event: dict[str, Any]) -> str:
     data = event.get("data")
     if event.get("type") == "subscription.state" and isinstance(data, dict):
         parts.append(f"{data.get('previous')}->{data.get('state')}")
-    return "  ".join(parts)
+    from service.safetext import shown
+
+    return "  ".join(shown(part) for part in parts)
 
 
 def _sub_rows(subs: list[dict[str, Any]]) -> list[list[Any]]:
@@ -210,9 +217,11 @@ def cmd_show(args: argparse.Namespace) -> int:
             ("error code", link.get("lastErrorCode")),
             ("hint", link.get("lastErrorHint")),
         ]
-        lines = [f"{k + ':':<13} {'-' if v is None else v}" for k, v in rows]
+        from service.safetext import shown, terminal_safe
+
+        lines = [f"{k + ':':<13} {'-' if v is None else shown(v)}" for k, v in rows]
         if current:
-            lines += ["text:", str(current.get("text") or "")]
+            lines += ["text:", terminal_safe(str(current.get("text") or ""), keep_lines=True)]
         _emit("\n".join(lines))
         return 0
 

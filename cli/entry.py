@@ -16,5 +16,7 @@ def mcpsubctl() -> int:
         sys.stdout.write(f"mcpsubctl v{__version__}\n")
         return 0
     from cli.ctl import main
+    from service.safetext import safe_stderr
 
-    return main()
+    with safe_stderr():  # server text quoted in a diagnostic cannot drive the terminal
+        return main()

@@ -68,9 +68,11 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from service.exits import run_main
+    from service.safetext import safe_stderr
 
     args = list(sys.argv[1:] if argv is None else argv)
-    return run_main(lambda: _main(args))
+    with safe_stderr():  # server text quoted in a diagnostic cannot drive the terminal
+        return run_main(lambda: _main(args))
 
 
 def _main(args: list[str]) -> int:

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from cli.daemon_cmds import _common, _dumps, _emit, _fail, _run, exit_code, table, when
+from service.safetext import shown
 
 if TYPE_CHECKING:
     from cli.daemon_client import DaemonClient
@@ -68,11 +69,11 @@ def delivery_rows(deliveries: list[dict[str, Any]]) -> list[list[Any]]:
 def target_lines(t: dict[str, Any]) -> str:
     lines = [
         f"id:               {t['id']}",
-        f"url:              {t['url']}",
+        f"url:              {shown(t['url'])}",
         f"mode:             {t['mode']}",
         f"enabled:          {'yes' if t['enabled'] else 'no'}"
         + (f" ({t['disabledReason']})" if t.get("disabledReason") else ""),
-        f"filter:           {target_filter(t)}",
+        f"filter:           {shown(target_filter(t))}",
         f"failures in row:  {t['consecutiveFailures']}",
         f"failing since:    {when(t.get('failingSince'))}",
         f"last success:     {when(t.get('lastSuccessAt'))}",
@@ -96,6 +97,7 @@ def cmd_webhook(args: argparse.Namespace) -> int:
                 subscription_ids=args.subscription,
                 mode=args.mode,
                 secret=args.secret,
+                allow_private_target=args.allow_private_target,
             )
             if args.json:
                 _emit(_dumps(created))
@@ -240,6 +242,11 @@ def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
         help="all: every revision; latest: only the newest pending one (default all)",
     )
     p.add_argument("--secret", default=None, help="your own whsec_… secret (24-64 bytes)")
+    p.add_argument(
+        "--allow-private-target",
+        action="store_true",
+        help="allow a link-local or cloud-metadata address (refused by default)",
+    )
 
     p = sub_parser(actions, "list", help="list targets (never their secrets)")
     _common(p)

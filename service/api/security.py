@@ -2,6 +2,8 @@
 
 Order of checks (the first failure answers, the app is never reached):
 
+0. ``Host``, ``Origin`` and ``Authorization`` may appear once each → else 400
+   ``DUPLICATE_HEADER``.
 1. ``Host`` must name the loopback (``localhost``, ``127.0.0.1``, ``[::1]``, any port) → 421.
    Requests over the unix socket carry whatever the client put in the URL; httpx and curl
    send ``localhost``.
@@ -26,6 +28,8 @@ from service.api.errors import error_body
 
 DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "[::1]")
 UNAUTHENTICATED_PATHS = frozenset({"/healthz"})
+SINGLE_HEADERS = frozenset({"host", "origin", "authorization"})
+"""Headers the guard decides on: a request carrying two of one is refused (400)."""
 
 
 def split_host(value: str) -> str | None:
@@ -77,6 +81,10 @@ class LocalGuard:
         headers: dict[str, str] = {}
         for raw_name, raw_value in scope.get("headers", []):
             name = raw_name.decode("latin-1").lower()
+            if name in SINGLE_HEADERS and name in headers:
+                # Which copy would a proxy or the app believe? Refuse rather than guess.
+                await _reject(send, 400, "DUPLICATE_HEADER", f"more than one {name} header")
+                return
             headers.setdefault(name, raw_value.decode("latin-1"))
         host = split_host(headers.get("host", ""))
         if host not in self.allowed_hosts:

@@ -1,45 +1,113 @@
-"""Input checks for the API (pure): each returns the clean value or raises an ApiError."""
+"""Input checks for the API (pure): each returns the clean value or raises an ApiError.
+
+Every check runs before anything is written: a string the database or a JSON encoder
+cannot take (a lone surrogate such as ``"\\ud800"`` decodes fine from JSON but has no UTF-8
+form) is refused here with a 4xx, never found later as a 500 after a partial write.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
-from service.api.errors import InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
+from service.api.errors import ApiError, InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
 
 MAX_URL_LENGTH = 2048
 MAX_URI_LENGTH = 2048
 MAX_ID = 2**63 - 1
+MAX_JSON_DEPTH = 64
+"""Request bodies are flat objects; anything deeper is refused before ``json.loads`` recurses."""
+
+
+def json_depth_exceeds(raw: bytes | str, limit: int) -> bool:
+    """True when brackets nest deeper than ``limit`` (strings are skipped; pure, linear)."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    depth = 0
+    in_string = False
+    escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
+    if json_depth_exceeds(raw, MAX_JSON_DEPTH):
+        raise InvalidJson(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
     try:
         value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidJson(f"the body is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise InvalidJson("the body must be a JSON object")
     return value
 
 
-def server_url(value: Any) -> str:
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored or shown as is: a lone surrogate or a control character."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (not valid UTF-8)"
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        return "must not contain control characters (NUL, ESC, newlines, ...)"
+    return None
+
+
+def http_url(value: Any, field: str = "url", error: type[ApiError] = InvalidUrl) -> str:
+    """An absolute http(s) URL with a host, a port in 1..65535 when given, and no fragment."""
     if not isinstance(value, str) or not value:
-        raise InvalidUrl("url is required and must be a string", field="url")
+        raise error(f"{field} is required and must be a string", field=field)
     if len(value) > MAX_URL_LENGTH:
-        raise InvalidUrl(f"url is longer than {MAX_URL_LENGTH} characters", field="url")
+        raise error(f"{field} is longer than {MAX_URL_LENGTH} characters", field=field)
+    problem = text_problem(value)
+    if problem:
+        raise error(f"{field} {problem}", field=field)
     if any(ch.isspace() for ch in value):
-        raise InvalidUrl("url must not contain whitespace", field="url")
+        raise error(f"{field} must not contain whitespace", field=field)
     try:
         parts = urlsplit(value)
-        _ = parts.port  # raises ValueError on a bad port
+        port = parts.port  # raises ValueError on a bad port
     except ValueError as exc:
-        raise InvalidUrl(f"url is malformed: {exc}", field="url") from None
+        raise error(f"{field} is malformed: {exc}", field=field) from None
     if parts.scheme not in ("http", "https"):
-        raise InvalidUrl("url must start with http:// or https://", field="url")
+        raise error(f"{field} must start with http:// or https://", field=field)
     if not parts.hostname:
-        raise InvalidUrl("url has no host", field="url")
+        raise error(f"{field} has no host", field=field)
+    if port is not None and not 1 <= port <= 65535:
+        raise error(f"{field} has an invalid port {port}", field=field)
+    if parts.fragment or value.endswith("#"):
+        raise error(f"{field} must not have a #fragment", field=field)
     return value
+
+
+def server_url(value: Any) -> str:
+    return http_url(value)
+
+
+def host_address(url: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The URL's host as an IP address when it is a literal one, else None."""
+    host = urlsplit(url).hostname or ""
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return None
 
 
 def resource_uri(value: Any, field: str = "uri") -> str:
@@ -47,6 +115,9 @@ def resource_uri(value: Any, field: str = "uri") -> str:
         raise InvalidUri(f"{field} is required and must be a non-empty string", field=field)
     if len(value) > MAX_URI_LENGTH:
         raise InvalidUri(f"{field} is longer than {MAX_URI_LENGTH} characters", field=field)
+    problem = text_problem(value)
+    if problem:
+        raise InvalidUri(f"{field} {problem}", field=field)
     if any(ch.isspace() for ch in value):
         raise InvalidUri(f"{field} must not contain whitespace", field=field)
     if ":" not in value:

@@ -7,6 +7,7 @@ below reads the environment again.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import tomllib
@@ -128,6 +129,8 @@ def _coerce(name: str, raw: Any) -> Any:
             return Path(str(raw)).expanduser()
         if kind == "float":
             value = float(raw)
+            if not math.isfinite(value):  # nan would make every comparison False
+                raise ValueError("must be a finite number")
             if value < 0:
                 raise ValueError("must be >= 0")
             return value

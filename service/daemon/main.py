@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import contextlib
 import errno
-import logging
 import os
 import secrets
 import signal
@@ -36,7 +35,9 @@ import structlog
 import uvicorn
 
 from service._version import __version__
+from service.daemon import logs
 from service.daemon.config import ConfigError, Settings
+from service.daemon.logs import set_log_level
 from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
 from service.daemon.supervisor import Supervisor
@@ -53,52 +54,9 @@ STATUS_INTERVAL_S = 2.0
 BLOCK_LOOP_HOOK = "MCPSUB_TEST_BLOCK_LOOP_ON_SIGUSR1"
 """Test hook: when set to 1, SIGUSR1 blocks the event loop for 2 s (the watchdog must stop)."""
 
-_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "msg": logging.INFO,
-    "warn": logging.WARNING,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "exception": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "fatal": logging.CRITICAL,
-}
-_min_level = [logging.INFO]
-
-
-def _level_filter(_logger: Any, method_name: str, event_dict: Any) -> Any:
-    # A processor rather than make_filtering_bound_logger(level): loggers are cached on first
-    # use, so only a processor can follow a log level changed by a reload.
-    if _LEVELS.get(method_name, logging.INFO) < _min_level[0]:
-        raise structlog.DropEvent
-    return event_dict
-
-
-def set_log_level(level: str) -> None:
-    _min_level[0] = getattr(logging, level.upper(), logging.INFO)
-
 
 def configure_logging(settings: Settings) -> None:
-    set_log_level(settings.log_level)
-    json_logs = settings.log_format == "json" or (
-        settings.log_format == "auto" and not sys.stderr.isatty()
-    )
-    renderer: Any = (
-        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer()
-    )
-    structlog.configure(
-        processors=[
-            _level_filter,
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
-    )
+    logs.configure_logging(settings.log_level, settings.log_format)
 
 
 def raise_open_file_limit() -> tuple[int, int]:

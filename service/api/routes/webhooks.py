@@ -7,6 +7,7 @@ deliveries wakes the dispatcher, so a retry or a re-enabled target goes out at o
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from service.api import validate
-from service.api.errors import ApiError, BodyTooLarge, InvalidParameter, InvalidUrl
+from service.api.errors import ApiError, BodyTooLarge, InvalidParameter
 from service.api.state import ApiState, api_state
 from service.api.views import camel
 from service.webhooks.outbox import FINAL_STATES, MODES, OPEN_STATES, Delivery, Target
@@ -46,6 +47,14 @@ class DeliveryNotFound(ApiError):
     default_hint = "list the deliveries with `mcpsubctl deliveries list` (GET /v1/deliveries)"
 
 
+class PrivateTarget(ApiError):
+    error_code = "PRIVATE_TARGET"
+    default_hint = (
+        "link-local and cloud-metadata targets are refused; pass allowPrivateTarget: true "
+        "(`mcpsubctl webhook add --allow-private-target`) if you really mean it"
+    )
+
+
 class InvalidSecret(ApiError):
     error_code = "INVALID_SECRET"
     default_hint = "pass whsec_ followed by the base64 of 24 to 64 random bytes, or omit it"
@@ -62,27 +71,55 @@ def delivery_json(delivery: Delivery) -> dict[str, Any]:
 
 
 # ---- input checks (pure) ---------------------------------------------------------------
-def webhook_url(value: Any) -> str:
-    """http(s) only; scheme, host and port are checked here, once, at creation."""
-    if not isinstance(value, str) or not value:
-        raise InvalidUrl("url is required and must be a string", field="url")
-    if len(value) > validate.MAX_URL_LENGTH:
-        raise InvalidUrl(f"url is longer than {validate.MAX_URL_LENGTH} characters", field="url")
-    if any(ch.isspace() for ch in value):
-        raise InvalidUrl("url must not contain whitespace", field="url")
-    try:
-        parts = urlsplit(value)
-        port = parts.port  # raises ValueError on a bad port
-    except ValueError as exc:
-        raise InvalidUrl(f"url is malformed: {exc}", field="url") from None
-    if parts.scheme not in ("http", "https"):
-        raise InvalidUrl("url must start with http:// or https://", field="url")
-    if not parts.hostname:
-        raise InvalidUrl("url has no host", field="url")
-    if port is not None and not 1 <= port <= 65535:
-        raise InvalidUrl(f"url has an invalid port {port}", field="url")
-    if parts.fragment:
-        raise InvalidUrl("url must not have a #fragment", field="url")
+METADATA_ADDRESSES = frozenset(
+    {
+        ipaddress.ip_address("169.254.169.254"),  # AWS, GCP, Azure, OpenStack
+        ipaddress.ip_address("fd00:ec2::254"),  # AWS over IPv6
+        ipaddress.ip_address("100.100.100.200"),  # Alibaba Cloud
+    }
+)
+METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
+
+
+def private_target_problem(url: str) -> str | None:
+    """Why ``url`` points at a link-local or cloud-metadata address (None when it does not).
+
+    Loopback targets are allowed: the daemon serves one user on one machine, and a receiver
+    on 127.0.0.1 is the common case. Link-local (169.254.0.0/16, fe80::/10) and metadata
+    addresses hold credentials a webhook body must never be able to reach by accident.
+    Only literal addresses and well-known metadata names are judged (no DNS lookup here).
+    """
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host in METADATA_HOSTS:
+        return f"{host} is a cloud metadata service"
+    address = validate.host_address(url)
+    if address is None:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address in METADATA_ADDRESSES:
+        return f"{address} is a cloud metadata address"
+    if address.is_link_local:
+        return f"{address} is a link-local address"
+    if address.is_unspecified:
+        return f"{address} is the unspecified address"
+    return None
+
+
+def webhook_url(value: Any, *, allow_private: bool = False) -> str:
+    """http(s) only; scheme, host, port and the private-target rule are checked here, once."""
+    url = validate.http_url(value)
+    problem = private_target_problem(url)
+    if problem and not allow_private:
+        raise PrivateTarget(f"url refused: {problem}", field="url")
+    return url
+
+
+def flag(value: Any, field: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidParameter(f"{field} must be true or false", field=field)
     return value
 
 
@@ -99,6 +136,9 @@ def uri_patterns(value: Any) -> list[str]:
             raise InvalidParameter(
                 f"{field} entries must be non-empty strings without spaces", field=field
             )
+        problem = validate.text_problem(item)
+        if problem or len(item) > validate.MAX_URI_LENGTH:
+            raise InvalidParameter(f"{field} entry {problem or 'is too long'}", field=field)
     return list(value)
 
 
@@ -214,6 +254,10 @@ _CREATE_BODY = _body_schema(
         "subscriptionIds": {"type": "array", "items": {"type": "integer"}},
         "mode": {"type": "string", "enum": list(MODES)},
         "secret": {"type": "string", "description": "whsec_…; generated when absent"},
+        "allowPrivateTarget": {
+            "type": "boolean",
+            "description": "allow a link-local or cloud-metadata target (refused by default)",
+        },
     },
     ["url"],
 )
@@ -232,13 +276,20 @@ _RECOVER_BODY = _body_schema(
     "/v1/webhooks",
     status_code=201,
     openapi_extra=_CREATE_BODY,
-    responses={400: {"description": "INVALID_URL, INVALID_PARAMETER or INVALID_SECRET"}},
+    responses={
+        400: {
+            "description": "INVALID_JSON, INVALID_URL, INVALID_PARAMETER, INVALID_SECRET "
+            "or PRIVATE_TARGET"
+        }
+    },
 )
 async def create_webhook(request: Request) -> dict[str, Any]:
     """A new target; the answer holds its ``secret``, which is never shown again."""
     state = api_state(request)
     body = await _json_body(request, state)
-    url = webhook_url(body.get("url"))
+    url = webhook_url(
+        body.get("url"), allow_private=flag(body.get("allowPrivateTarget"), "allowPrivateTarget")
+    )
     patterns = uri_patterns(body.get("uriPatterns"))
     sub_ids = subscription_ids(body.get("subscriptionIds"))
     chosen_mode = mode(body.get("mode"))

@@ -292,6 +292,8 @@ def test_ctl_exit_code_table() -> None:
         "WEBHOOK_NOT_FOUND": 7,
         "DELIVERY_NOT_FOUND": 7,
         "INVALID_SECRET": 2,
+        "PRIVATE_TARGET": 2,
+        "DUPLICATE_HEADER": 2,
         "WEBHOOK_TEST_FAILED": 5,
         "INTERNAL_ERROR": 70,
     }

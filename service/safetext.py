@@ -1,0 +1,81 @@
+"""Make text from servers and users safe to show (pure).
+
+Two jobs, used by every place that prints or logs such text:
+
+* :func:`terminal_safe` escapes what a terminal would act on instead of showing: C0 and C1
+  control characters (ESC starts ANSI sequences, CR rewrites a line, BEL rings), DEL, and the
+  Unicode bidirectional controls that reorder what is shown (U+202E "Trojan Source"). Each
+  becomes a visible ``\\xNN`` / ``\\uNNNN``; ordinary text, backslashes included, is returned
+  unchanged, so output for normal text stays byte-identical.
+* :func:`redact_urls` replaces the ``user:password@`` part of every URL in a string with
+  ``***@``, so credentials in a server URL never reach a log, a table or a bug report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff]")
+_UNSAFE_KEEP_LINES = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff]"
+)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*@")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` with control and bidi characters escaped; ``keep_lines`` keeps ``\\n``/``\\t``
+    (for multi-line content such as a resource's text)."""
+    pattern = _UNSAFE_KEEP_LINES if keep_lines else _UNSAFE
+    return pattern.sub(_escape, text)
+
+
+def redact_urls(text: str) -> str:
+    """Every ``scheme://user:pass@host`` in ``text`` becomes ``scheme://***@host``."""
+    if "@" not in text:
+        return text
+    return _USERINFO.sub(r"\1***@", text)
+
+
+def shown(value: object) -> str:
+    """A value from a server or a user as one safe line: redacted and escaped."""
+    return terminal_safe(redact_urls(str(value)))
+
+
+class SafeStream:
+    """A text stream that escapes what :func:`terminal_safe` escapes (lines and tabs kept).
+
+    Installed over ``sys.stderr`` by both CLIs (:func:`safe_stderr`), so no diagnostic, whatever
+    text from a server it quotes, can drive the terminal. Normal text passes byte for byte."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(terminal_safe(text, keep_lines=True))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@contextlib.contextmanager
+def safe_stderr() -> Iterator[None]:
+    """``sys.stderr`` wrapped in a :class:`SafeStream` for the duration (restored after)."""
+    original = sys.stderr
+    sys.stderr = SafeStream(original)
+    try:
+        yield
+    finally:
+        sys.stderr = original

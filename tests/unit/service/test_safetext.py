@@ -1,0 +1,93 @@
+"""service.safetext and the pure parts of issue 11 points 10-12 (escaping, redaction, limits)."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from cli.daemon_cmds import event_line, table
+from service.daemon.config import ConfigError, load_settings
+from service.daemon.logs import RepeatLimiter
+from service.safetext import SafeStream, redact_urls, safe_stderr, shown, terminal_safe
+
+
+@pytest.mark.parametrize(
+    ("raw", "safe"),
+    [
+        ("\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"),
+        ("a\rb\x07\x00", "a\\x0db\\x07\\x00"),
+        ("c1 \x9b2J", "c1 \\x9b2J"),
+        ("file\u202etxt.exe", "file\\u202etxt.exe"),
+        ("\u2066iso\u2069 \u200f", "\\u2066iso\\u2069 \\u200f"),
+        ("lone \ud800", "lone \\ud800"),
+        ("two\nlines\ttab", "two\\x0alines\\x09tab"),
+    ],
+)
+def test_terminal_safe_escapes_what_a_terminal_acts_on(raw: str, safe: str) -> None:
+    assert terminal_safe(raw) == safe
+    assert all(ch.isprintable() for ch in terminal_safe(raw))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "C:\\path\\x1b literally", "naïve 日本語 ✓ emoji 🎉", "test://review/status", ""],
+)
+def test_normal_text_is_unchanged(text: str) -> None:
+    assert terminal_safe(text) == text == terminal_safe(text, keep_lines=True)
+
+
+def test_keep_lines_keeps_newlines_and_tabs_only() -> None:
+    assert terminal_safe("a\nb\tc\r\x1b", keep_lines=True) == "a\nb\tc\\x0d\\x1b"
+
+
+@pytest.mark.parametrize(
+    ("raw", "redacted"),
+    [
+        ("http://user:pw@h:1/mcp", "http://***@h:1/mcp"),
+        ("GET https://tok@h/x failed", "GET https://***@h/x failed"),
+        ("http://h/x?to=a@b.c", "http://h/x?to=a@b.c"),
+        ("mail me at a@b.c", "mail me at a@b.c"),
+        ("two http://a:b@x and http://c:d@y", "two http://***@x and http://***@y"),
+    ],
+)
+def test_redact_urls(raw: str, redacted: str) -> None:
+    assert redact_urls(raw) == redacted
+
+
+def test_cli_tables_and_event_lines_are_escaped_and_redacted() -> None:
+    text = table(("URL", "URI"), [["http://u:secret@h/mcp", "test://a\x1b]0;pwned\x07"]])
+    assert "secret" not in text and "***@h" in text
+    assert "\x1b" not in text and "\\x1b]0;pwned\\x07" in text
+    line = event_line({"id": 1, "type": "resource.updated", "uri": "test://\u202eevil"})
+    assert "\u202e" not in line and "\\u202e" in line
+
+
+def test_safe_stream_escapes_everything_but_lines() -> None:
+    sink = io.StringIO()
+    stream = SafeStream(sink)
+    assert stream.write("err \x1b[2J\nnext\n") == len("err \x1b[2J\nnext\n")
+    assert sink.getvalue() == "err \\x1b[2J\nnext\n"
+    original = sys.stderr
+    with safe_stderr():
+        assert isinstance(sys.stderr, SafeStream)
+    assert sys.stderr is original
+    assert shown("http://a:b@h/\x1b") == "http://***@h/\\x1b"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e999"])
+def test_non_finite_numbers_are_config_errors(value: str) -> None:
+    with pytest.raises(ConfigError, match="keepalive_s"):
+        load_settings(env={"MCPSUB_KEEPALIVE_S": value})
+
+
+def test_repeat_limiter_lets_one_through_per_window_and_counts_the_rest() -> None:
+    limiter = RepeatLimiter(window_s=10.0, max_tracked=4)
+    assert limiter.check("emfile", 0.0) == 0
+    assert all(limiter.check("emfile", 0.001 * i) is None for i in range(1, 5000))
+    assert limiter.check("other", 1.0) == 0
+    assert limiter.check("emfile", 10.5) == 4999
+    for i in range(10):  # many distinct keys: bounded memory, still lets new keys through
+        assert limiter.check(f"k{i}", 11.0) == 0
+    assert len(limiter._seen) <= 4
