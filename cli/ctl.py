@@ -282,12 +282,22 @@ def _follow(args: argparse.Namespace, uris: list[str], timeout_ms: float | None)
     )
     base = float(os.environ.get("MCPSUB_BACKOFF_BASE_S", "1.0"))
     backoff = Backoff(base_s=base, cap_s=max(base, 60.0))
+    try:
+        relisten_per_minute = max(1, int(os.environ.get("MCPSUB_RELISTEN_PER_MINUTE", "60")))
+    except ValueError:
+        relisten_per_minute = 60
 
     def emit(record: dict[str, Any]) -> None:
         _emit(json.dumps(record, separators=(",", ":"), ensure_ascii=False))
 
     async def run() -> None:
-        task = follow(options, emit, backoff=backoff, max_events=args.max_events)
+        task = follow(
+            options,
+            emit,
+            backoff=backoff,
+            max_events=args.max_events,
+            relisten_per_minute=relisten_per_minute,
+        )
         if timeout_ms is None:
             await task
         else:

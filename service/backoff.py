@@ -33,3 +33,39 @@ class Backoff:
     def next_attempt(self, attempt: int, healthy_for_s: float) -> int:
         """The attempt number after a loss, given how long the link had been healthy."""
         return 0 if healthy_for_s >= self.healthy_reset_s else attempt + 1
+
+
+class ListenBudget:
+    """At most ``limit`` listens per ``window_s`` seconds: the guard against a tight loop.
+
+    A graceful close (or the loss of an acknowledged stream) is re-listened at once, without
+    backoff, because proxies cut long responses every 30-100 s and that is not a failure.
+    A server that acknowledges and then closes in a tight loop would turn that rule into a
+    request storm; this sliding window bounds it without penalising a server that closes
+    every few seconds. Pure: the caller passes the clock.
+    """
+
+    def __init__(self, limit: int, window_s: float = 60.0) -> None:
+        self.limit = max(1, limit)
+        self.window_s = window_s
+        self._times: list[float] = []
+
+    def _trim(self, now: float) -> None:
+        cutoff = now - self.window_s
+        while self._times and self._times[0] <= cutoff:
+            self._times.pop(0)
+
+    def wait_s(self, now: float) -> float:
+        """Seconds until one more listen is allowed (0.0 when it is allowed now)."""
+        self._trim(now)
+        if len(self._times) < self.limit:
+            return 0.0
+        return max(0.0, self._times[0] + self.window_s - now)
+
+    def record(self, now: float) -> None:
+        self._trim(now)
+        self._times.append(now)
+
+    def used(self, now: float) -> int:
+        self._trim(now)
+        return len(self._times)

@@ -2,20 +2,24 @@
 
 A notification is an invalidation, never a payload: after every acknowledgement (the first
 and every one after a reconnect, since nothing is replayed) all URIs are read again, and
-after every ``resources/updated`` the named URI is read. Losses are retried with full-jitter
-backoff; failures that retrying cannot fix (protocol unsupported, auth, not honored) end the
-follow with an error.
+after every ``resources/updated`` the named URI is read. The daemon's rule (issue 10 §3):
+a stream that ends after its ack (graceful close, or a drop: proxies cut long responses)
+is re-listened at once with a small jitter; full-jitter backoff grows only while
+(re)connecting fails and resets on every ack; a listen budget per minute stops a server
+that acks and closes in a tight loop. Failures that retrying cannot fix (protocol
+unsupported, auth, not honored) end the follow with an error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable
 from typing import Any
 
 from service.actions import extract_next_action
-from service.backoff import Backoff
+from service.backoff import Backoff, ListenBudget
 from service.mcp import wire
 from service.mcp.client import McpClient
 from service.mcp.errors import (
@@ -45,9 +49,12 @@ async def follow(
     *,
     backoff: Backoff | None = None,
     max_events: int | None = None,
+    relisten_per_minute: int = 60,
+    relisten_jitter_s: float = 0.25,
 ) -> None:
     """Run until cancelled, ``options.timeout_s`` passes, or ``max_events`` reads were emitted."""
     backoff = backoff or Backoff(base_s=1.0, cap_s=60.0)
+    budget = ListenBudget(relisten_per_minute)
     uris = options.uris
     emitted = 0
     generation = 0
@@ -78,9 +85,25 @@ async def follow(
     ) as client:
         await client.discover()
         while True:
-            opened_at = time.monotonic()
+            wait = budget.wait_s(time.monotonic())
+            if wait > 0:
+                emit(
+                    {
+                        "type": "throttled",
+                        "serverUrl": options.url,
+                        "generation": generation,
+                        "reason": f"{budget.used(time.monotonic())} listens in the last minute",
+                        "retryInMs": round(wait * 1000),
+                    }
+                )
+                await asyncio.sleep(wait)
+                continue
+            budget.record(time.monotonic())
+            acked = False
             try:
                 async with client.listen({"resourceSubscriptions": list(uris)}) as stream:
+                    acked = True
+                    attempt = 0
                     generation += 1
                     missing = [u for u in uris if u not in stream.honored_uris]
                     if missing:
@@ -104,8 +127,12 @@ async def follow(
             except Exception as exc:
                 if not _retryable(exc):
                     raise
-                attempt = backoff.next_attempt(attempt, time.monotonic() - opened_at)
-                delay = backoff.delay(attempt)
+                if acked:
+                    # The stream had been acknowledged: not a failure, re-listen at once.
+                    delay = random.uniform(0.0, relisten_jitter_s)
+                else:
+                    attempt += 1
+                    delay = backoff.delay(attempt)
                 emit(
                     {
                         "type": "lost",

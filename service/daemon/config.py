@@ -56,6 +56,10 @@ class Settings:
     healthy_reset_s: float = 60.0
     not_honored_retry_s: float = 300.0
     login_retry_s: float = 300.0
+    relisten_per_minute: int = 60
+    """Cap on listens per link per minute; a server that closes faster parks in ``throttled``."""
+    relisten_jitter_s: float = 0.25
+    """Upper bound of the random pause before re-listening after a close (spreads a stampede)."""
     protocol_recheck_s: float = 3600.0
     """A server that cannot speak 2026-07-28 is re-checked this often (and on resubscribe)."""
     token_check_s: float = 60.0

@@ -3,22 +3,29 @@
 Lifecycle (one task per link, readable top to bottom in :meth:`ServerLink.run`)::
 
     resolve token -> discover -> listen(all URIs) -> ack -> generation+1 -> re-read
-         ^                                                     |
-         |  backoff (full jitter)   <- lost / closed / 5xx <---+-- notifications -> re-read URI
-         |                                                     |
+         ^                                             ^       |
+         |                                             |       +-- notifications -> re-read URI
+         |                    closed / lost / silent --+-------+   (re-listen at once, jitter)
+         |  backoff (full jitter) <- connect / listen / discover failed, 5xx
+         |
          +-- URI set changed: listen(new set) -> ack -> close old stream (make-before-break)
 
-Nothing is replayed by MCP servers, so every new acknowledgement after a loss is followed by a
-re-read of every URI; a URI-set change re-reads the added URIs. A keep-alive watchdog treats a
-stream that sent no byte for three keep-alive intervals as lost. Authentication problems park
-the link in ``login_required`` and a server that cannot speak 2026-07-28 in ``error``; both
-retry on a slow schedule instead of hammering.
+Nothing is replayed by MCP servers, so every new acknowledgement is followed by a re-read of
+every URI; a URI-set change re-reads the added URIs. A stream that ends after its ack (the
+server's graceful close, or a drop; proxies cut long responses every 30-100 s) is not a
+failure: the link re-listens at once, and the backoff, which grows only while connecting
+fails, resets on every ack. A per-link budget (``relisten_per_minute``) stops a server that
+acks and closes in a tight loop (state ``throttled``). A keep-alive watchdog treats a stream
+that sent no byte for three keep-alive intervals as lost (the replacement is opened before
+the silent one is closed). Authentication problems park the link in ``login_required`` and a
+server that cannot speak 2026-07-28 in ``error``; both retry on a slow schedule.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,7 +33,7 @@ from typing import Any
 import httpx
 import structlog
 
-from service.backoff import Backoff
+from service.backoff import Backoff, ListenBudget
 from service.daemon.config import Settings
 from service.daemon.refresher import ReadTarget, UriRefresher
 from service.mcp import wire
@@ -49,6 +56,24 @@ TokenProvider = Callable[[str], Awaitable[str | None]]
 
 class LoginRequired(McpError):
     error_code = "AUTH_LOGIN_REQUIRED"
+
+
+RELISTEN_LIMIT_HINT = (
+    "the server (or a proxy in front of it) keeps ending listen streams right after "
+    "acknowledging them; mcpsubd re-listens at most relisten_per_minute times a minute per "
+    "server and waits for the window to pass; check the proxy's response timeouts"
+)
+
+
+class _Throttled(Exception):
+    """Internal: the link used its listen budget; wait ``wait_s`` before listening again."""
+
+    def __init__(self, used: int, wait_s: float) -> None:
+        super().__init__(
+            f"{used} listens in the last minute (relisten_per_minute); "
+            f"listening again in {wait_s:.1f} s"
+        )
+        self.wait_s = wait_s
 
 
 class _Restart(Exception):
@@ -84,6 +109,10 @@ class ServerLink:
             cap_s=settings.backoff_cap_s,
             healthy_reset_s=settings.healthy_reset_s,
         )
+        self.budget = ListenBudget(settings.relisten_per_minute)
+        self.relistens = 0
+        """Streams re-opened at once after a close or loss (not failures)."""
+        self._acked_this_session = False
         self.wanted: dict[str, int] = {}
         """URI -> subscription id."""
         self.refreshers: dict[str, UriRefresher] = {}
@@ -144,7 +173,8 @@ class ServerLink:
 
     def status(self) -> dict[str, Any]:
         circuit = {"open": "closed", "backoff": "open", "connecting": "half_open"}.get(
-            self.state, "open" if self.state in ("login_required", "error") else "closed"
+            self.state,
+            "open" if self.state in ("login_required", "error", "throttled") else "closed",
         )
         return {
             "serverId": self.server_id,
@@ -156,6 +186,7 @@ class ServerLink:
             "lastErrorHint": self.last_error_hint,
             "backoffUntil": self.backoff_until,
             "reconnects": self.reconnects,
+            "relistens": self.relistens,
             "streamOpen": self.stream is not None and self.state == "open",
             "honoredUris": sorted(self.honored),
             "uris": sorted(self.wanted),
@@ -173,12 +204,17 @@ class ServerLink:
                 self._changed.clear()
                 await self._changed.wait()
                 continue
-            started = time.monotonic()
+            self._acked_this_session = False
             try:
                 await self._session()
                 delay = 0.0
             except asyncio.CancelledError:
                 raise
+            except _Throttled as exc:
+                await self._fail(
+                    "throttled", "RELISTEN_LIMIT", str(exc), exc.wait_s, hint=RELISTEN_LIMIT_HINT
+                )
+                delay = exc.wait_s
             except (LoginRequired, ProtocolUnsupported) as exc:
                 # Terminal until something changes: no fast loop. A server that cannot speak
                 # 2026-07-28 is re-checked hourly (protocol_recheck_s), on resubscribe or
@@ -190,7 +226,8 @@ class ServerLink:
                 await self._fail(state, exc.error_code, str(exc), slow, hint=exc.hint)
                 delay = slow
             except Exception as exc:
-                attempt = self.backoff.next_attempt(attempt, time.monotonic() - started)
+                # Backoff grows only while connecting fails; every ack resets it.
+                attempt = 0 if self._acked_this_session else attempt + 1
                 delay = self.backoff.delay(attempt)
                 code = (
                     exc.code if isinstance(exc, _Restart) else getattr(exc, "error_code", "ERROR")
@@ -281,6 +318,7 @@ class ServerLink:
         queue: asyncio.Queue[tuple[int, ListenEvent | McpError]] = asyncio.Queue()
         reader: asyncio.Task[None] | None = None
         try:
+            self._spend_listen()
             stream, reader = await self._relisten(client, queue, reader, reread="all")
             self.stream = stream
             while True:
@@ -298,7 +336,10 @@ class ServerLink:
                 if get in done:
                     generation, item = get.result()
                     if generation == self.generation:
-                        await self._handle(item)
+                        ended = await self._handle(item)
+                        if ended is not None:
+                            stream, reader = await self._reopen(client, queue, reader, ended)
+                            self.stream = stream
                 if change in done:
                     self._changed.clear()
                     if self.wanted and set(self.wanted) != self.listened:
@@ -311,12 +352,45 @@ class ServerLink:
                     self.stream = stream
                 if self._silent_for is not None:
                     self._silent_for = None
-                    raise _Restart(
-                        f"no bytes for {watchdog:g} s (keep-alive watchdog)", "KEEPALIVE_TIMEOUT"
+                    # Make-before-break: the silent stream is closed once the new one is acked.
+                    stream, reader = await self._reopen(
+                        client, queue, reader, f"no bytes for {watchdog:g} s (keep-alive watchdog)"
                     )
+                    self.stream = stream
         finally:
             if reader is not None:
                 reader.cancel()
+
+    def _spend_listen(self) -> None:
+        now = time.monotonic()
+        wait = self.budget.wait_s(now)
+        if wait > 0:
+            raise _Throttled(self.budget.used(now), wait)
+        self.budget.record(now)
+
+    async def _reopen(
+        self,
+        client: McpClient,
+        queue: asyncio.Queue[tuple[int, ListenEvent | McpError]],
+        reader: asyncio.Task[None] | None,
+        reason: str,
+    ) -> tuple[ListenStream, asyncio.Task[None]]:
+        """Re-listen at once after an acknowledged stream ended (issue 10 §3).
+
+        Not a failure: no backoff, only a small random pause so that a server that closes
+        every stream at once (a restart, a proxy timeout) is not hit by all links together.
+        A failure to re-listen propagates and is backed off by :meth:`run`.
+        """
+        self._spend_listen()
+        self.relistens += 1
+        self.reconnects += 1
+        self._stats["relistens_total"] = self._stats.get("relistens_total", 0) + 1
+        log.info("listen stream ended; re-listening", url=self.url, reason=reason)
+        self.state = "connecting"
+        jitter = self._settings.relisten_jitter_s
+        if jitter > 0:
+            await asyncio.sleep(random.uniform(0.0, jitter))
+        return await self._relisten(client, queue, reader, reread="all")
 
     def tick(self, now: float) -> None:
         """The supervisor's periodic check (one task for all links, not a timer per link).
@@ -371,6 +445,7 @@ class ServerLink:
             if exc.error_code == "AUTH_FAILED":
                 raise LoginRequired(f"the server refused our credentials: {exc}") from exc
             raise _Restart(f"listen refused: {exc}", "SUBSCRIPTION_FAILED") from exc
+        self._acked_this_session = True
         self.generation = await self._store.bump_generation(self.server_id)
         old_stream = self.stream
         if old_reader is not None:
@@ -430,19 +505,20 @@ class ServerLink:
             log.exception("listen reader crashed", url=self.url)
             await queue.put((generation, McpError(f"listen reader crashed: {exc!r}"[:300])))
 
-    async def _handle(self, item: ListenEvent | McpError) -> None:
+    async def _handle(self, item: ListenEvent | McpError) -> str | None:
+        """Act on one stream event; returns why the stream ended when it should be reopened."""
         if isinstance(item, McpError):
             raise _Restart(f"listen stream broke the protocol: {item}", item.error_code)
         if isinstance(item, Notified):
             if item.method == wire.RESOURCE_UPDATED and item.uri:
                 self._on_updated(item.uri)
-            return
+            return None
         if isinstance(item, Closed):
-            raise _Restart("the server closed the listen stream", "SUBSCRIPTION_CLOSED")
+            return "the server closed the listen stream"
+        if isinstance(item, Lost):
+            return f"the listen stream was lost: {item.reason}"
         if isinstance(item, Failed):
             raise _Restart(f"the listen stream failed: {item.error}", "SUBSCRIPTION_FAILED")
-        if isinstance(item, Lost):
-            raise _Restart(f"the listen stream was lost: {item.reason}")
         raise ListenLost(f"unexpected listen event {item!r}")
 
     def _on_updated(self, uri: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
@@ -213,6 +214,63 @@ def test_follow_reconnects_and_rereads_after_every_ack(lab_server_factory) -> No
     assert reads[-1]["trigger"] == "acknowledged"
     assert reads[-1]["generation"] > reads[0]["generation"]
     assert any(r["type"] == "lost" for r in records)
+
+
+def test_follow_relistens_at_once_after_each_close(lab_server_factory) -> None:
+    """Issue 10 §3: a closed stream is not a failure; no backoff between the re-listens."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    lab.configure(closeAfterAckMs=150)
+    result = run_cli(
+        "mcpsubctl",
+        "probe",
+        "--url",
+        lab.url,
+        "--uri",
+        REVIEW,
+        "--follow",
+        "--max-events",
+        "6",
+        "--json",
+        timeout=60,
+    )
+    assert result.code == 0, result.stderr
+    records = result.ndjson
+    reads = [r for r in records if r["type"] == "read"]
+    lost = [r for r in records if r["type"] == "lost"]
+    assert len(reads) == 6 and all(r["trigger"] == "acknowledged" for r in reads)
+    assert [r["generation"] for r in reads] == [1, 2, 3, 4, 5, 6]
+    assert len(lost) == 5
+    assert all(r["retryInMs"] <= 250 for r in lost), lost
+
+
+def test_follow_throttles_a_server_closing_in_a_loop(lab_server_factory) -> None:
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    lab.configure(closeAfterAckMs=0)
+    proc = spawn_cli(
+        "mcpsubctl",
+        "probe",
+        "--url",
+        lab.url,
+        "--uri",
+        REVIEW,
+        "--follow",
+        "--json",
+        env={"MCPSUB_RELISTEN_PER_MINUTE": "3"},
+    )
+    lab.wait_event("listen.acknowledged", count=3, timeout=10)
+    try:
+        first = ""
+        while '"throttled"' not in first:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()
+            assert first, "follow ended without a throttled record"
+        record = json.loads(first)
+        assert record["retryInMs"] > 30_000
+        assert len(lab.log()) > 0
+        assert len([e for e in lab.log() if e["event"] == "listen.acknowledged"]) == 3
+    finally:
+        proc.send_signal(signal.SIGINT)
+        finish(proc, timeout=10)
 
 
 def test_follow_stops_cleanly_on_sigint(lab_server: LabServer) -> None:

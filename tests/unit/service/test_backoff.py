@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from service.backoff import Backoff
+from service.backoff import Backoff, ListenBudget
 
 
 @pytest.mark.parametrize(
@@ -68,3 +68,29 @@ def test_next_attempt_resets_after_healthy_period() -> None:
     assert b.next_attempt(5, healthy_for_s=3600.0) == 0
     assert b.next_attempt(5, healthy_for_s=59.9) == 6
     assert b.next_attempt(0, healthy_for_s=0.0) == 1
+
+
+def test_listen_budget_allows_limit_per_window() -> None:
+    budget = ListenBudget(3, window_s=60.0)
+    for t in (0.0, 1.0, 2.0):
+        assert budget.wait_s(t) == 0.0
+        budget.record(t)
+    assert budget.wait_s(2.5) == pytest.approx(57.5)
+    assert budget.used(2.5) == 3
+    # The oldest listen leaves the window at t=60: one more is allowed, not three.
+    assert budget.wait_s(60.0) == 0.0
+    budget.record(60.0)
+    assert budget.wait_s(60.5) == pytest.approx(0.5)
+
+
+def test_listen_budget_does_not_penalise_a_30s_closer() -> None:
+    budget = ListenBudget(60)
+    for n in range(1000):
+        now = n * 30.0
+        assert budget.wait_s(now) == 0.0
+        budget.record(now)
+    assert budget.used(1000 * 30.0) <= 2
+
+
+def test_listen_budget_limit_is_at_least_one() -> None:
+    assert ListenBudget(0).limit == 1
