@@ -36,6 +36,7 @@ class Subscription:
     uri: str
     state: str
     state_reason: str | None
+    state_code: str | None
     content_hash: str | None
     revision: int
     last_read_at: float | None

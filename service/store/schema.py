@@ -48,6 +48,8 @@ subscriptions = Table(
     Column("uri", Text, nullable=False),
     Column("state", String(32), nullable=False, server_default="pending"),
     Column("state_reason", Text),
+    # state_code: the stable error code of an `error` state (RESOURCE_NOT_FOUND, …).
+    Column("state_code", String(64)),
     Column("content_hash", String(64)),
     Column("revision", Integer, nullable=False, server_default="0"),
     Column("read_generation", Integer),
@@ -55,6 +57,8 @@ subscriptions = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     UniqueConstraint("server_id", "uri", name="uq_subscriptions_server_uri"),
+    # Ids are never reused (migration 0003): an old event never points at a new object.
+    sqlite_autoincrement=True,
 )
 
 revisions = Table(
@@ -113,6 +117,7 @@ webhook_targets = Table(
     Column("last_success_at", Float),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    sqlite_autoincrement=True,
 )
 
 deliveries = Table(
@@ -136,6 +141,7 @@ deliveries = Table(
     Column("updated_at", Float, nullable=False),
     Column("delivered_at", Float),
     UniqueConstraint("webhook_id", name="uq_deliveries_webhook_id"),
+    sqlite_autoincrement=True,
 )
 
 Index("ix_deliveries_due", deliveries.c.state, deliveries.c.next_attempt_at)

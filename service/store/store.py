@@ -50,6 +50,7 @@ SUBSCRIPTION_COLUMNS = (
     schema.subscriptions.c.uri,
     schema.subscriptions.c.state,
     schema.subscriptions.c.state_reason,
+    schema.subscriptions.c.state_code,
     schema.subscriptions.c.content_hash,
     schema.subscriptions.c.revision,
     schema.subscriptions.c.last_read_at,
@@ -353,9 +354,18 @@ class Store:
             )
 
     async def set_subscription_state(
-        self, subscription_ids: Sequence[int], state: str, reason: str | None = None
+        self,
+        subscription_ids: Sequence[int],
+        state: str,
+        reason: str | None = None,
+        *,
+        code: str | None = None,
     ) -> list[Event]:
-        """Set the state; an event is logged for every subscription whose state changed."""
+        """Set the state; an event is logged for every subscription whose state changed.
+
+        ``code`` is the stable error code of the state (``RESOURCE_NOT_FOUND``, …), kept in
+        ``state_code`` and the event's data so scripts need not parse ``reason``.
+        """
         if not subscription_ids:
             return []
         changed: list[Event] = []
@@ -378,7 +388,9 @@ class Store:
                 await conn.execute(
                     update(schema.subscriptions)
                     .where(schema.subscriptions.c.id.in_([r.id for r in rows]))
-                    .values(state=state, state_reason=reason, updated_at=time.time())
+                    .values(
+                        state=state, state_reason=reason, state_code=code, updated_at=time.time()
+                    )
                 )
             for row in rows:
                 changed.append(
@@ -388,7 +400,12 @@ class Store:
                         subscription_id=row.id,
                         server_url=row.url,
                         uri=row.uri,
-                        data={"state": state, "reason": reason, "previous": row.state},
+                        data={
+                            "state": state,
+                            "reason": reason,
+                            "code": code,
+                            "previous": row.state,
+                        },
                     )
                 )
         self._notify(changed)

@@ -106,7 +106,16 @@ async def test_state_changes_are_logged_once(store: Store) -> None:
     assert len(await store.set_subscription_state([sub.id], "active")) == 1
     assert await store.set_subscription_state([sub.id], "active") == []
     changed = await store.set_subscription_state([sub.id], "error", "boom")
-    assert changed[0].data == {"state": "error", "reason": "boom", "previous": "active"}
+    assert changed[0].data == {
+        "state": "error",
+        "reason": "boom",
+        "code": None,
+        "previous": "active",
+    }
+    coded = await store.set_subscription_state([sub.id], "error", "gone", code="RESOURCE_NOT_FOUND")
+    assert coded[0].data["code"] == "RESOURCE_NOT_FOUND"
+    got = await store.get_subscription(sub.id)
+    assert got is not None and (got.state_code, got.state_reason) == ("RESOURCE_NOT_FOUND", "gone")
     await store.set_server_state(sub.server_id, "open", connected=True, reconnect=True)
     server = await store.get_server(sub.server_id)
     assert server is not None and server.state == "open" and server.reconnects == 1
@@ -142,3 +151,27 @@ async def test_deliveries_commit_with_their_revision(store: Store) -> None:
     due = await repo.due(time.time() + 1, limit=10)
     assert [d.id for d in due] == [deliveries[0].id]
     assert await repo.signing_secrets(target.id) == [_secret]
+
+
+async def test_ids_are_never_reused(store: Store) -> None:
+    """Issue 10 §4: an old event (or a script's saved id) never points at a new object.
+
+    Without AUTOINCREMENT, SQLite hands the highest deleted id out again.
+    """
+    repo = WebhookRepository(store)
+    first_target, _ = await repo.create_target("http://127.0.0.1:9/a", uri_patterns=["test://*"])
+    sub, _ = await store.add_subscription(URL, "test://a")
+    gen = await store.bump_generation(sub.server_id)
+    await store.record_read(sub.id, sub.server_id, gen, contents("x"), "x")
+    (first_delivery,) = await repo.list_deliveries()
+    await store.remove_subscription(sub.id)
+    await repo.delete_target(first_target.id)  # cascades to its deliveries
+    assert await repo.list_deliveries() == []
+
+    target, _ = await repo.create_target("http://127.0.0.1:9/b", uri_patterns=["test://*"])
+    again, _ = await store.add_subscription(URL, "test://a")
+    await store.record_read(again.id, again.server_id, gen, contents("y"), "y")
+    (delivery,) = await repo.list_deliveries()
+    assert target.id > first_target.id
+    assert again.id > sub.id
+    assert delivery.id > first_delivery.id
