@@ -88,6 +88,7 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-lab-server",
         description="Reference MCP server (protocol revision 2026-07-28) for testing clients.",
+        epilog="`mcp-lab-server report --url URL` prints a running lab's per-client report.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
@@ -130,6 +131,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["report"]:  # `mcp-lab-server report --url …`: a client of a running lab
+        from labserver.report_cli import main as report_main
+
+        raise SystemExit(report_main(argv[1:]))
     settings = settings_from_env(os.environ)
     args = parse_args(argv, settings)
     lab = Lab(settings)

@@ -24,6 +24,8 @@ from labserver.faults import injected_answer
 from labserver.handlers import HANDLERS, RpcError
 from labserver.listen import open_listen
 from labserver.oauth import OAuthGateway, oauth_control_routes, oauth_routes
+from labserver.report import report_routes
+from labserver.requestinfo import CURRENT_REQUEST, describe
 from labserver.settings import DEFAULT_PATH, Settings
 from labserver.state import Lab
 from labserver.validation import (
@@ -102,6 +104,10 @@ async def mcp_endpoint(request: Request) -> Response:
             lab.log.record("http.error", status=401, code="invalid_token")
             return challenge
     body = await _read_capped(request, config.max_body_bytes) if request.method == "POST" else b""
+    # Who sent it (for the per-client verdicts); later entries of this request point here.
+    remote = request.client.host if request.client is not None else None
+    seen = lab.log.record("mcp.request", **describe(request.method, headers, body, remote))
+    CURRENT_REQUEST.set(seen["seq"])
     rejection = check_http(request.method, headers, body, auth_token=config.auth_token)
     if rejection is not None:
         return _reject(lab, rejection)
@@ -165,6 +171,7 @@ def create_app(
         Route(path, mcp_endpoint, methods=ALL_HTTP_METHODS, name=f"mcp:{path}") for path in paths
     ]
     routes.append(Route("/healthz", healthz, methods=["GET"]))
+    routes.extend(report_routes())  # read-only, so mounted without MCP_TEST_CONTROL too
     if oauth is not None:
         routes.extend(oauth_routes(paths, settings.path))
     if settings.control:

@@ -4,6 +4,11 @@ Tests assert orderings ("acknowledged, then notification sent, then read again")
 await events instead of sleeping, so every entry gets a monotonically increasing ``seq``
 that survives ``/lab/reset`` (which only drops the entries). The log is bounded so a
 long-running lab server cannot grow without limit.
+
+Entries recorded while an MCP request is being handled carry ``request``: the ``seq`` of
+that request's ``mcp.request`` entry (see :mod:`labserver.requestinfo`), so the per-client
+verdicts can tell whose read or listen an entry was. Observers (the verdict console line)
+are called after each append.
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Final
+
+from labserver.requestinfo import CURRENT_REQUEST
 
 MAX_ENTRIES: Final = 10_000
 
@@ -21,14 +29,20 @@ class EventLog:
         self._entries: deque[dict[str, Any]] = deque(maxlen=max_entries)
         self._seq = 0
         self._changed = asyncio.Event()
+        self.observers: list[Callable[[dict[str, Any]], None]] = []
 
     def record(self, event: str, **fields: Any) -> dict[str, Any]:
         self._seq += 1
         entry = {"seq": self._seq, "time": time.time(), "event": event, **fields}
+        request = CURRENT_REQUEST.get()
+        if request is not None and "request" not in entry:
+            entry["request"] = request
         self._entries.append(entry)
         # Wake every waiter, then arm a fresh event for the next append.
         self._changed.set()
         self._changed = asyncio.Event()
+        for observer in self.observers:
+            observer(entry)
         return entry
 
     def entries(self, since: int = 0, event: str | None = None) -> list[dict[str, Any]]:

@@ -17,12 +17,14 @@ State lives at app scope, one :class:`Lab` per process; requests only borrow it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from typing import Any, Literal
 
 from labserver.console import Console
 from labserver.eventlog import EventLog
 from labserver.hub import Hub, ListenStream
 from labserver.labconfig import LabConfig, config_from_settings
+from labserver.report import VerdictLine
 from labserver.resources import REVIEW_URI, Resource, initial_review, review_text
 from labserver.settings import Settings
 from service._version import __version__
@@ -35,6 +37,7 @@ class Lab:
         self.settings = settings
         self.console = console or Console(settings.log_level)
         self.log = EventLog()
+        self.verdict_line = VerdictLine(self.log, self.console)
         self.hub = Hub()
         self.config: LabConfig = config_from_settings(settings)
         self.resources: dict[str, Resource] = {}
@@ -131,8 +134,9 @@ class Lab:
 
     def _restart_timer(self) -> None:
         self._cancel_timer()
+        # A fresh context: the update belongs to no client, not to the listen that armed it.
         self._timer = asyncio.get_running_loop().create_task(
-            self._fire_after(self.config.update_delay_seconds)
+            self._fire_after(self.config.update_delay_seconds), context=contextvars.Context()
         )
 
     def _cancel_timer(self) -> None:
@@ -162,6 +166,7 @@ class Lab:
         self.config = config_from_settings(self.settings)
         self._reset_resources()
         self.log.clear()
+        self.verdict_line.forget()
 
     def begin_shutdown(self) -> None:
         """SIGTERM/SIGINT: end every listen stream gracefully and release held requests."""

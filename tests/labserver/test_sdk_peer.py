@@ -46,6 +46,7 @@ def test_sdk_client_discovers_lists_listens_and_rereads(lab_server: LabServer) -
     assert before.startswith("status: pending\nversion: 1\n")
     assert honored == [REVIEW]
     assert after.startswith("status: reviewed\nversion: 2\n")
-    events = [e["event"] for e in lab_server.log()]
+    # mcp.request entries (who sent what, for the verdicts) precede each request's own events.
+    events = [e["event"] for e in lab_server.log() if e["event"] != "mcp.request"]
     assert events[0] == "discover"
     assert events.index("listen.acknowledged") < events.index("notification.sent")

@@ -1,0 +1,192 @@
+"""labserver.verdicts on hand-built logs: the edges real clients are slow or awkward to hit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labserver.verdicts import (
+    ACK_IGNORE_SECONDS,
+    REREAD_GRACE,
+    group,
+    judge,
+    report_markdown,
+)
+
+REVIEW = "test://review/status"
+
+
+class Log:
+    """Builds entries the way the lab records them (seq, time, request links)."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self.t = 1000.0
+
+    def add(self, event: str, request: int | None = None, dt: float = 0.01, **f: Any) -> int:
+        self.t += dt
+        entry = {"seq": len(self.entries) + 1, "time": self.t, "event": event, **f}
+        if request is not None:
+            entry["request"] = request
+        self.entries.append(entry)
+        return entry["seq"]
+
+    def request(
+        self,
+        method: str,
+        name: str | None = "c",
+        ua: str = "ua/1",
+        era: str = "2026-07-28",
+        dt: float = 0.01,
+        **f: Any,
+    ) -> int:
+        info = {"name": name, "version": "1"} if name else None
+        return self.add(
+            "mcp.request",
+            dt=dt,
+            method=method,
+            clientInfo=info,
+            userAgent=ua,
+            remote="127.0.0.1",
+            era=era,
+            headers=f.pop("headers", {"method": "ok", "name": "n/a"}),
+            **f,
+        )
+
+    def listen(self, honored: list[str] | None = None, dt: float = 0.01) -> int:
+        rq = self.request("subscriptions/listen", dt=dt)
+        self.add("listen.opened", rq, subscriptionId=rq, filter={"resourceSubscriptions": [REVIEW]})
+        self.add(
+            "listen.acknowledged",
+            rq,
+            subscriptionId=rq,
+            honored={"resourceSubscriptions": [REVIEW] if honored is None else honored},
+        )
+        return rq
+
+    def read(self, version: int = 1, dt: float = 0.01) -> None:
+        rq = self.request("resources/read", headers={"method": "ok", "name": "ok"}, dt=dt)
+        self.add("resources.read", rq, uri=REVIEW, version=version)
+
+
+def full_cycle(log: Log) -> None:
+    log.request("server/discover")
+    rq = log.request("resources/list")
+    log.add("resources.list", rq)
+    log.read()
+    stream = log.listen()
+    log.read()  # pre-completion read after listening: prompted, not polling
+    log.add("notification.sent", stream, method="notifications/resources/updated", uri=REVIEW)
+    log.read(version=2)
+    log.add("listen.closed", stream, reason="client")
+
+
+def test_full_cycle_passes() -> None:
+    log = Log()
+    full_cycle(log)
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.outcome == "passed"
+    assert [i.status for i in verdict.items] == ["pass"] * 7
+    assert verdict.mistakes == []
+
+
+def test_requests_without_client_info_join_the_client_with_the_same_user_agent() -> None:
+    log = Log()
+    full_cycle(log)
+    log.request("notifications/cancelled", name=None, notification=True)
+    log.request("server/discover", name=None, ua="curl/8")
+    groups = group(log.entries)
+    assert sorted(groups) == ["c 1", "curl/8 @ 127.0.0.1"]
+    assert groups["c 1"][-1]["method"] == "notifications/cancelled"
+
+
+def test_listen_still_open_is_pending_not_failed() -> None:
+    log = Log()
+    log.request("server/discover")
+    log.read()
+    log.listen()
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("notified").status == "pending"
+    assert verdict.item("closed").status == "pending"
+    assert verdict.outcome == "incomplete"
+
+
+def test_no_reread_is_pending_within_the_grace_and_a_mistake_after_it() -> None:
+    log = Log()
+    log.request("server/discover")
+    stream = log.listen()
+    log.add("notification.sent", stream, method="notifications/resources/updated", uri=REVIEW)
+    (soon,) = judge(log.entries, log.t + 0.1)
+    assert soon.item("reread").status == "pending" and soon.mistakes == []
+    (later,) = judge(log.entries, log.t + REREAD_GRACE)
+    assert later.item("reread").status == "fail"
+    assert [m.id for m in later.mistakes] == ["never-rereads"]
+
+
+def test_a_read_before_the_notification_is_not_a_reread() -> None:
+    log = Log()
+    log.request("server/discover")
+    stream = log.listen()
+    log.read()
+    log.add("notification.sent", stream, method="notifications/resources/updated", uri=REVIEW)
+    log.add("listen.closed", stream, reason="client")
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("reread").status == "fail"
+
+
+def test_tight_relisten_loop() -> None:
+    log = Log()
+    log.request("server/discover")
+    for _ in range(5):
+        stream = log.listen(dt=0.05)
+        log.add("listen.closed", stream, reason="client")
+    (verdict,) = judge(log.entries, log.t)
+    assert "relisten-loop" in [m.id for m in verdict.mistakes]
+    slow = Log()
+    slow.request("server/discover")
+    for _ in range(5):
+        stream = slow.listen(dt=1.0)
+        slow.add("listen.closed", stream, reason="client")
+    (relaxed,) = judge(slow.entries, slow.t)
+    assert "relisten-loop" not in [m.id for m in relaxed.mistakes]
+
+
+def test_waiting_on_a_stream_whose_ack_dropped_the_uri_ignores_the_ack() -> None:
+    log = Log()
+    log.request("server/discover")
+    stream = log.listen(honored=[])
+    (early,) = judge(log.entries, log.t + 0.5)
+    assert early.mistakes == []
+    assert early.item("listened").status == "fail"
+    log.add("listen.closed", stream, dt=ACK_IGNORE_SECONDS, reason="client")
+    (verdict,) = judge(log.entries, log.t)
+    assert [m.id for m in verdict.mistakes] == ["ignores-ack"]
+
+
+def test_dropped_stream_is_not_a_clean_close() -> None:
+    log = Log()
+    full_cycle(log)
+    log.entries[-1]["reason"] = "dropped"
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("closed").status == "fail"
+
+
+def test_2025_initialize_then_2026_discover_connects_with_a_note() -> None:
+    log = Log()
+    rq = log.request("initialize", era="2025", headers=None)
+    log.add("http.error", rq, status=400, code=-32022)
+    log.request("server/discover")
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("connected").status == "pass"
+    assert verdict.item("connected").note == "also tried a 2025-era initialize"
+    assert verdict.era == "2026-07-28 (tried 2025 initialize)"
+    assert "legacy-only" not in [m.id for m in verdict.mistakes]
+
+
+def test_markdown_has_one_section_per_client_with_marks_and_stamps() -> None:
+    log = Log()
+    full_cycle(log)
+    log.request("server/discover", name="other")
+    text = report_markdown(judge(log.entries, log.t), log.t)
+    assert text.count("\n## ") == 2
+    assert "- ✅ Called resources/list: `00:16:40.030Z #" in text
+    assert "- ❌ Read the resource" in text
