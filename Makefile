@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE :=
 # Tests run in parallel; set PYTEST_WORKERS=0 to run them in one process.
 PYTEST_WORKERS ?= auto
 
-.PHONY: setup run test lint fmt bench bench-quick clean
+.PHONY: setup run test lint fmt bench bench-quick compat clean
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -54,6 +54,12 @@ bench: setup
 # Smaller runs that print their reports (results/ untouched); a smoke test of every bench.
 bench-quick: setup
 	@for b in $(BENCHES); do echo "== bench.$$b --quick"; $(PY) -m bench.$$b --quick --out /dev/null >/dev/null || exit 1; done
+
+# Every MCP client available here (ours, the Python and TypeScript SDKs) and the official
+# conformance suite against the lab; writes results/compatibility.md. npm packages are pinned
+# in bench/compat/package.json and land in bench/compat/node_modules (gitignored).
+compat: setup
+	$(PY) bench/compat/run.py
 
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

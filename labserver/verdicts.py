@@ -49,6 +49,9 @@ ITEMS: Final = (
     ("reread", "Read it again after the notification"),
     ("closed", "Closed or cancelled its listen cleanly"),
 )
+# Shown, but not needed to pass: a client given the URI has no reason to list (the spec does
+# not ask for it), and the daemon and ``probe --follow`` do not.
+INFORMATIONAL: Final = frozenset({"listed"})
 MISTAKES: Final = {
     "legacy-only": "Speaks only 2025-era MCP (initialize, no 2026-07-28 request)",
     "polling": "Reads in a polling loop instead of listening",
@@ -109,7 +112,10 @@ class ClientVerdict:
     def summary(self) -> str:
         """One line for the console: the outcome and why (mistakes first, else failed items)."""
         if self.outcome == "passed":
-            return f"{self.key}: passed the full cycle (list, read, listen, update, re-read, close)"
+            listed = "" if self.item("listed").status == "pass" else "; no resources/list"
+            return (
+                f"{self.key}: passed the full cycle (read, listen, update, re-read, close{listed})"
+            )
         reasons = [m.title for m in self.mistakes]
         if not reasons:
             reasons = [f"not done: {i.title}" for i in self.items if i.status != "pass"]
@@ -370,7 +376,7 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
     outcome: Outcome
     if mistakes or items[0].status == "fail":
         outcome = "failed"
-    elif all(i.status == "pass" for i in items):
+    elif all(i.status == "pass" for i in items if i.id not in INFORMATIONAL):
         outcome = "passed"
     else:
         outcome = "incomplete"

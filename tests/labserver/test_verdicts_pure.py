@@ -190,3 +190,13 @@ def test_markdown_has_one_section_per_client_with_marks_and_stamps() -> None:
     assert text.count("\n## ") == 2
     assert "- ✅ Called resources/list: `00:16:40.030Z #" in text
     assert "- ❌ Read the resource" in text
+
+
+def test_listing_is_shown_but_not_needed_to_pass() -> None:
+    log = Log()
+    full_cycle(log)
+    unlisted = [e for e in log.entries if e["event"] != "resources.list"]
+    (verdict,) = judge(unlisted, log.t)
+    assert verdict.item("listed").status == "fail"
+    assert verdict.outcome == "passed"
+    assert verdict.summary().endswith("; no resources/list)")
