@@ -27,6 +27,7 @@ def create_app(
     keepalive_s: float = 15.0,
     max_wait_ms: int = 600_000,
     max_waiters: int = 256,
+    read_timeout_s: float = 10.0,
 ) -> FastAPI:
     """The API app. ``token`` is required on every request but ``/healthz`` when set
     (loopback TCP); pass None for the unix socket, whose file mode is the access control."""
@@ -48,6 +49,7 @@ def create_app(
         keepalive_s=keepalive_s,
         max_wait_ms=max_wait_ms,
         max_waiters=max_waiters,
+        read_timeout_s=read_timeout_s,
     )
     install_handlers(app)
     for module in (subscriptions, content, events, system, webhooks):

@@ -80,6 +80,12 @@ class BodyTooLarge(ApiError):
     error_code = "BODY_TOO_LARGE"
 
 
+class BodyTimeout(ApiError):
+    status = 408
+    error_code = "REQUEST_TIMEOUT"
+    default_hint = "send the whole body at once"
+
+
 class SubscriptionNotFound(ApiError):
     status = 404
     error_code = "SUBSCRIPTION_NOT_FOUND"

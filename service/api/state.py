@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -9,7 +10,7 @@ from typing import Any, Protocol
 
 from fastapi import Request
 
-from service.api.errors import TooBusy
+from service.api.errors import BodyTimeout, BodyTooLarge, TooBusy
 from service.api.metrics import Metrics
 from service.store.eventhub import EventHub
 from service.store.records import Subscription
@@ -50,7 +51,24 @@ class ApiState:
     max_waiters: int = 256
     """Open SSE streams plus pending long-polls; more get 503 TOO_MANY_WAITERS."""
     max_body_bytes: int = 64 * 1024
+    read_timeout_s: float = 10.0
+    """A request body must arrive within this (a trickling client holds a connection)."""
     waiters: int = field(default=0)
+
+    async def read_body(self, request: Request) -> bytes:
+        """The whole body, at most ``max_body_bytes`` (413), within ``read_timeout_s`` (408)."""
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.read_timeout_s):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > self.max_body_bytes:
+                        raise BodyTooLarge(f"the body is larger than {self.max_body_bytes} bytes")
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise BodyTimeout(f"the body did not arrive within {self.read_timeout_s:g} s") from None
+        return b"".join(chunks)
 
     def check_capacity(self) -> None:
         if self.waiters >= self.max_waiters:

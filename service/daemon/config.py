@@ -70,6 +70,14 @@ class Settings:
     keep_events: int = 100_000
     prune_interval_s: float = 600.0
     shutdown_timeout_s: float = 5.0
+    api_max_connections: int = 512
+    """Open API connections at most (also capped at a quarter of the open-file limit); over
+    it, the longest-idle connection is closed."""
+    api_header_timeout_s: float = 10.0
+    """A connection must send a complete request head within this, and a body within it."""
+    fd_reserve: int = 64
+    """Descriptors kept free for the database and the process, beyond the API's share: a
+    server link that would use them waits with ``RESOURCE_LIMIT``."""
     webhook_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     """Seconds before each delivery attempt (comma list); its length is the attempt count."""
     webhook_jitter: float = 0.2

@@ -130,6 +130,8 @@ class ServerLink:
         self._silent_for: float | None = None
         self._token_checked = 0.0
         self._changed = asyncio.Event()
+        self.admit: Callable[[], None] | None = None
+        """Set by the supervisor: raises ``ResourceLimit`` when descriptors run short."""
         self._wake = asyncio.Event()
         """Set by :meth:`recheck`: end any wait (backoff, login, protocol) at once."""
         self._task: asyncio.Task[None] | None = None
@@ -299,6 +301,8 @@ class ServerLink:
     async def _session(self) -> None:
         """One connected period: discover, listen, then serve events until something ends it."""
         self.state = "connecting"
+        if self.admit is not None:
+            self.admit()  # RESOURCE_LIMIT: keep the API's and the database's descriptors
         token = self._session_token = await self._token()
         self._token_checked = time.monotonic()
         client = McpClient(

@@ -35,8 +35,10 @@ import structlog
 import uvicorn
 
 from service._version import __version__
+from service.api.connections import ApiLimits, ConnectionTracker, guarded_h11
 from service.daemon import logs
 from service.daemon.config import ConfigError, Settings
+from service.daemon.fdbudget import FdBudget
 from service.daemon.logs import set_log_level
 from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
@@ -76,6 +78,15 @@ def raise_open_file_limit() -> tuple[int, int]:
         except (ValueError, OSError):
             pass
     return soft, hard
+
+
+def api_limits(settings: Settings, open_files: int) -> tuple[ApiLimits, ConnectionTracker]:
+    """The API's connection cap: the setting, but at most a quarter of the open-file limit so
+    that idle clients can never take the descriptors links and the database need."""
+    cap = settings.api_max_connections
+    if open_files > 0:
+        cap = max(4, min(cap, open_files // 4))
+    return ApiLimits(cap, settings.api_header_timeout_s), ConnectionTracker()
 
 
 def prepare_state_dir(path: Path) -> None:
@@ -297,7 +308,18 @@ async def _serve(
     supervisor = Supervisor(store, settings, token_provider=_token_provider())
     tcp = settings.api_tcp
     token = api_token(settings) if tcp else None
-    app = create_app(supervisor, token=token)
+    app = create_app(supervisor, token=token, read_timeout_s=settings.api_header_timeout_s)
+    limits, tracker = api_limits(settings, open_files)
+    budget = FdBudget(open_files, settings.fd_reserve, limits.max_connections, lambda: tracker.open)
+    supervisor.admit_link = budget.check
+    supervisor.gauges.update(
+        {
+            "api_connections_open": lambda: tracker.open,
+            "api_connections_shed_total": lambda: tracker.shed_total,
+            "api_header_timeouts_total": lambda: tracker.header_timeouts_total,
+            "descriptors_free_for_links": lambda: budget.free_for_links() or 0,
+        }
+    )
     try:
         sock = (
             bind_tcp(*tcp)
@@ -317,7 +339,7 @@ async def _serve(
         log_config=None,
         log_level="warning",
         timeout_graceful_shutdown=2,
-        http="h11",
+        http=guarded_h11(limits, tracker),
     )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -47,6 +48,10 @@ class Supervisor:
         self._prune_task: asyncio.Task[None] | None = None
         self._tick_task: asyncio.Task[None] | None = None
         store.on_event.append(self.events.publish)
+        self.gauges: dict[str, Callable[[], float]] = {}
+        """Extra ``/metrics`` values the daemon wires in (API connections, descriptors)."""
+        self.admit_link: Callable[[], None] | None = None
+        """Raises ``ResourceLimit`` when a link must not open connections now (descriptors)."""
         self.webhooks = Dispatcher(store, settings.webhook_settings())
 
     async def start(self) -> None:
@@ -83,6 +88,7 @@ class Supervisor:
                 self.stats,
                 self._tokens,
             )
+            link.admit = self.admit_link
             self.links[sub.server_id] = link
             if self.ready:
                 link.start()
@@ -145,6 +151,7 @@ class Supervisor:
         snapshot["event_ring_hits_total"] = float(self.events.ring_hits)
         snapshot["event_ring_misses_total"] = float(self.events.ring_misses)
         snapshot.update({f"webhook_{k}": float(v) for k, v in self.webhooks.stats.items()})
+        snapshot.update({k: float(read()) for k, read in self.gauges.items()})
         return snapshot
 
     async def _tick_forever(self) -> None:

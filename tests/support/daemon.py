@@ -35,6 +35,8 @@ class Daemon:
         self.proc: subprocess.Popen[str] | None = None
         self.lines: list[str] = []
         self._reader: threading.Thread | None = None
+        self.preexec: Callable[[], None] | None = None
+        """Runs in the child before exec (e.g. to lower RLIMIT_NOFILE)."""
 
     @property
     def socket_path(self) -> Path:
@@ -48,6 +50,7 @@ class Daemon:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            preexec_fn=self.preexec,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request, Response
 
 from service.api import validate
-from service.api.errors import BodyTooLarge, SubscriptionNotFound
+from service.api.errors import SubscriptionNotFound
 from service.api.state import api_state
 from service.api.views import link_for, revision_summary, subscription_json
 
@@ -45,7 +45,7 @@ _CREATE_BODY: dict[str, Any] = {
 async def create_subscription(request: Request, response: Response) -> dict[str, Any]:
     """Watch ``uri`` on ``url``; idempotent (201 when new, 200 when it existed)."""
     state = api_state(request)
-    raw = await _read_body(request, state.max_body_bytes)
+    raw = await state.read_body(request)
     body = validate.json_object(raw)
     url = validate.server_url(body.get("url"))
     uri = validate.resource_uri(body.get("uri"))
@@ -80,14 +80,3 @@ async def delete_subscription(request: Request, subscription_id: SubscriptionId)
     if removed is None:
         raise SubscriptionNotFound(f"no subscription {subscription_id}")
     return subscription_json(removed)
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(f"the body is larger than {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from service.api import validate
-from service.api.errors import ApiError, BodyTooLarge, InvalidParameter
+from service.api.errors import ApiError, InvalidParameter
 from service.api.state import ApiState, api_state
 from service.api.views import camel
 from service.webhooks.outbox import FINAL_STATES, MODES, OPEN_STATES, Delivery, Target
@@ -214,14 +214,7 @@ def target_param(value: Any) -> int:
 async def _json_body(
     request: Request, state: ApiState, *, optional: bool = False
 ) -> dict[str, Any]:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > state.max_body_bytes:
-            raise BodyTooLarge(f"the body is larger than {state.max_body_bytes} bytes")
-        chunks.append(chunk)
-    raw = b"".join(chunks)
+    raw = await state.read_body(request)
     if optional and not raw.strip():
         return {}
     return validate.json_object(raw)

@@ -1,0 +1,110 @@
+"""Bounded API connections: a cap, a header deadline, and shedding of idle connections.
+
+uvicorn holds a connection that never sends a request forever (its keep-alive timer starts
+only after a first response), and accepts without limit until the process runs out of
+descriptors, after which its accept loop fails on every attempt. :func:`guarded_h11` builds
+an ``H11Protocol`` subclass that
+
+* closes a connection whose request head has not fully arrived within ``header_timeout_s``
+  of the connection (or of the previous response): a client trickling bytes does not
+  extend it;
+* keeps at most ``max_connections`` open: over the cap, the connection that has waited
+  longest without sending a request head is closed to make room (so idle or half-open
+  connections cannot lock legitimate clients out); when every connection is busy with a
+  request, the new one is closed instead.
+
+Counters live in a :class:`ConnectionTracker`, which ``/metrics`` and the descriptor budget
+read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+@dataclass(frozen=True)
+class ApiLimits:
+    max_connections: int = 512
+    header_timeout_s: float = 10.0
+
+
+@dataclass
+class ConnectionTracker:
+    open: int = 0
+    shed_total: int = 0
+    """Connections closed to stay under the cap."""
+    header_timeouts_total: int = 0
+    """Connections closed because no complete request head arrived in time."""
+
+
+def guarded_h11(limits: ApiLimits, tracker: ConnectionTracker) -> type[H11Protocol]:
+    """An ``H11Protocol`` class enforcing ``limits`` (pass it as ``uvicorn.Config(http=…)``)."""
+
+    class GuardedH11Protocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+        _armed_for: Any = None
+        waiting_since: float | None = None
+        """Monotonic time since when this connection owes us a request head (None: busy)."""
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            tracker.open += 1
+            self._arm()
+            if len(self.connections) > limits.max_connections:
+                self._shed()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            tracker.open -= 1
+            self._disarm()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.waiting_since is not None and self.cycle is not self._armed_for:
+                self._disarm()  # a new request head arrived: it has its own cycle
+
+        def on_response_complete(self) -> None:
+            if not self.transport.is_closing():
+                self._arm()  # the next request head is owed from now
+            super().on_response_complete()
+            if self.cycle is not self._armed_for:
+                self._disarm()  # a pipelined request was already waiting
+
+        # ---- helpers ---------------------------------------------------------------------
+        def _arm(self) -> None:
+            self._disarm()
+            self._armed_for = self.cycle
+            self.waiting_since = time.monotonic()
+            self._deadline = self.loop.call_later(limits.header_timeout_s, self._expired)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+            self.waiting_since = None
+
+        def _expired(self) -> None:
+            self._deadline = None
+            if self.waiting_since is not None and not self.transport.is_closing():
+                tracker.header_timeouts_total += 1
+                self.transport.close()
+
+        def _shed(self) -> None:
+            idle = [
+                conn
+                for conn in self.connections
+                if isinstance(conn, GuardedH11Protocol)
+                and conn is not self
+                and conn.waiting_since is not None
+                and not conn.transport.is_closing()
+            ]
+            victim = min(idle, key=lambda c: c.waiting_since or 0.0) if idle else self
+            tracker.shed_total += 1
+            victim.transport.close()
+
+    return GuardedH11Protocol
