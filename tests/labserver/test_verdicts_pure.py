@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
+from labserver.console import Console
+from labserver.eventlog import EventLog
+from labserver.report import VerdictLine
 from labserver.verdicts import (
     ACK_IGNORE_SECONDS,
     REREAD_GRACE,
+    Grouper,
     group,
     judge,
     report_markdown,
@@ -200,3 +205,63 @@ def test_listing_is_shown_but_not_needed_to_pass() -> None:
     assert verdict.item("listed").status == "fail"
     assert verdict.outcome == "passed"
     assert verdict.summary().endswith("; no resources/list)")
+
+
+def test_lab_legacy_mode_refusals_are_not_the_clients_fault() -> None:
+    log = Log()
+    rq = log.request("server/discover")
+    log.add("http.error", rq, status=400, code=-32022, injected=True)
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("connected").status == "fail"
+    assert "legacyMode" in verdict.item("connected").note
+    assert verdict.outcome == "incomplete"
+    log.entries[-1].pop("injected")  # the same refusal from the real ladder is the client's
+    (blamed,) = judge(log.entries, log.t)
+    assert blamed.outcome == "failed"
+
+
+def test_console_line_is_printed_once_per_outcome_and_client() -> None:
+    out = io.StringIO()
+    eventlog = EventLog()
+    VerdictLine(eventlog, Console("info", out))
+    log = Log()
+    full_cycle(log)
+    for entry in log.entries:  # replay through the real log (no event loop: judged at once)
+        fields = {k: v for k, v in entry.items() if k not in ("seq", "time", "event")}
+        eventlog.record(entry["event"], **fields)
+    eventlog.record("listen.closed", request=log.entries[-1]["request"], reason="client")
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "[lab/verdict] c 1: passed the full cycle (read, listen, update, re-read, close)"
+    ]
+
+
+def test_grouper_files_unnamed_requests_under_the_last_named_client_of_their_origin() -> None:
+    grouper = Grouper(max_requests=2)
+    named = {
+        "event": "mcp.request",
+        "seq": 1,
+        "clientInfo": {"name": "a", "version": "1"},
+        "userAgent": "ua",
+        "remote": "h",
+    }
+    unnamed = {
+        "event": "mcp.request",
+        "seq": 2,
+        "clientInfo": None,
+        "userAgent": "ua",
+        "remote": "h",
+    }
+    stranger = {
+        "event": "mcp.request",
+        "seq": 3,
+        "clientInfo": None,
+        "userAgent": "x",
+        "remote": "h",
+    }
+    assert grouper.key_of(named) == "a 1"
+    assert grouper.key_of(unnamed) == "a 1"
+    assert grouper.key_of(stranger) == "x @ h"
+    assert grouper.key_of({"event": "resources.read", "seq": 4, "request": 2}) == "a 1"
+    assert grouper.key_of({"event": "resources.read", "seq": 5, "request": 1}) is None  # bounded
+    assert grouper.key_of({"event": "resource.updated", "seq": 6}) is None
