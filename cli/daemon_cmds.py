@@ -244,6 +244,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"counts:         {counts or '-'}",
             f"subscriptions:  {states or '-'}",
         ]
+        storage = st.get("storage") or {}
+        if storage and not storage.get("ok", True):
+            from service.safetext import shown
+
+            lines.append(
+                f"storage:        FAILING since {when(storage.get('since'))}: "
+                f"{shown(storage.get('error'))} (writes retried; see docs/operations.md)"
+            )
         hooks = st.get("webhooks") or {}
         if hooks:
             deliveries = ", ".join(f"{k} {v}" for k, v in (st.get("deliveries") or {}).items())

@@ -48,6 +48,7 @@ from service.mcp.errors import (
 )
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
 from service.store import Store
+from service.store.database import DATABASE_ERRORS, describe
 
 log = structlog.get_logger("mcpsubd.link")
 
@@ -267,26 +268,33 @@ class ServerLink:
             error=message,
             retry_in=round(delay, 3),
         )
-        await self._store.set_server_state(
-            self.server_id,
-            state,
-            error=message,
-            error_code=code,
-            backoff_until=self.backoff_until,
-            reconnect=state == "backoff",
-        )
-        if state == "login_required":
-            await self._store.set_subscription_state(
-                list(self.wanted.values()), "login_required", message
+        try:
+            await self._store.set_server_state(
+                self.server_id,
+                state,
+                error=message,
+                error_code=code,
+                backoff_until=self.backoff_until,
+                reconnect=state == "backoff",
             )
-        elif state == "error":
-            await self._store.set_subscription_state(list(self.wanted.values()), "error", message)
-        elif state == "backoff":
-            # Not "active": nothing is being watched until the stream is back (issue 11.7).
-            # The next acknowledgement sets "active" again.
-            await self._store.set_subscription_state(
-                list(self.wanted.values()), "backoff", f"{code}: {message}"
-            )
+            if state == "login_required":
+                await self._store.set_subscription_state(
+                    list(self.wanted.values()), "login_required", message
+                )
+            elif state == "error":
+                await self._store.set_subscription_state(
+                    list(self.wanted.values()), "error", message
+                )
+            elif state == "backoff":
+                # Not "active": nothing is being watched until the stream is back (issue 11.7).
+                # The next acknowledgement sets "active" again.
+                await self._store.set_subscription_state(
+                    list(self.wanted.values()), "backoff", f"{code}: {message}"
+                )
+        except DATABASE_ERRORS as exc:
+            # A full disk must not kill the link: the in-memory status above still tells the
+            # truth, and the store reports the daemon-level storage condition.
+            log.warning("recording the link state failed", url=self.url, error=describe(exc))
 
     async def _token(self) -> str | None:
         if self._tokens is None:

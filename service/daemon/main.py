@@ -318,6 +318,9 @@ async def _serve(
             "api_connections_shed_total": lambda: tracker.shed_total,
             "api_header_timeouts_total": lambda: tracker.header_timeouts_total,
             "descriptors_free_for_links": lambda: budget.free_for_links() or 0,
+            "storage_ok": lambda: 0 if store.health.failing else 1,
+            "storage_write_failures_total": lambda: store.health.failures_total,
+            "storage_recoveries_total": lambda: store.health.recoveries_total,
         }
     )
     try:

@@ -21,11 +21,14 @@ import structlog
 from service.mcp.errors import JsonRpcError, McpError
 from service.probe import ResourceNotText, text_of
 from service.store import Store
+from service.store.database import DATABASE_ERRORS, describe
 
 log = structlog.get_logger("mcpsubd.refresher")
 
 READ_RETRY_BASE_S = 0.5
 READ_RETRY_CAP_S = 30.0
+STORAGE_RETRY_CAP_S = 5.0
+"""Longest wait between attempts to store a read while the database refuses writes."""
 READ_RETRIES_BEFORE_ERROR = 3
 """Transport failures of one read in a row before the subscription shows ``error``."""
 
@@ -75,6 +78,7 @@ class UriRefresher:
 
     async def _run(self) -> None:
         failures = 0
+        storage_failures = 0
         while True:
             self._dirty = False
             generation = self._generation()
@@ -126,6 +130,18 @@ class UriRefresher:
                     self.failing = True
                     await self._on_error(self.target, exc)
                 await asyncio.sleep(min(READ_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (failures - 1)))
+                self._dirty = True
+                continue
+            except DATABASE_ERRORS as exc:
+                # The read worked but could not be stored (disk full, I/O error): the store
+                # reports the daemon-level condition; keep this read pending and read again
+                # (fresh content, not the stale copy) until a write goes through.
+                self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
+                storage_failures += 1
+                log.warning("storing a read failed", uri=self.target.uri, error=describe(exc))
+                await asyncio.sleep(
+                    min(STORAGE_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (storage_failures - 1))
+                )
                 self._dirty = True
                 continue
             except Exception as exc:  # a bug must not kill the link

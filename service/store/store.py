@@ -37,8 +37,9 @@ from sqlalchemy import (
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from service.store import schema
-from service.store.database import Database, parse
+from service.store import health, schema
+from service.store.database import DATABASE_ERRORS, Database, parse
+from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
 
 T = TypeVar("T")
@@ -120,6 +121,8 @@ class Store:
         self._write_lock = asyncio.Lock()
         self.on_event: list[Any] = []
         """Callbacks ``(Event) -> None`` run after an event's transaction commits."""
+        self.health = StorageHealth()
+        """Whether writes succeed (a full disk is a daemon-level condition, see health.py)."""
         self.event_sinks: list[EventSink] = []
         """Callbacks ``(Connection, Event)`` run inside the transaction that records a new
         revision: whoever needs a row committed with it (the webhook outbox) registers here,
@@ -130,7 +133,9 @@ class Store:
         """``url``: any form :func:`service.store.database.parse` accepts."""
         database = parse(url)
         if database.is_postgresql:
-            return cls(create_async_engine(database.async_url, pool_pre_ping=True), None, database)
+            store = cls(create_async_engine(database.async_url, pool_pre_ping=True), None, database)
+            health.install(store.engine.sync_engine, store.health)
+            return store
         engine = create_async_engine(database.async_url)
         sync_engine = create_engine(
             database.async_url.replace("+aiosqlite", ""),
@@ -138,7 +143,10 @@ class Store:
         )
         event.listen(engine.sync_engine, "connect", _apply_pragmas)
         event.listen(sync_engine, "connect", _apply_pragmas)
-        return cls(engine, sync_engine, database)
+        store = cls(engine, sync_engine, database)
+        health.install(engine.sync_engine, store.health)
+        health.install(sync_engine, store.health)
+        return store
 
     async def close(self) -> None:
         await self.engine.dispose()
@@ -444,8 +452,12 @@ class Store:
                 read_at, self.event_sinks,
             )  # fmt: skip
 
-        async with self._write_lock:
-            outcome = await self.in_writer(transaction)
+        try:
+            async with self._write_lock:
+                outcome = await self.in_writer(transaction)
+        finally:
+            if self.health.pending_events:
+                await self.record_storage_events()
         if outcome is None:
             return None
         revision, created = outcome
@@ -460,14 +472,36 @@ class Store:
         plain-SQL functions serve both backends."""
         if self.sync_engine is None:
             async with self.engine.begin() as aconn:
-                return await aconn.run_sync(fn)
+                result = await aconn.run_sync(fn)
+            self.health.succeeded()
+            return result
         sync_engine = self.sync_engine
 
         def run() -> T:
             with sync_engine.begin() as conn:
                 return fn(conn)
 
-        return await asyncio.get_running_loop().run_in_executor(self._writer, run)
+        result = await asyncio.get_running_loop().run_in_executor(self._writer, run)
+        self.health.succeeded()
+        return result
+
+    async def record_storage_events(self) -> None:
+        """Write the ``daemon.storage`` events queued by :attr:`health` (best effort: while the
+        disk is full they stay queued, and go out with the first write that succeeds)."""
+        pending, self.health.pending_events = self.health.pending_events, []
+        if not pending:
+            return
+        try:
+            async with self._write_lock, self.engine.begin() as conn:
+                events = [
+                    await self._insert_event(conn, "daemon.storage", data=data) for data in pending
+                ]
+        except DATABASE_ERRORS:
+            self.health.pending_events = [*pending, *self.health.pending_events][
+                -health.MAX_PENDING_EVENTS :
+            ]
+            return
+        self._notify(events)
 
     async def in_reader(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn(connection)`` as a reader: on SQLite in a worker thread (WAL lets it run

@@ -32,6 +32,7 @@ async def status(request: Request) -> dict[str, Any]:
         "lastEventId": await store.last_event_id(),
         "deliveries": await supervisor.webhooks.repo.counts(),
         "webhooks": await _webhook_counts(supervisor.webhooks.repo),
+        "storage": store.health.to_json(),
     }
 
 
@@ -56,14 +57,28 @@ async def healthz() -> dict[str, bool]:
     return {"ok": True}
 
 
-@router.get("/readyz", responses={503: {"description": "NOT_READY"}})
+@router.get("/readyz", responses={503: {"description": "NOT_READY or STORAGE_FAILING"}})
 async def readyz(request: Request) -> JSONResponse:
-    if api_state(request).supervisor.ready:
-        return JSONResponse({"ready": True})
-    return JSONResponse(
-        {"ready": False, "errorCode": "NOT_READY", "message": "links are not started yet"},
-        status_code=503,
-    )
+    supervisor = api_state(request).supervisor
+    if not supervisor.ready:
+        return JSONResponse(
+            {"ready": False, "errorCode": "NOT_READY", "message": "links are not started yet"},
+            status_code=503,
+        )
+    storage = supervisor.store.health
+    if storage.failing:
+        # Degraded: the API answers and serves what is stored, but nothing new is recorded.
+        return JSONResponse(
+            {
+                "ready": False,
+                "status": "degraded",
+                "errorCode": "STORAGE_FAILING",
+                "message": f"the database refuses writes: {storage.error}",
+                "storage": storage.to_json(),
+            },
+            status_code=503,
+        )
+    return JSONResponse({"ready": True})
 
 
 @router.get("/metrics", response_class=Response)

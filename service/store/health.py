@@ -1,0 +1,114 @@
+"""Is the database taking writes? A daemon-level condition, not a per-subscription one.
+
+When the disk fills, every write fails with "database or disk is full" while reads keep
+working; without this the daemon would show ``active`` everywhere and serve stale content
+in silence. The store reports every failed and every successful write here;
+``/v1/status``, ``/readyz``, ``/metrics`` and a ``daemon.storage`` event read it.
+
+:data:`FAULT_FILE_ENV` is a test hook: while the file it names exists, every
+INSERT/UPDATE/DELETE fails exactly as SQLite fails on a full disk (SQLITE_FULL), so the
+whole path is exercised on a real daemon without filling a real disk.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+FAULT_FILE_ENV = "MCPSUB_TEST_STORAGE_FULL_FILE"
+_STORAGE_MARKERS = (
+    "database or disk is full",
+    "disk i/o error",
+    "no space left",
+    "could not extend file",
+    "disk quota exceeded",
+    "readonly database",
+)
+MAX_PENDING_EVENTS = 16
+_WRITES = ("insert", "update", "delete", "replace")
+
+
+def is_storage_failure(exc: BaseException) -> bool:
+    """True for errors that mean "the database cannot write" (not a lock, not a bug)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        text = str(current).lower()
+        if any(marker in text for marker in _STORAGE_MARKERS):
+            return True
+        if type(current).__name__ == "DiskFullError":  # asyncpg, SQLSTATE 53100
+            return True
+        current = getattr(current, "orig", None) or current.__cause__
+    return False
+
+
+@dataclass
+class StorageHealth:
+    failing: bool = False
+    error: str | None = None
+    since: float | None = None
+    failures_total: int = 0
+    recoveries_total: int = 0
+    pending_events: list[dict[str, Any]] = field(default_factory=list)
+    """``daemon.storage`` event data to record once a write can carry it (bounded)."""
+
+    def failed(self, exc: BaseException) -> None:
+        self.failures_total += 1
+        text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        self.error = (text[0] if text else type(exc).__name__)[:300]
+        if not self.failing:
+            self.failing = True
+            self.since = time.time()
+            self._queue({"state": "failing", "error": self.error, "since": self.since})
+
+    def succeeded(self) -> None:
+        if self.failing:
+            self.failing = False
+            self.recoveries_total += 1
+            self._queue(
+                {
+                    "state": "ok",
+                    "error": self.error,
+                    "since": self.since,
+                    "recoveredAt": time.time(),
+                    "failedWrites": self.failures_total,
+                }
+            )
+
+    def _queue(self, data: dict[str, Any]) -> None:
+        self.pending_events = [*self.pending_events, data][-MAX_PENDING_EVENTS:]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": not self.failing,
+            "error": self.error if self.failing else None,
+            "since": self.since if self.failing else None,
+            "failuresTotal": self.failures_total,
+        }
+
+
+def install(engine: Any, health: StorageHealth) -> None:
+    """Report storage failures of ``engine`` (a sync Engine) to ``health``; add the fault hook
+    when the test environment asks for it."""
+    from sqlalchemy import event
+
+    def on_error(context: Any) -> None:
+        if is_storage_failure(context.original_exception):
+            health.failed(context.original_exception)
+
+    event.listen(engine, "handle_error", on_error)
+    fault_file = os.environ.get(FAULT_FILE_ENV)
+    if fault_file:
+
+        def fault(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+            if statement.lstrip().lower().startswith(_WRITES) and os.path.exists(fault_file):
+                raise sqlite3.OperationalError("database or disk is full")
+
+        event.listen(engine, "before_cursor_execute", fault)
