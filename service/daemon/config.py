@@ -65,6 +65,10 @@ class Settings:
     token_check_s: float = 60.0
     """How often a link re-resolves its token (a refresh near expiry triggers a re-listen)."""
     read_concurrency: int = 64
+    link_inbox_max: int = 1024
+    """Distinct URIs pending re-read per link before its stream reader stops reading."""
+    unsubscribed_log_interval_s: float = 60.0
+    """Updates for URIs a link did not subscribe are counted; logged at most this often."""
     keep_revisions: int = 100
     max_age_days: float = 30.0
     keep_events: int = 100_000

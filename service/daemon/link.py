@@ -35,7 +35,8 @@ import structlog
 
 from service.backoff import Backoff, ListenBudget
 from service.daemon.config import Settings
-from service.daemon.refresher import ReadTarget, UriRefresher
+from service.daemon.inbox import LinkInbox
+from service.daemon.refresher import ReadTarget, UriRefresher, read_error_code
 from service.mcp import wire
 from service.mcp.client import ListenStream, McpClient
 from service.mcp.errors import (
@@ -125,6 +126,10 @@ class ServerLink:
         self.backoff_until: float | None = None
         self.reconnects = 0
         self.honored: set[str] = set()
+        self._roots: dict[str, list[str]] = {}
+        """Honored URIs by their form without a trailing slash, for sub-resource matching."""
+        self._unsubscribed_count = 0
+        self._unsubscribed_logged_at = -float("inf")
         self.listened: set[str] = set()
         self.stream: ListenStream | None = None
         self._session_token: str | None = None
@@ -327,7 +332,7 @@ class ServerLink:
             if exc.error_code == "AUTH_FAILED":
                 raise LoginRequired(f"the server refused our credentials: {exc}") from exc
             raise
-        queue: asyncio.Queue[tuple[int, ListenEvent | McpError]] = asyncio.Queue()
+        queue: LinkInbox[ListenEvent | McpError] = LinkInbox(self._settings.link_inbox_max)
         reader: asyncio.Task[None] | None = None
         try:
             self._spend_listen()
@@ -337,7 +342,7 @@ class ServerLink:
                 if not self.wanted:
                     return
                 watchdog = self._settings.keepalive_s * 3
-                get = asyncio.ensure_future(queue.get())
+                get = asyncio.ensure_future(queue.wait())
                 change = asyncio.ensure_future(self._changed.wait())
                 # No timeout here: one supervisor task checks every link's stream for
                 # silence (check_silence) instead of 1,000 links each waking up on a timer.
@@ -346,8 +351,12 @@ class ServerLink:
                     if pending not in done:
                         pending.cancel()
                 if get in done:
-                    generation, item = get.result()
-                    if generation == self.generation:
+                    updates, ends = queue.take()
+                    for uri in updates:
+                        self._on_updated(uri)
+                    for generation, item in ends:
+                        if generation != self.generation:
+                            continue
                         ended = await self._handle(item)
                         if ended is not None:
                             stream, reader = await self._reopen(client, queue, reader, ended)
@@ -383,7 +392,7 @@ class ServerLink:
     async def _reopen(
         self,
         client: McpClient,
-        queue: asyncio.Queue[tuple[int, ListenEvent | McpError]],
+        queue: LinkInbox[ListenEvent | McpError],
         reader: asyncio.Task[None] | None,
         reason: str,
     ) -> tuple[ListenStream, asyncio.Task[None]]:
@@ -437,7 +446,7 @@ class ServerLink:
     async def _relisten(
         self,
         client: McpClient,
-        queue: asyncio.Queue[tuple[int, ListenEvent | McpError]],
+        queue: LinkInbox[ListenEvent | McpError],
         old_reader: asyncio.Task[None] | None,
         *,
         reread: str,
@@ -466,6 +475,9 @@ class ServerLink:
         self._stats["streams_opened_total"] = self._stats.get("streams_opened_total", 0) + 1
         self.listened = set(uris)
         self.honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
+        self._roots = {}
+        for uri in self.honored:
+            self._roots.setdefault(uri.rstrip("/"), []).append(uri)
         not_honored = [self.wanted[u] for u in uris if u not in self.honored and u in self.wanted]
         self.state = "open"
         self.last_error = self.last_error_code = self.last_error_hint = None
@@ -501,30 +513,74 @@ class ServerLink:
         self,
         stream: ListenStream,
         generation: int,
-        queue: asyncio.Queue[tuple[int, ListenEvent | McpError]],
+        queue: LinkInbox[ListenEvent | McpError],
     ) -> None:
+        """Read one stream into the inbox: only URIs we re-read, coalesced, with back-pressure.
+
+        Filtering here (not in the link's loop) means a flood for other URIs costs a counter
+        and never a queue entry; ``put_update`` waits when the inbox is full, and while it
+        waits this task reads no more bytes from the socket.
+        """
+        stats = self._stats
         try:
             while True:
                 event = await stream.next_event()
-                await queue.put((generation, event))
                 if not isinstance(event, Notified):
+                    queue.put_end(generation, event)
                     return
+                stats["notifications_total"] = stats.get("notifications_total", 0) + 1
+                if event.method != wire.RESOURCE_UPDATED or not event.uri:
+                    continue
+                targets = self._targets(event.uri)
+                if not targets:
+                    self._unsubscribed(event.uri)
+                for uri in targets:
+                    if not await queue.put_update(uri):
+                        key = "notifications_coalesced_total"
+                        stats[key] = stats.get(key, 0) + 1
         except McpError as exc:
-            await queue.put((generation, exc))
+            queue.put_end(generation, exc)
         except Exception as exc:
             # Whatever kills the reader must reach the link at once: a reader that died
             # silently left a link "open" until the keep-alive watchdog fired (issue 11.4).
             log.exception("listen reader crashed", url=self.url)
-            await queue.put((generation, McpError(f"listen reader crashed: {exc!r}"[:300])))
+            queue.put_end(generation, McpError(f"listen reader crashed: {exc!r}"[:300]))
+
+    def _targets(self, uri: str) -> list[str]:
+        """The honored URIs an update for ``uri`` asks us to re-read.
+
+        Spec §3.3: the URI may be a sub-resource of one we subscribed to. Walking the
+        URI's own ``/`` positions costs O(len(uri)), not O(subscriptions), per notification.
+        """
+        if uri in self.honored:
+            return [uri]
+        found: list[str] = []
+        cut = uri.find("/")
+        while cut != -1:
+            found.extend(self._roots.get(uri[:cut], ()))
+            cut = uri.find("/", cut + 1)
+        return list(dict.fromkeys(found))
+
+    def _unsubscribed(self, uri: str) -> None:
+        """Count an update for a URI we did not subscribe; log it at most once per interval."""
+        key = "notifications_unsubscribed_total"
+        self._stats[key] = self._stats.get(key, 0) + 1
+        self._unsubscribed_count += 1
+        now = time.monotonic()
+        if now - self._unsubscribed_logged_at >= self._settings.unsubscribed_log_interval_s:
+            log.info(
+                "updates for unsubscribed URIs ignored",
+                url=self.url,
+                count=self._unsubscribed_count,
+                example=uri[:200],
+            )
+            self._unsubscribed_logged_at = now
+            self._unsubscribed_count = 0
 
     async def _handle(self, item: ListenEvent | McpError) -> str | None:
         """Act on one stream event; returns why the stream ended when it should be reopened."""
         if isinstance(item, McpError):
             raise _Restart(f"listen stream broke the protocol: {item}", item.error_code)
-        if isinstance(item, Notified):
-            if item.method == wire.RESOURCE_UPDATED and item.uri:
-                self._on_updated(item.uri)
-            return None
         if isinstance(item, Closed):
             return "the server closed the listen stream"
         if isinstance(item, Lost):
@@ -534,15 +590,9 @@ class ServerLink:
         raise ListenLost(f"unexpected listen event {item!r}")
 
     def _on_updated(self, uri: str) -> None:
-        if uri in self.honored:
+        """Re-read ``uri`` (an honored URI the reader picked); it may be gone by now."""
+        if uri in self.honored and uri in self.wanted:
             self._refresher(uri).trigger()
-            return
-        # Spec §3.3: the URI may be a sub-resource of one we subscribed to.
-        parents = [u for u in self.honored if uri.startswith(u.rstrip("/") + "/")]
-        for parent in parents:
-            self._refresher(parent).trigger()
-        if not parents:
-            log.info("update for an unsubscribed URI ignored", url=self.url, uri=uri)
 
     def _refresher(self, uri: str) -> UriRefresher:
         refresher = self.refreshers.get(uri)
@@ -581,7 +631,8 @@ class ServerLink:
             await self._store.set_subscription_state([target.subscription_id], "active")
 
     async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
-        await self._store.set_subscription_state([target.subscription_id], "error", str(exc))
+        reason = f"{read_error_code(exc)}: {exc}"
+        await self._store.set_subscription_state([target.subscription_id], "error", reason)
 
     @staticmethod
     async def _close_stream(stream: ListenStream | None) -> None:

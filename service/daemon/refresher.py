@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 
+from service.mcp import wire
 from service.mcp.errors import JsonRpcError, McpError
 from service.probe import ResourceNotText, text_of
 from service.store import Store
@@ -30,7 +31,27 @@ READ_RETRY_CAP_S = 30.0
 STORAGE_RETRY_CAP_S = 5.0
 """Longest wait between attempts to store a read while the database refuses writes."""
 READ_RETRIES_BEFORE_ERROR = 3
-"""Transport failures of one read in a row before the subscription shows ``error``."""
+"""Failed attempts of one read in a row before the subscription shows ``error``."""
+
+NOT_FOUND_CODES = frozenset({wire.INVALID_PARAMS, wire.LEGACY_RESOURCE_NOT_FOUND})
+"""JSON-RPC codes that mean "no such resource" (spec: -32602; 2025-era servers: -32002)."""
+PERMANENT_CODES = NOT_FOUND_CODES | {wire.PARSE_ERROR, wire.INVALID_REQUEST, wire.METHOD_NOT_FOUND}
+"""Answers about our request itself: asking again cannot change them."""
+
+
+def read_error_code(exc: McpError) -> str:
+    """The stable code a failed read shows in the subscription's ``stateReason``."""
+    if isinstance(exc, JsonRpcError) and exc.code in NOT_FOUND_CODES:
+        return "RESOURCE_NOT_FOUND"
+    return exc.error_code
+
+
+def retryable(exc: McpError) -> bool:
+    """Whether reading again may succeed: transport trouble and server-side errors (``-32603``,
+    ``-32000``…) may pass; "unknown URI", "bad request" and refused credentials do not."""
+    if isinstance(exc, JsonRpcError):
+        return exc.code not in PERMANENT_CODES and exc.error_code != "AUTH_FAILED"
+    return exc.error_code != "AUTH_FAILED"
 
 
 @dataclass
@@ -118,13 +139,15 @@ class UriRefresher:
             except McpError as exc:
                 self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
                 log.warning("read failed", uri=self.target.uri, error=str(exc), code=exc.error_code)
-                if isinstance(exc, JsonRpcError):
+                if not retryable(exc):
                     self.failing = True
                     await self._on_error(self.target, exc)
                     return
-                # A transport failure (refused, reset, timeout): the content may be stale now
-                # and no notification will say so again, so retry with backoff; after a few
-                # tries the subscription shows it, and the next good read clears it.
+                # A transport failure (refused, reset, timeout) or a server-side error
+                # (-32603): the content may be stale now and no notification will say so
+                # again, so retry with backoff; after a few tries the subscription shows it,
+                # and the next good read clears it. A re-listen after a reconnect finds this
+                # refresher busy and marks it dirty: the pending re-read is kept, not lost.
                 failures += 1
                 if failures == READ_RETRIES_BEFORE_ERROR:
                     self.failing = True

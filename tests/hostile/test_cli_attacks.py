@@ -1,16 +1,16 @@
 """Both CLIs against the hostile server: the named error, bounded memory, bounded time.
 
-Peak RSS comes from the kernel's accounting of the finished child (``wait4``'s
-``ru_maxrss``, the same figure as ``VmHWM`` in ``/proc/PID/status`` at exit), so a test
-cannot miss a short spike. Before the fixes a ``gzip, gzip`` read took a CLI past 1 GB.
+Peak RSS is sampled from ``VmHWM`` in ``/proc/PID/status`` while the CLI runs. Before the
+fixes a ``gzip, gzip`` read took a CLI past 1 GB.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.cli import BIN, cli_env
-from tests.support.hostile import HostileServer
+from tests.support.hostile import HostileServer, peak_rss_kib
 
 RSS_BOUND_KIB = 150 * 1024
 """A CLI run stays well under this (about 30 MB idle; the bomb inflates to 512 MiB)."""
@@ -37,6 +37,12 @@ class Measured:
 
 
 def run_measured(program: str, *args: str, env: dict[str, str] | None = None) -> Measured:
+    """Run a CLI and sample its ``VmHWM`` (peak RSS of its own address space) from /proc.
+
+    Not ``wait4``'s ``ru_maxrss``: Linux folds the forking parent's peak (this big pytest
+    process) into it at exec. VmHWM only grows, so the last sample before exit is the peak
+    up to a 2 ms sampling gap; the bomb took seconds to inflate before the fix.
+    """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
             [str(BIN / program), *args],
@@ -46,11 +52,14 @@ def run_measured(program: str, *args: str, env: dict[str, str] | None = None) ->
             stderr=err,
             text=True,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        peak = 0
+        while proc.poll() is None:
+            with contextlib.suppress(OSError, RuntimeError):
+                peak = max(peak, peak_rss_kib(proc.pid))
+            time.sleep(0.002)
         out.seek(0)
         err.seek(0)
-        return Measured(proc.returncode, out.read(), err.read(), usage.ru_maxrss)
+        return Measured(proc.returncode, out.read(), err.read(), peak)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,73 @@
+"""What a link's stream readers hand to the link: a bounded, coalescing inbox.
+
+Why not an ``asyncio.Queue``: a server sending ``notifications/resources/updated`` as fast as
+TCP allows filled an unbounded queue faster than the link drained it, ~1 KB per notification
+without limit (issue 11.1). But the link only needs to know *which* URIs to re-read, and a
+re-read reads the latest content whatever the number of notifications before it. So:
+
+* an update for a URI already pending adds nothing (coalescing; counted);
+* at most ``capacity`` distinct URIs are pending; a reader that wants to add one more waits
+  until the link drained the inbox, so it stops reading its socket and the server's writes
+  block (back-pressure, not buffering);
+* the end of a stream (closed, failed, lost, broken) is kept per reader generation, so the
+  link can tell a current stream's end from a replaced one's.
+
+The readers filter first: only URIs the link re-reads reach the inbox, so a flood of
+notifications for other URIs costs a counter, not memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Generic, TypeVar
+
+End = TypeVar("End")
+
+DEFAULT_CAPACITY = 1024
+
+
+class LinkInbox(Generic[End]):
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.capacity = capacity
+        self._updates: dict[str, None] = {}
+        self._ends: deque[tuple[int, End]] = deque()
+        self._ready = asyncio.Event()
+        self._space = asyncio.Event()
+        self._space.set()
+
+    def __len__(self) -> int:
+        return len(self._updates) + len(self._ends)
+
+    async def put_update(self, uri: str) -> bool:
+        """Add ``uri`` to the pending re-reads (False: it was pending); waits while full."""
+        while True:
+            if uri in self._updates:
+                return False
+            if len(self._updates) < self.capacity:
+                self._updates[uri] = None
+                self._ready.set()
+                return True
+            self._space.clear()
+            await self._space.wait()
+
+    def put_end(self, generation: int, end: End) -> None:
+        """A reader's last word. Each reader puts exactly one, so this cannot grow unbounded."""
+        self._ends.append((generation, end))
+        self._ready.set()
+
+    async def wait(self) -> None:
+        """Return once something is pending."""
+        while not self._updates and not self._ends:
+            self._ready.clear()
+            await self._ready.wait()
+
+    def take(self) -> tuple[list[str], list[tuple[int, End]]]:
+        """Everything pending, oldest first; the inbox is empty afterwards."""
+        updates = list(self._updates)
+        ends = list(self._ends)
+        self._updates.clear()
+        self._ends.clear()
+        self._ready.clear()
+        self._space.set()
+        return updates, ends

@@ -1,0 +1,52 @@
+"""The link inbox: coalescing per URI, a hard bound with back-pressure, ends kept apart."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from service.daemon.inbox import LinkInbox
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_updates_coalesce_per_uri() -> None:
+    inbox: LinkInbox[str] = LinkInbox(capacity=4)
+    added = [await inbox.put_update(uri) for uri in ["a", "b", "a", "a", "b"]]
+    assert added == [True, True, False, False, False]
+    assert len(inbox) == 2
+    assert inbox.take() == (["a", "b"], [])
+    assert len(inbox) == 0
+    assert await inbox.put_update("a") is True, "taken URIs can be pending again"
+
+
+async def test_full_inbox_makes_the_reader_wait_until_the_link_drains() -> None:
+    inbox: LinkInbox[str] = LinkInbox(capacity=2)
+    await inbox.put_update("a")
+    await inbox.put_update("b")
+    assert await inbox.put_update("a") is False, "a pending URI never waits"
+    third = asyncio.ensure_future(inbox.put_update("c"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert not third.done(), "no room: the reader waits (and reads no more bytes)"
+    assert len(inbox) == 2
+    assert inbox.take() == (["a", "b"], [])
+    assert await third is True
+    assert inbox.take() == (["c"], [])
+
+
+async def test_ends_are_kept_with_their_generation_and_wake_the_link() -> None:
+    inbox: LinkInbox[str] = LinkInbox()
+    waiter = asyncio.ensure_future(inbox.wait())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    inbox.put_end(3, "lost")
+    await asyncio.wait_for(waiter, 1)
+    await inbox.put_update("x")
+    assert inbox.take() == (["x"], [(3, "lost")])

@@ -1,0 +1,110 @@
+"""Re-read retries: server errors are retried like transport errors; "unknown URI" is not."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from service.daemon import refresher as refresher_module
+from service.daemon.refresher import ReadTarget, UriRefresher, read_error_code, retryable
+from service.mcp import wire
+from service.mcp.errors import HttpStatusError, JsonRpcError, McpError, TransportError
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(refresher_module, "READ_RETRY_BASE_S", 0.001)
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.texts: list[str | None] = []
+
+    async def record_read(self, *args: Any, **kwargs: Any) -> Any:
+        self.texts.append(args[4])
+        return SimpleNamespace(revision=len(self.texts))
+
+
+def make(answers: list[Any]) -> tuple[UriRefresher, FakeStore, list[str]]:
+    store = FakeStore()
+    errors: list[str] = []
+
+    async def read(uri: str) -> dict[str, Any]:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return {"contents": [{"uri": uri, "text": answer}]}
+
+    async def on_error(target: ReadTarget, exc: McpError) -> None:
+        errors.append(f"{read_error_code(exc)}: {exc}")
+
+    refresher = UriRefresher(
+        ReadTarget(1, 1, "test://a"),
+        store,  # type: ignore[arg-type]
+        read,
+        lambda: 1,
+        asyncio.Semaphore(4),
+        {},
+        on_error,
+    )
+    return refresher, store, errors
+
+
+def internal() -> JsonRpcError:
+    return JsonRpcError(wire.INTERNAL_ERROR, "transient backend error")
+
+
+async def run(refresher: UriRefresher) -> None:
+    refresher.trigger()
+    assert refresher._task is not None
+    await asyncio.wait_for(refresher._task, 5)
+
+
+async def test_internal_error_on_a_reread_is_retried_until_it_succeeds() -> None:
+    refresher, store, errors = make([internal(), internal(), "v2"])
+    await run(refresher)
+    assert store.texts == ["v2"]
+    assert errors == [], "two failures stay below the error threshold"
+
+
+async def test_persistent_server_errors_show_error_and_keep_retrying() -> None:
+    refresher, store, errors = make([internal()] * 4 + ["v2"])
+    await run(refresher)
+    assert store.texts == ["v2"]
+    assert errors == ["INTERNAL_ERROR: transient backend error (JSON-RPC -32603)"]
+
+
+async def test_unknown_uri_is_resource_not_found_and_not_retried() -> None:
+    gone = JsonRpcError(wire.INVALID_PARAMS, "Unknown resource: test://a")
+    refresher, store, errors = make([gone, "never read"])
+    await run(refresher)
+    assert store.texts == []
+    assert errors == ["RESOURCE_NOT_FOUND: Unknown resource: test://a (JSON-RPC -32602)"]
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (JsonRpcError(wire.INTERNAL_ERROR, "x"), True),
+        (JsonRpcError(-32000, "server busy"), True),
+        (TransportError("reset", kind="read"), True),
+        (HttpStatusError(503), True),
+        (JsonRpcError(wire.INVALID_PARAMS, "x"), False),
+        (JsonRpcError(wire.LEGACY_RESOURCE_NOT_FOUND, "x"), False),
+        (JsonRpcError(wire.METHOD_NOT_FOUND, "x"), False),
+        (JsonRpcError(wire.INTERNAL_ERROR, "x", http_status=401), False),
+        (HttpStatusError(403), False),
+    ],
+)
+def test_retryable(exc: McpError, expected: bool) -> None:
+    assert retryable(exc) is expected
