@@ -169,8 +169,13 @@ def main(argv: list[str] | None = None) -> int:
         say(f"current content (revision {current.get('revision')}):")
         say("  " + str(current.get("text", "")).replace("\n", "\n  "))
 
-        say(f"$ mcpsubctl wait --uri {URI}")
-        waited = ctl(env, "wait", "--uri", URI, "--timeout-ms", "60000")
+        # Wait for a change after the content just shown: the lab may already have changed it
+        # (its delay runs from the listen), and `--after` makes that a hit, not a hang.
+        after = str(current.get("eventId") or 0)
+        say(f"$ mcpsubctl wait --uri {URI} --after {after}")
+        waited = ctl(
+            env, "wait", "--uri", URI, "--after", after, "--timeout-ms", "60000", timeout=90
+        )
         say("  " + waited.stdout.strip().replace("\n", "\n  "))
         if waited.returncode != 0:
             say(waited.stderr)
