@@ -1,2 +1,3 @@
 from tests.support.daemon import daemon_factory  # noqa: F401
 from tests.support.hostile import hostile_factory  # noqa: F401
+from tests.webhooks.receiver import receiver  # noqa: F401
