@@ -43,6 +43,11 @@ class Settings:
     """``unix:///path/api.sock`` (default: ``<state_dir>/api.sock``) or ``tcp://127.0.0.1:PORT``."""
     database_url: str = ""
     """Default: SQLite ``<state_dir>/mcpsub.db``; ``postgresql://…`` for several replicas."""
+    replica_id: str = ""
+    """This replica's name in the ``replicas`` table; default ``<host>-<pid>-<random>``."""
+    lease_ttl_s: float = 15.0
+    """How long a link's lease lasts unrenewed (renewed every third of it); a dead replica's
+    links are re-listened by the others within about this long."""
     log_level: str = "info"
     log_format: str = "auto"
     """``json``, ``console`` or ``auto`` (JSON when stdout is not a TTY)."""

@@ -78,6 +78,10 @@ class _Throttled(Exception):
         self.wait_s = wait_s
 
 
+class LeaseLost(Exception):
+    """A fenced write was rejected: another replica claimed this link (scale-out)."""
+
+
 class _Restart(Exception):
     """Internal: the session ended and the link should reconnect (after backoff)."""
 
@@ -142,6 +146,8 @@ class ServerLink:
         """Set by :meth:`recheck`: end any wait (backoff, login, protocol) at once."""
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self.on_lease_lost: Callable[[int], object] | None = None
+        """Called with the server id when a fenced write shows another replica owns the link."""
 
     # ---- control from the supervisor ----------------------------------------------------
     def want(self, uri: str, subscription_id: int) -> None:
@@ -214,35 +220,10 @@ class ServerLink:
                 continue
             self._acked_this_session = False
             try:
-                await self._session()
-                delay = 0.0
-            except asyncio.CancelledError:
-                raise
-            except _Throttled as exc:
-                await self._fail(
-                    "throttled", "RELISTEN_LIMIT", str(exc), exc.wait_s, hint=RELISTEN_LIMIT_HINT
-                )
-                delay = exc.wait_s
-            except (LoginRequired, ProtocolUnsupported) as exc:
-                # Terminal until something changes: no fast loop. A server that cannot speak
-                # 2026-07-28 is re-checked hourly (protocol_recheck_s), on resubscribe or
-                # on SIGHUP; a login on login_retry_s or when the token store changes.
-                if isinstance(exc, LoginRequired):
-                    state, slow = "login_required", self._settings.login_retry_s
-                else:
-                    state, slow = "error", self._settings.protocol_recheck_s
-                await self._fail(state, exc.error_code, str(exc), slow, hint=exc.hint)
-                delay = slow
-            except Exception as exc:
-                # Backoff grows only while connecting fails; every ack resets it.
-                attempt = 0 if self._acked_this_session else attempt + 1
-                delay = self.backoff.delay(attempt)
-                code = (
-                    exc.code if isinstance(exc, _Restart) else getattr(exc, "error_code", "ERROR")
-                )
-                await self._fail("backoff", code, str(exc) or type(exc).__name__, delay, hint=None)
-                self._stats["reconnects_total"] = self._stats.get("reconnects_total", 0) + 1
-                self.reconnects += 1
+                delay, attempt = await self._attempt(attempt)
+            except LeaseLost as lost:
+                await self._lease_lost(str(lost))
+                return
             if delay:
                 self._changed.clear()
                 self._wake.clear()
@@ -256,6 +237,54 @@ class ServerLink:
                             await self._wake.wait()
                 if self._wake.is_set():
                     attempt = 0
+
+    async def _attempt(self, attempt: int) -> tuple[float, int]:
+        """One session and its failure handling: the delay before the next one and the
+        backoff attempt count. Raises LeaseLost when a fenced write shows the link is gone."""
+        try:
+            await self._session()
+            return 0.0, attempt
+        except asyncio.CancelledError:
+            raise
+        except LeaseLost:
+            raise
+        except _Throttled as exc:
+            await self._fail(
+                "throttled", "RELISTEN_LIMIT", str(exc), exc.wait_s, hint=RELISTEN_LIMIT_HINT
+            )
+            return exc.wait_s, attempt
+        except (LoginRequired, ProtocolUnsupported) as exc:
+            # Terminal until something changes: no fast loop. A server that cannot speak
+            # 2026-07-28 is re-checked hourly (protocol_recheck_s), on resubscribe or
+            # on SIGHUP; a login on login_retry_s or when the token store changes.
+            if isinstance(exc, LoginRequired):
+                state, slow = "login_required", self._settings.login_retry_s
+            else:
+                state, slow = "error", self._settings.protocol_recheck_s
+            await self._fail(state, exc.error_code, str(exc), slow, hint=exc.hint)
+            return slow, attempt
+        except Exception as exc:
+            # Backoff grows only while connecting fails; every ack resets it.
+            attempt = 0 if self._acked_this_session else attempt + 1
+            delay = self.backoff.delay(attempt)
+            code = exc.code if isinstance(exc, _Restart) else getattr(exc, "error_code", "ERROR")
+            await self._fail("backoff", code, str(exc) or type(exc).__name__, delay, hint=None)
+            self._stats["reconnects_total"] = self._stats.get("reconnects_total", 0) + 1
+            self.reconnects += 1
+            return delay, attempt
+
+    async def _lease_lost(self, reason: str) -> None:
+        """Fenced out: another replica claimed this link. Stop touching it at once."""
+        log.warning(
+            "lease lost; giving the link up", server_id=self.server_id, url=self.url, reason=reason
+        )
+        self._stopping = True
+        await self._close_stream(self.stream)
+        self.stream = None
+        self.state = "released"
+        self._stats["leases_lost_total"] = self._stats.get("leases_lost_total", 0) + 1
+        if self.on_lease_lost is not None:
+            self.on_lease_lost(self.server_id)
 
     async def _fail(
         self, state: str, code: str, message: str, delay: float, *, hint: str | None
@@ -274,32 +303,35 @@ class ServerLink:
             retry_in=round(delay, 3),
         )
         try:
-            await self._store.set_server_state(
+            held = await self._store.set_server_state(
                 self.server_id,
                 state,
                 error=message,
                 error_code=code,
                 backoff_until=self.backoff_until,
                 reconnect=state == "backoff",
+                generation=self.generation,
             )
-            if state == "login_required":
+            if held and state in ("login_required", "error"):
                 await self._store.set_subscription_state(
-                    list(self.wanted.values()), "login_required", message
+                    list(self.wanted.values()), state, message, generation=self.generation
                 )
-            elif state == "error":
-                await self._store.set_subscription_state(
-                    list(self.wanted.values()), "error", message
-                )
-            elif state == "backoff":
+            elif held and state == "backoff":
                 # Not "active": nothing is being watched until the stream is back (issue 11.7).
                 # The next acknowledgement sets "active" again.
                 await self._store.set_subscription_state(
-                    list(self.wanted.values()), "backoff", f"{code}: {message}"
+                    list(self.wanted.values()),
+                    "backoff",
+                    f"{code}: {message}",
+                    generation=self.generation,
                 )
         except DATABASE_ERRORS as exc:
             # A full disk must not kill the link: the in-memory status above still tells the
             # truth, and the store reports the daemon-level storage condition.
             log.warning("recording the link state failed", url=self.url, error=describe(exc))
+            return
+        if not held:
+            raise LeaseLost(f"another replica holds {self.url} now")
 
     async def _token(self) -> str | None:
         if self._tokens is None:
@@ -467,7 +499,11 @@ class ServerLink:
                 raise LoginRequired(f"the server refused our credentials: {exc}") from exc
             raise _Restart(f"listen refused: {exc}", "SUBSCRIPTION_FAILED") from exc
         self._acked_this_session = True
-        self.generation = await self._store.bump_generation(self.server_id)
+        generation = await self._store.bump_generation(self.server_id, expected=self.generation)
+        if generation is None:
+            await stream.aclose()
+            raise LeaseLost(f"another replica holds {self.url} now (generation moved on)")
+        self.generation = generation
         old_stream = self.stream
         if old_reader is not None:
             old_reader.cancel()
@@ -482,11 +518,18 @@ class ServerLink:
         self.state = "open"
         self.last_error = self.last_error_code = self.last_error_hint = None
         self.backoff_until = None
-        await self._store.set_server_state(self.server_id, "open", connected=True)
-        await self._store.set_subscription_state([self.wanted[u] for u in self.honored], "active")
+        await self._store.set_server_state(
+            self.server_id, "open", connected=True, generation=self.generation
+        )
+        await self._store.set_subscription_state(
+            [self.wanted[u] for u in self.honored], "active", generation=self.generation
+        )
         if not_honored:
             await self._store.set_subscription_state(
-                not_honored, "not_honored", "the server's acknowledgement did not include this URI"
+                not_honored,
+                "not_honored",
+                "the server's acknowledgement did not include this URI",
+                generation=self.generation,
             )
             loop = asyncio.get_running_loop()
             loop.call_later(self._settings.not_honored_retry_s, self._retry_not_honored)
@@ -628,11 +671,15 @@ class ServerLink:
 
     async def _on_read_ok(self, target: ReadTarget) -> None:
         if target.uri in self.honored:
-            await self._store.set_subscription_state([target.subscription_id], "active")
+            await self._store.set_subscription_state(
+                [target.subscription_id], "active", generation=self.generation
+            )
 
     async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
         reason = f"{read_error_code(exc)}: {exc}"
-        await self._store.set_subscription_state([target.subscription_id], "error", reason)
+        await self._store.set_subscription_state(
+            [target.subscription_id], "error", reason, generation=self.generation
+        )
 
     @staticmethod
     async def _close_stream(stream: ListenStream | None) -> None:

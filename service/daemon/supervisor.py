@@ -18,9 +18,11 @@ import httpx
 import structlog
 
 from service.daemon.config import Settings
+from service.daemon.leases import LeaseKeeper, default_replica_id
 from service.daemon.link import ServerLink, TokenProvider
 from service.store import Store, Subscription
 from service.store.eventhub import EventHub
+from service.store.leases import Claimed
 from service.webhooks.dispatcher import Dispatcher
 
 log = structlog.get_logger("mcpsubd.supervisor")
@@ -53,13 +55,13 @@ class Supervisor:
         self.admit_link: Callable[[], None] | None = None
         """Raises ``ResourceLimit`` when a link must not open connections now (descriptors)."""
         self.webhooks = Dispatcher(store, settings.webhook_settings())
+        self.replica_id = settings.replica_id or default_replica_id()
+        self.leases = LeaseKeeper(store, self, settings.lease_ttl_s, self.replica_id)
 
     async def start(self) -> None:
         self.events.last_id = await self.store.last_event_id()
-        for sub in await self.store.list_subscriptions():
-            self._link_for(sub).want(sub.uri, sub.id)
-        for link in self.links.values():
-            link.start()
+        # Claims this replica's share of the links (all of them on SQLite) and starts them.
+        await self.leases.start()
         self._prune_task = asyncio.get_running_loop().create_task(self._prune_forever())
         self._tick_task = asyncio.get_running_loop().create_task(self._tick_forever())
         self.webhooks.start()
@@ -67,32 +69,83 @@ class Supervisor:
         log.info("supervisor started", links=len(self.links))
 
     async def stop(self) -> None:
+        """Graceful handover: stop renewing, close every stream, then release the leases so
+        the other replicas claim the links at their next pass."""
         self.ready = False
         if self._prune_task is not None:
             self._prune_task.cancel()
         if self._tick_task is not None:
             self._tick_task.cancel()
-        await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
+        await self.leases.stop()
+        async with self._lock:
+            links = list(self.links.values())
+            self.links.clear()
+        await asyncio.gather(*(link.stop() for link in links), return_exceptions=True)
+        await self.leases.leave()
         await self.webhooks.stop()
 
-    def _link_for(self, sub: Subscription) -> ServerLink:
-        link = self.links.get(sub.server_id)
-        if link is None:
-            link = ServerLink(
-                sub.server_id,
-                sub.server_url,
-                self.store,
-                self.settings,
-                self._new_http_client(),
-                self._limiter,
-                self.stats,
-                self._tokens,
-            )
-            link.admit = self.admit_link
-            self.links[sub.server_id] = link
-            if self.ready:
-                link.start()
-        return link
+    # ---- the lease keeper's side (service.daemon.leases.LinkOwner) -------------------------
+    def held(self) -> set[int]:
+        return set(self.links)
+
+    async def adopt(self, claimed: Claimed) -> None:
+        """Start the link we just leased, under the generation the claim gave it."""
+        subs = await self.store.list_subscriptions(claimed.server_id)
+        stale = self.links.pop(claimed.server_id, None)
+        if stale is not None:  # an old run of ours, fenced out by the claim: stop it
+            await stale.stop()
+        link = ServerLink(
+            claimed.server_id,
+            claimed.url,
+            self.store,
+            self.settings,
+            self._new_http_client(),
+            self._limiter,
+            self.stats,
+            self._tokens,
+        )
+        link.generation = claimed.generation
+        link.on_lease_lost = self._lease_lost
+        link.admit = self.admit_link
+        for sub in subs:
+            link.want(sub.uri, sub.id)
+        self.links[claimed.server_id] = link
+        link.start()
+
+    async def drop(self, server_id: int, *, release: bool) -> None:
+        """Stop a link; with ``release`` hand its lease back afterwards (never before)."""
+        link = self.links.pop(server_id, None)
+        if link is not None:
+            await link.stop()
+        if release:
+            await self.store.release_leases(self.replica_id, [server_id])
+
+    async def reconcile(self) -> None:
+        """Bring the held links' URI sets in line with the database (a subscription may have
+        been added or removed through another replica's API)."""
+        async with self._lock:
+            held = sorted(self.links)
+            if not held:
+                return
+            wanted: dict[int, dict[str, int]] = {server_id: {} for server_id in held}
+            for sub in await self.store.list_subscriptions(server_ids=held):
+                wanted.setdefault(sub.server_id, {})[sub.uri] = sub.id
+            for server_id in held:
+                link = self.links.get(server_id)
+                if link is None:
+                    continue
+                uris = wanted.get(server_id, {})
+                for uri in set(link.wanted) - set(uris):
+                    link.unwant(uri)
+                for uri, subscription_id in uris.items():
+                    link.want(uri, subscription_id)
+                if not uris:
+                    await self.drop(server_id, release=True)
+
+    def _lease_lost(self, server_id: int) -> None:
+        link = self.links.pop(server_id, None)
+        if link is not None:
+            asyncio.get_running_loop().create_task(link.stop())
 
     def _new_http_client(self) -> httpx.AsyncClient:
         settings = self.settings
@@ -107,7 +160,13 @@ class Supervisor:
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
         async with self._lock:
             sub, created = await self.store.add_subscription(url, uri)
-            self._link_for(sub).want(sub.uri, sub.id)
+            link = self.links.get(sub.server_id)
+            if link is not None:
+                link.want(sub.uri, sub.id)
+            else:
+                # A new link (or one no replica holds): lease it here now. If another replica
+                # holds it, that one picks the URI up at its next lease pass.
+                await self.leases.claim(1, only=[sub.server_id])
         return sub, created
 
     async def unsubscribe(self, subscription_id: int) -> Subscription | None:
@@ -119,8 +178,7 @@ class Supervisor:
             if link is not None:
                 link.unwant(sub.uri)
                 if not link.wanted:
-                    self.links.pop(sub.server_id)
-                    await link.stop()
+                    await self.drop(sub.server_id, release=True)
         return sub
 
     def recheck(self, url: str | None = None) -> list[str]:
@@ -150,6 +208,7 @@ class Supervisor:
         snapshot.update({k: float(v) for k, v in self.stats.items()})
         snapshot["event_ring_hits_total"] = float(self.events.ring_hits)
         snapshot["event_ring_misses_total"] = float(self.events.ring_misses)
+        snapshot.update(self.leases.stats)
         snapshot.update({f"webhook_{k}": float(v) for k, v in self.webhooks.stats.items()})
         snapshot.update({k: float(read()) for k, read in self.gauges.items()})
         return snapshot

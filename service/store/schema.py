@@ -37,7 +37,24 @@ servers = Table(
     Column("connected_at", Float),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    # The link's lease (scale-out): which replica runs it, until when, and the epoch every
+    # claim bumps (together with ``generation``: the fence a paused replica's writes hit).
+    Column("lease_owner", String(128)),
+    Column("lease_until", Float),
+    Column("lease_epoch", Integer, nullable=False, server_default="0"),
     UniqueConstraint("url", "credential_key", name="uq_servers_url_credential"),
+)
+Index("ix_servers_lease_owner", servers.c.lease_owner)
+
+replicas = Table(
+    "replicas",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("host", Text, nullable=False, server_default=""),
+    Column("pid", Integer, nullable=False, server_default="0"),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+    Column("stopping", Integer, nullable=False, server_default="0"),
 )
 
 subscriptions = Table(

@@ -32,12 +32,13 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from service.store import health, schema
+from service.store import health, leases, schema
 from service.store.database import DATABASE_ERRORS, Database, parse
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
@@ -267,12 +268,16 @@ class Store:
         self._notify([removed])
         return _subscription(row)
 
-    async def list_subscriptions(self, server_id: int | None = None) -> list[Subscription]:
+    async def list_subscriptions(
+        self, server_id: int | None = None, *, server_ids: Sequence[int] | None = None
+    ) -> list[Subscription]:
         query = (
             select(*SUBSCRIPTION_COLUMNS).join(schema.servers).order_by(schema.subscriptions.c.id)
         )
         if server_id is not None:
             query = query.where(schema.subscriptions.c.server_id == server_id)
+        if server_ids is not None:
+            query = query.where(schema.subscriptions.c.server_id.in_(list(server_ids)))
         async with self.engine.connect() as conn:
             return [_subscription(row) for row in await conn.execute(query)]
 
@@ -322,17 +327,24 @@ class Store:
             return int(result.rowcount or 0)
 
     # ---- link state ---------------------------------------------------------------------
-    async def bump_generation(self, server_id: int) -> int:
-        async with self._write_lock, self.engine.begin() as conn:
-            await conn.execute(
-                update(schema.servers)
-                .where(schema.servers.c.id == server_id)
-                .values(generation=schema.servers.c.generation + 1, updated_at=time.time())
-            )
-            generation = await conn.scalar(
-                select(schema.servers.c.generation).where(schema.servers.c.id == server_id)
-            )
-        return int(generation or 0)
+    async def bump_generation(self, server_id: int, expected: int | None = None) -> int | None:
+        """The link's next generation (a new listen). With ``expected`` it is fenced: None
+        when the stored generation is no longer ``expected`` (another replica claimed the
+        link since: see :mod:`service.store.leases`)."""
+        fence = "" if expected is None else " AND generation = :expected"
+
+        def bump(conn: Connection) -> int | None:
+            value = conn.execute(
+                text(
+                    "UPDATE servers SET generation = generation + 1, updated_at = :now "
+                    f"WHERE id = :id{fence} RETURNING generation"
+                ),
+                {"id": server_id, "expected": expected, "now": time.time()},
+            ).scalar_one_or_none()
+            return None if value is None else int(value)
+
+        async with self._write_lock:
+            return await self.in_writer(bump)
 
     async def set_server_state(
         self,
@@ -344,7 +356,9 @@ class Store:
         backoff_until: float | None = None,
         connected: bool = False,
         reconnect: bool = False,
-    ) -> None:
+        generation: int | None = None,
+    ) -> bool:
+        """False when fenced out: ``generation`` is no longer the link's (lease lost)."""
         values: dict[str, Any] = {
             "state": state,
             "last_error": error,
@@ -356,10 +370,12 @@ class Store:
             values["connected_at"] = time.time()
         if reconnect:
             values["reconnects"] = schema.servers.c.reconnects + 1
+        query = update(schema.servers).where(schema.servers.c.id == server_id)
+        if generation is not None:
+            query = query.where(schema.servers.c.generation == generation)
         async with self._write_lock, self.engine.begin() as conn:
-            await conn.execute(
-                update(schema.servers).where(schema.servers.c.id == server_id).values(**values)
-            )
+            result = await conn.execute(query.values(**values))
+        return bool(result.rowcount)
 
     async def set_subscription_state(
         self,
@@ -368,38 +384,58 @@ class Store:
         reason: str | None = None,
         *,
         code: str | None = None,
+        generation: int | None = None,
     ) -> list[Event]:
         """Set the state; an event is logged for every subscription whose state changed.
 
         ``code`` is the stable error code of the state (``RESOURCE_NOT_FOUND``, …), kept in
         ``state_code`` and the event's data so scripts need not parse ``reason``.
+
+        With ``generation`` the change is fenced like a revision: subscriptions whose link
+        moved on (re-listened, or claimed by another replica) are left alone, and the check
+        sits in the ``UPDATE`` itself.
         """
         if not subscription_ids:
             return []
         changed: list[Event] = []
+        subs = schema.subscriptions
         async with self._write_lock, self.engine.begin() as conn:
             rows = (
                 await conn.execute(
                     select(*SUBSCRIPTION_COLUMNS)
                     .join(schema.servers)
                     .where(
-                        schema.subscriptions.c.id.in_(list(subscription_ids)),
+                        subs.c.id.in_(list(subscription_ids)),
                         or_(
-                            schema.subscriptions.c.state != state,
-                            func.coalesce(schema.subscriptions.c.state_reason, "")
-                            != (reason or ""),
+                            subs.c.state != state,
+                            func.coalesce(subs.c.state_reason, "") != (reason or ""),
                         ),
                     )
                 )
             ).all()
             if rows:
-                await conn.execute(
-                    update(schema.subscriptions)
-                    .where(schema.subscriptions.c.id.in_([r.id for r in rows]))
-                    .values(
-                        state=state, state_reason=reason, state_code=code, updated_at=time.time()
+                query = update(subs).where(subs.c.id.in_([r.id for r in rows]))
+                if generation is not None:
+                    current = (
+                        select(schema.servers.c.generation)
+                        .where(schema.servers.c.id == subs.c.server_id)
+                        .scalar_subquery()
                     )
-                )
+                    query = query.where(current == generation)
+                updated = {
+                    int(i)
+                    for i in (
+                        await conn.execute(
+                            query.values(
+                                state=state,
+                                state_reason=reason,
+                                state_code=code,
+                                updated_at=time.time(),
+                            ).returning(subs.c.id)
+                        )
+                    ).scalars()
+                }
+                rows = [r for r in rows if r.id in updated]
             for row in rows:
                 changed.append(
                     await self._insert_event(
@@ -418,6 +454,41 @@ class Store:
                 )
         self._notify(changed)
         return changed
+
+    # ---- leases (scale-out; trivially held on SQLite) -------------------------------------
+    async def _lease_call(self, fn: Callable[[Connection], T]) -> T:
+        async with self._write_lock:
+            return await self.in_writer(fn)
+
+    async def lease_heartbeat(
+        self, replica_id: str, host: str, pid: int, *, stopping: bool = False
+    ) -> None:
+        pg = self.database.is_postgresql
+        await self._lease_call(lambda c: leases.heartbeat(c, pg, replica_id, host, pid, stopping))
+
+    async def renew_leases(self, replica_id: str, ttl: float) -> dict[int, int]:
+        pg = self.database.is_postgresql
+        return await self._lease_call(lambda c: leases.renew(c, pg, replica_id, ttl))
+
+    async def lease_balance(self, ttl: float) -> tuple[int, int]:
+        pg = self.database.is_postgresql
+        return await self.in_reader(lambda c: leases.balance(c, pg, ttl))
+
+    async def claim_leases(
+        self, replica_id: str, ttl: float, limit: int, only: list[int] | None = None
+    ) -> list[leases.Claimed]:
+        pg = self.database.is_postgresql
+        return await self._lease_call(lambda c: leases.claim(c, pg, replica_id, ttl, limit, only))
+
+    async def release_leases(self, replica_id: str, server_ids: list[int]) -> int:
+        return await self._lease_call(lambda c: leases.release(c, replica_id, server_ids))
+
+    async def leave(self, replica_id: str) -> None:
+        await self._lease_call(lambda c: leases.leave(c, replica_id))
+
+    async def forget_dead_replicas(self, older_than_s: float) -> int:
+        pg = self.database.is_postgresql
+        return await self._lease_call(lambda c: leases.forget_dead(c, pg, older_than_s))
 
     # ---- content --------------------------------------------------------------------------
     async def record_read(

@@ -1,0 +1,169 @@
+"""The replica's lease loop: heartbeat, renew, rebalance, and stop links before they expire.
+
+Every third of the TTL one pass: heartbeat, renew every held lease (the database returns the
+ones we still hold; any other link is stopped at once, because another replica owns it now),
+then move towards the fair share ``ceil(links / live replicas)``: claim when below it, release
+(stop first, then release) when above. A renew that fails keeps being retried; if none has
+succeeded for two thirds of the TTL every link is stopped locally, so no link runs on after
+its lease could have expired (the database would fence its writes anyway, see
+:mod:`service.store.leases`). The time base is the start of the last successful renew, which
+can only make the local deadline earlier than the database's.
+
+On SQLite the same loop runs with one replica: it holds every link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import secrets
+import socket
+import time
+from typing import Protocol
+
+import structlog
+
+from service.store import Store
+from service.store.leases import Claimed
+
+log = structlog.get_logger("mcpsubd.leases")
+
+
+class LinkOwner(Protocol):
+    """What the keeper asks of the supervisor (it owns the links)."""
+
+    def held(self) -> set[int]: ...
+
+    async def adopt(self, claimed: Claimed) -> None: ...
+
+    async def drop(self, server_id: int, *, release: bool) -> None: ...
+
+    async def reconcile(self) -> None: ...
+
+
+def default_replica_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+class LeaseKeeper:
+    def __init__(self, store: Store, owner: LinkOwner, ttl_s: float, replica_id: str) -> None:
+        self.store = store
+        self.owner = owner
+        self.ttl_s = ttl_s
+        self.replica_id = replica_id
+        self.valid_until = 0.0
+        """Monotonic time by which the held leases may have expired (no renew since)."""
+        self.stats: dict[str, float] = {
+            "leases_held": 0.0,
+            "lease_claims_total": 0.0,
+            "lease_handovers_total": 0.0,
+            "lease_releases_total": 0.0,
+            "lease_expired_locally_total": 0.0,
+            "lease_renew_failures_total": 0.0,
+            "lease_renew_seconds": 0.0,
+            "replicas_live": 0.0,
+        }
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._passes = 0
+
+    @property
+    def interval_s(self) -> float:
+        return self.ttl_s / 3
+
+    async def start(self) -> None:
+        """Register and take a first share before the API says ready."""
+        await self.store.lease_heartbeat(self.replica_id, socket.gethostname(), os.getpid())
+        await self.tick()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="leases")
+
+    async def stop(self) -> None:
+        """Graceful stop: announce it (the others stop counting us), then the caller stops the
+        links and :meth:`leave` releases every lease."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        try:
+            await self.store.lease_heartbeat(
+                self.replica_id, socket.gethostname(), os.getpid(), stopping=True
+            )
+        except Exception as exc:
+            log.warning("could not announce the stop", error=str(exc))
+
+    async def leave(self) -> None:
+        try:
+            await self.store.leave(self.replica_id)
+        except Exception as exc:  # the leases then expire after their TTL
+            log.warning("could not release the leases", error=str(exc))
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                await self.tick()
+                delay = self.interval_s
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.stats["lease_renew_failures_total"] += 1
+                log.warning("lease renew failed", error=str(exc))
+                await self._expire_locally()
+                delay = min(1.0, self.ttl_s / 10)
+            await asyncio.sleep(delay)
+
+    async def _expire_locally(self) -> None:
+        """No successful renew for 2/3 of the TTL: stop every link before its lease lapses."""
+        if time.monotonic() < self.valid_until - self.ttl_s / 3:
+            return
+        held = self.owner.held()
+        if held:
+            log.warning("leases about to expire without renewal; stopping links", links=len(held))
+            self.stats["lease_expired_locally_total"] += len(held)
+        for server_id in sorted(held):
+            await self.owner.drop(server_id, release=False)
+
+    async def tick(self) -> None:
+        started = time.monotonic()
+        await self.store.lease_heartbeat(self.replica_id, socket.gethostname(), os.getpid())
+        held = await self.store.renew_leases(self.replica_id, self.ttl_s)
+        self.valid_until = started + self.ttl_s
+        self.stats["lease_renew_seconds"] = time.monotonic() - started
+        for server_id in sorted(self.owner.held() - set(held)):
+            log.warning("lease gone; stopping the link", server_id=server_id)
+            await self.owner.drop(server_id, release=False)
+        live, links = await self.store.lease_balance(self.ttl_s)
+        self.stats["replicas_live"] = float(live)
+        share = math.ceil(links / live) if links else 0
+        mine = self.owner.held()
+        if len(mine) < share:
+            await self.claim(share - len(mine))
+        elif len(mine) > share:
+            # Release the newest links beyond the share: stop first, then release, so the
+            # next owner never overlaps with us.
+            for server_id in sorted(mine, reverse=True)[: len(mine) - share]:
+                await self.owner.drop(server_id, release=True)
+                self.stats["lease_releases_total"] += 1
+        await self.owner.reconcile()
+        self.stats["leases_held"] = float(len(self.owner.held()))
+        self._passes += 1
+        if self._passes % 100 == 1:
+            await self.store.forget_dead_replicas(max(3600.0, self.ttl_s * 20))
+
+    async def claim(self, limit: int, only: list[int] | None = None) -> list[Claimed]:
+        claimed = await self.store.claim_leases(self.replica_id, self.ttl_s, limit, only)
+        for item in claimed:
+            self.stats["lease_claims_total"] += 1
+            if item.previous_owner not in (None, self.replica_id):
+                self.stats["lease_handovers_total"] += 1
+            (log.info if item.previous_owner else log.debug)(
+                "lease claimed",
+                server_id=item.server_id,
+                epoch=item.epoch,
+                previous=item.previous_owner,
+            )
+            await self.owner.adopt(item)
+        self.stats["leases_held"] = float(len(self.owner.held()))
+        return claimed

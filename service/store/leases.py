@@ -1,0 +1,184 @@
+"""Server-link leases: which replica runs which link, as plain SQL on either backend.
+
+Several ``mcpsubd`` replicas on one PostgreSQL split the server links by lease. A replica
+claims unowned or expired links with ``FOR UPDATE SKIP LOCKED`` (concurrent claimers skip each
+other's rows instead of waiting), renews what it holds every third of the TTL, and releases
+links on a graceful stop. Time is the database's clock, so replicas on different hosts agree
+on expiry.
+
+Fencing: a claim bumps ``lease_epoch`` *and* the link's ``generation`` in the same statement.
+Every write a link makes is already conditional on its generation (the revision fence in
+:mod:`service.store.hotpath`, and the link's state writes), and a generation is only ever
+bumped by the holder of the current lease (:data:`BUMP_FENCED`), so a replica that was paused
+past its lease finds every write rejected by the database and gives the link up.
+
+On SQLite there is one daemon per database (its API socket makes sure of it): it claims every
+link it does not hold, whatever the previous owner's expiry (a previous run's leases are its
+own), so leases cost nothing there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, bindparam, text
+
+PG_NOW = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
+SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    server_id: int
+    url: str
+    generation: int
+    """The generation the link starts with; its writes are fenced on it."""
+    epoch: int
+    previous_owner: str | None
+
+
+def now_sql(postgresql: bool) -> str:
+    return PG_NOW if postgresql else SQLITE_NOW
+
+
+_HAS_SUBSCRIPTIONS = "EXISTS (SELECT 1 FROM subscriptions u WHERE u.server_id = s.id)"
+
+
+def heartbeat(
+    conn: Connection, postgresql: bool, replica_id: str, host: str, pid: int, stopping: bool
+) -> None:
+    now = now_sql(postgresql)
+    conn.execute(
+        text(
+            f"INSERT INTO replicas (id, host, pid, started_at, heartbeat_at, stopping) "
+            f"VALUES (:id, :host, :pid, {now}, {now}, :stopping) "
+            f"ON CONFLICT (id) DO UPDATE SET heartbeat_at = {now}, stopping = :stopping"
+        ),
+        {"id": replica_id, "host": host, "pid": pid, "stopping": int(stopping)},
+    )
+
+
+def renew(conn: Connection, postgresql: bool, replica_id: str, ttl: float) -> dict[int, int]:
+    """Extend every lease this replica holds; returns server id -> epoch of those it holds."""
+    rows = conn.execute(
+        text(
+            f"UPDATE servers SET lease_until = {now_sql(postgresql)} + :ttl "
+            "WHERE lease_owner = :me RETURNING id, lease_epoch"
+        ),
+        {"me": replica_id, "ttl": ttl},
+    ).all()
+    return {int(r.id): int(r.lease_epoch) for r in rows}
+
+
+def balance(conn: Connection, postgresql: bool, ttl: float) -> tuple[int, int]:
+    """(live replicas, links with subscriptions): the fair share is links / replicas."""
+    if not postgresql:
+        live = 1
+    else:
+        live = int(
+            conn.execute(
+                text(
+                    f"SELECT COUNT(*) FROM replicas WHERE stopping = 0 "
+                    f"AND heartbeat_at > {PG_NOW} - :ttl"
+                ),
+                {"ttl": ttl},
+            ).scalar_one()
+        )
+    links = int(
+        conn.execute(
+            text(f"SELECT COUNT(*) FROM servers s WHERE {_HAS_SUBSCRIPTIONS}")
+        ).scalar_one()
+    )
+    return max(1, live), links
+
+
+def claim(
+    conn: Connection,
+    postgresql: bool,
+    replica_id: str,
+    ttl: float,
+    limit: int,
+    only: list[int] | None = None,
+) -> list[Claimed]:
+    """Take up to ``limit`` links that are unowned or whose lease expired (SQLite: every link
+    not held by us), bumping epoch and generation; ``only`` restricts it to these ids."""
+    if limit <= 0:
+        return []
+    now = now_sql(postgresql)
+    free = (
+        f"(s.lease_owner IS NULL OR s.lease_until IS NULL OR s.lease_until < {now})"
+        if postgresql
+        else "(s.lease_owner IS NULL OR s.lease_owner != :me)"
+    )
+    only_sql = " AND s.id IN :only" if only is not None else ""
+    pick = (
+        f"SELECT s.id, s.lease_owner AS previous FROM servers s WHERE {free} "
+        f"AND {_HAS_SUBSCRIPTIONS}{only_sql} ORDER BY s.id LIMIT :limit"
+    )
+    params: dict[str, object] = {"me": replica_id, "ttl": ttl, "limit": limit}
+    if only is not None:
+        params["only"] = list(only)
+    set_lease = (
+        f"lease_owner = :me, lease_until = {now} + :ttl, lease_epoch = lease_epoch + 1, "
+        "generation = generation + 1"
+    )
+    if postgresql:
+        statement = text(
+            f"WITH picked AS ({pick} FOR UPDATE OF s SKIP LOCKED) "
+            f"UPDATE servers SET {set_lease} FROM picked WHERE servers.id = picked.id "
+            "RETURNING servers.id, servers.url, servers.generation, servers.lease_epoch, "
+            "picked.previous"
+        )
+        if only is not None:
+            statement = statement.bindparams(bindparam("only", expanding=True))
+        rows = conn.execute(statement, params).all()
+        claimed = [
+            Claimed(int(r.id), r.url, int(r.generation), int(r.lease_epoch), r.previous)
+            for r in rows
+        ]
+    else:  # one writer: read then write in the same transaction
+        select_stmt = text(pick)
+        if only is not None:
+            select_stmt = select_stmt.bindparams(bindparam("only", expanding=True))
+        picked = conn.execute(select_stmt, params).all()
+        claimed = []
+        for r in picked:
+            row = conn.execute(
+                text(
+                    f"UPDATE servers SET {set_lease} WHERE id = :id "
+                    "RETURNING id, url, generation, lease_epoch"
+                ),
+                {**params, "id": r.id},
+            ).one()
+            claimed.append(
+                Claimed(int(row.id), row.url, int(row.generation), int(row.lease_epoch), r.previous)
+            )
+    return sorted(claimed, key=lambda c: c.server_id)
+
+
+def release(conn: Connection, replica_id: str, server_ids: list[int]) -> int:
+    if not server_ids:
+        return 0
+    statement = text(
+        "UPDATE servers SET lease_owner = NULL, lease_until = NULL "
+        "WHERE lease_owner = :me AND id IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
+    return int(conn.execute(statement, {"me": replica_id, "ids": server_ids}).rowcount or 0)
+
+
+def leave(conn: Connection, replica_id: str) -> None:
+    """A graceful stop: release everything and deregister."""
+    conn.execute(
+        text("UPDATE servers SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :me"),
+        {"me": replica_id},
+    )
+    conn.execute(text("DELETE FROM replicas WHERE id = :me"), {"me": replica_id})
+
+
+def forget_dead(conn: Connection, postgresql: bool, older_than_s: float) -> int:
+    """Drop replica rows whose heartbeat stopped long ago (killed replicas)."""
+    result = conn.execute(
+        text(f"DELETE FROM replicas WHERE heartbeat_at < {now_sql(postgresql)} - :age"),
+        {"age": older_than_s},
+    )
+    return int(result.rowcount or 0)

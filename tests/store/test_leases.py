@@ -1,0 +1,132 @@
+"""Link leases and the epoch fence, on the real databases (service/store/leases.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from service.store import Store
+
+pytestmark = pytest.mark.anyio
+TTL = 30.0
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def pg_pair(pg_cluster) -> AsyncIterator[tuple[Store, Store]]:  # type: ignore[no-untyped-def]
+    """Two replicas' stores on one PostgreSQL database."""
+    url = pg_cluster.fresh_database()
+    a, b = Store.open(url), Store.open(url)
+    try:
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def add_links(store: Store, count: int) -> list[int]:
+    ids = []
+    for n in range(count):
+        sub, _ = await store.add_subscription(f"http://127.0.0.1:1/mcp{n}", "test://a")
+        ids.append(sub.server_id)
+    return ids
+
+
+async def expire_all(store: Store) -> None:
+    async with store.engine.begin() as conn:
+        await conn.execute(text("UPDATE servers SET lease_until = 0"))
+
+
+async def test_concurrent_claims_never_overlap(pg_pair: tuple[Store, Store]) -> None:
+    a, b = pg_pair
+    ids = await add_links(a, 40)
+    for _ in range(3):  # rounds of racing claims of 10 each; the last finds 0-10 left
+        got_a, got_b = await asyncio.gather(
+            a.claim_leases("a", TTL, 10), b.claim_leases("b", TTL, 10)
+        )
+        assert not {c.server_id for c in got_a} & {c.server_id for c in got_b}
+    held_a = await a.renew_leases("a", TTL)
+    held_b = await b.renew_leases("b", TTL)
+    assert not set(held_a) & set(held_b)
+    assert len(held_a) + len(held_b) == 40
+    assert set(held_a) | set(held_b) == set(ids)
+    assert await b.claim_leases("b", TTL, 100, only=list(held_a)) == [], "held links stay put"
+
+
+async def test_a_paused_replica_is_fenced_out_after_a_new_claim(
+    pg_pair: tuple[Store, Store],
+) -> None:
+    a, b = pg_pair
+    sub, _ = await a.add_subscription("http://127.0.0.1:1/mcp", "test://a")
+    [mine] = await a.claim_leases("a", TTL, 10)
+    gen_a = await a.bump_generation(sub.server_id, expected=mine.generation)
+    assert gen_a == mine.generation + 1
+    contents = [{"uri": "test://a", "text": "from a"}]
+    assert await a.record_read(sub.id, sub.server_id, gen_a, contents, "from a") is not None
+    assert await b.claim_leases("b", TTL, 10) == [], "an unexpired lease is not taken"
+    await expire_all(a)  # a was paused past its lease
+    [theirs] = await b.claim_leases("b", TTL, 10)
+    assert theirs.previous_owner == "a" and theirs.epoch == mine.epoch + 1
+    assert theirs.generation > gen_a, "the claim moves the generation fence"
+    events_before = await a.last_event_id()
+    # Everything a writes under its old generation is rejected by the database:
+    stale = [{"uri": "test://a", "text": "stale"}]
+    assert await a.record_read(sub.id, sub.server_id, gen_a, stale, "stale") is None
+    assert await a.bump_generation(sub.server_id, expected=gen_a) is None
+    assert not await a.set_server_state(sub.server_id, "backoff", generation=gen_a)
+    assert await a.set_subscription_state([sub.id], "error", "x", generation=gen_a) == []
+    assert await a.last_event_id() == events_before, "no event from a fenced replica"
+    assert await a.renew_leases("a", TTL) == {}, "a learns it lost the link"
+    current = await b.current_revision(sub.id)
+    assert current is not None and current.text == "from a"
+    fresh = [{"uri": "test://a", "text": "from b"}]
+    assert await b.record_read(sub.id, sub.server_id, theirs.generation, fresh, "from b")
+
+
+async def test_release_and_balance(pg_pair: tuple[Store, Store]) -> None:
+    a, b = pg_pair
+    await add_links(a, 4)
+    await a.lease_heartbeat("a", "h", 1)
+    await b.lease_heartbeat("b", "h", 2)
+    assert await a.lease_balance(TTL) == (2, 4)
+    await b.lease_heartbeat("b", "h", 2, stopping=True)
+    assert await a.lease_balance(TTL) == (1, 4), "a stopping replica is not counted"
+    claimed = await a.claim_leases("a", TTL, 4)
+    assert len(claimed) == 4
+    assert await a.release_leases("a", [claimed[0].server_id]) == 1
+    again = await b.claim_leases("b", TTL, 4)
+    assert [c.server_id for c in again] == [claimed[0].server_id], "released: free at once"
+    await a.leave("a")
+    assert len(await b.claim_leases("b", TTL, 4)) == 3
+    assert await a.lease_balance(TTL) == (1, 4)
+
+
+async def test_sqlite_holds_every_link_even_after_a_crash(
+    sqlite_template: Path, tmp_path: Path
+) -> None:
+    """One daemon per SQLite file: a new run takes over its previous run's leases at once."""
+    shutil.copyfile(sqlite_template, tmp_path / "db")
+    store = Store.open(f"sqlite:///{tmp_path / 'db'}")
+    try:
+        await _sqlite_takeover(store)
+    finally:
+        await store.close()
+
+
+async def _sqlite_takeover(store: Store) -> None:
+    ids = await add_links(store, 3)
+    first = await store.claim_leases("run1", TTL, 10)
+    assert [c.server_id for c in first] == ids
+    second = await store.claim_leases("run2", TTL, 10)
+    assert [c.server_id for c in second] == ids
+    assert all(c.previous_owner == "run1" for c in second)
+    assert await store.lease_balance(TTL) == (1, 3)
