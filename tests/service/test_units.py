@@ -131,3 +131,20 @@ def test_rendered_plist_names_this_installation(monkeypatch: pytest.MonkeyPatch)
     assert plist["StandardErrorPath"] == f"{home}/Library/Logs/mcpsub/mcpsubd.log"
     assert plist["EnvironmentVariables"]["PATH"].split(":")[0] == str(program.parent)
     assert "USERNAME" not in text.split("<plist", 1)[1]
+
+
+def test_replica_template_unit() -> None:
+    """deploy/systemd/mcpsubd@.service: the system unit's keys, one state dir, socket and
+    replica id per instance, the database URL from a root-only file, restart on 69."""
+    unit = parse_unit((SYSTEMD / "mcpsubd@.service").read_text())
+    service = unit["Service"]
+    for key, value in REQUIRED.items():
+        expected = f"{value}-%i" if key in ("StateDirectory", "RuntimeDirectory") else value
+        assert expected in service.get(key, []), f"template unit: {key}={expected} missing"
+    exec_start = service["ExecStart"][0]
+    assert "--state-dir %S/mcpsubd-%i" in exec_start
+    assert "--api unix://%t/mcpsubd-%i/api.sock" in exec_start
+    assert service["EnvironmentFile"] == ["/etc/mcpsub/replicas.env"]
+    assert "MCPSUB_REPLICA_ID=%H-%i" in service["Environment"]
+    assert service["RestartPreventExitStatus"] == ["78"], "69 (database down) is retried"
+    assert unit["Install"]["WantedBy"] == ["multi-user.target"]
