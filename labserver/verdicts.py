@@ -132,12 +132,33 @@ class ClientVerdict:
 
 
 # ---- evidence lines ---------------------------------------------------------------------
+def safe(text: str) -> str:
+    """Client-chosen text made inert for a terminal and a Markdown line.
+
+    ``clientInfo``, ``User-Agent`` and method names come from whoever connects; the report
+    is printed by ``mcp-lab-server report`` straight to a terminal, so control characters
+    (escape sequences, newlines, bidi overrides) are shown as ``\\xNN`` / ``\\uNNNN``.
+    """
+    if text.isprintable():
+        return text
+    return "".join(
+        ch
+        if ch.isprintable()
+        else (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        for ch in text
+    )
+
+
 def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
 
 
 def describe_entry(entry: dict[str, Any]) -> str:
     """The human line for one log entry (what the Markdown report shows as evidence)."""
+    return safe(_describe(entry))
+
+
+def _describe(entry: dict[str, Any]) -> str:
     event = entry.get("event")
     if event == "mcp.request":
         who = entry.get("clientInfo") or {}
@@ -174,12 +195,15 @@ def _ev(entry: dict[str, Any], prefix: str = "") -> Evidence:
 def _identity(entry: dict[str, Any]) -> str | None:
     info = entry.get("clientInfo")
     if isinstance(info, dict) and info.get("name"):
-        return f"{info['name']} {info.get('version') or '?'}".strip()
+        return safe(f"{info['name']} {info.get('version') or '?'}".strip())
     return None
 
 
 def _fallback(entry: dict[str, Any]) -> tuple[str, str]:
-    return (entry.get("userAgent") or "no User-Agent", entry.get("remote") or "unknown host")
+    return (
+        safe(entry.get("userAgent") or "no User-Agent"),
+        safe(entry.get("remote") or "unknown host"),
+    )
 
 
 def group(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -501,7 +525,7 @@ def _named_mistakes(
             Evidence(
                 e["seq"],
                 e["time"],
-                f"{e.get('method')}: Mcp-Method {e['headers'].get('method')}, "
+                f"{safe(str(e.get('method')))}: Mcp-Method {e['headers'].get('method')}, "
                 f"Mcp-Name {e['headers'].get('name')}",
             )
             for e in bad[:MAX_EVIDENCE]
@@ -539,8 +563,8 @@ def report_markdown(verdicts: Sequence[ClientVerdict], now: float) -> str:
     for v in verdicts:
         lines += [f"## {v.key}", ""]
         lines.append(
-            f"Verdict: **{v.outcome}** · protocol: {v.era} · User-Agent: "
-            f"`{v.user_agent or '-'}` · from {v.remote or '-'} · {v.requests} requests · "
+            f"Verdict: **{v.outcome}** · protocol: {safe(v.era)} · User-Agent: "
+            f"`{safe(v.user_agent or '-')}` · from {v.remote or '-'} · {v.requests} requests · "
             f"{_iso(v.first_seen)} – {_iso(v.last_seen)}"
         )
         lines.append("")

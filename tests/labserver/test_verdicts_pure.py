@@ -265,3 +265,16 @@ def test_grouper_files_unnamed_requests_under_the_last_named_client_of_their_ori
     assert grouper.key_of({"event": "resources.read", "seq": 4, "request": 2}) == "a 1"
     assert grouper.key_of({"event": "resources.read", "seq": 5, "request": 1}) is None  # bounded
     assert grouper.key_of({"event": "resource.updated", "seq": 6}) is None
+
+
+def test_client_chosen_text_cannot_reach_the_terminal_raw() -> None:
+    log = Log()
+    evil = "evil\x1b[2J\nname\u202e"
+    log.request("server/discover", name=evil, ua="ua\x07")
+    log.request("bad\x1bmethod", name=evil, headers={"method": "missing", "name": "n/a"})
+    (verdict,) = judge(log.entries, log.t)
+    text = report_markdown([verdict], log.t)
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    assert "## evil\\x1b[2J\\x0aname\\u202e 1\n" in text
+    assert "bad\\x1bmethod: Mcp-Method missing" in text
+    assert "\x1b" not in verdict.summary()
