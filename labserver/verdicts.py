@@ -56,7 +56,7 @@ MISTAKES: Final = {
     "legacy-only": "Speaks only 2025-era MCP (initialize, no 2026-07-28 request)",
     "polling": "Reads in a polling loop instead of listening",
     "relisten-loop": "Re-listens in a tight loop",
-    "ignores-ack": "Ignores the acknowledgment (kept waiting for a URI it did not honor)",
+    "ignores-ack": "Ignores the acknowledgment (kept waiting on a stream that honored nothing)",
     "never-rereads": "Never re-reads after the notification",
     "headers": "Missing or mismatched Mcp-Method / Mcp-Name headers",
 }
@@ -290,6 +290,11 @@ class _Stream:
         uris = honored.get("resourceSubscriptions") if isinstance(honored, dict) else None
         return [u for u in uris or [] if isinstance(u, str)]
 
+    def honors_anything(self) -> bool:
+        """Whether the ack honored any notification type or URI at all."""
+        honored = self.acked.get("honored") if self.acked is not None else None
+        return isinstance(honored, dict) and any(bool(v) for v in honored.values())
+
     def requested_uris(self) -> list[str]:
         wanted = self.opened.get("filter") or {}
         uris = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
@@ -502,12 +507,10 @@ def _named_mistakes(
                 Mistake("relisten-loop", MISTAKES["relisten-loop"], [_ev(e) for e in window])
             )
             break
-    # Ignored ack: the ack dropped a requested URI and the client kept waiting on the stream.
+    # Ignored ack: the ack honored nothing the client asked for, and it kept waiting on the
+    # stream anyway. (A partly honored stream is worth keeping: not flagged.)
     for s in streams:
-        if s.acked is None:
-            continue
-        dropped = set(s.requested_uris()) - set(s.honored_uris())
-        if not dropped:
+        if s.acked is None or not s.requested_uris() or s.honors_anything():
             continue
         end = float(s.closed["time"]) if s.closed is not None else now
         if end - float(s.acked["time"]) >= ACK_IGNORE_SECONDS:

@@ -42,6 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from labserver.verdicts import group  # noqa: E402
 from tests.support.cli import run_cli, spawn_cli  # noqa: E402
 from tests.support.daemon import Daemon  # noqa: E402
 from tests.support.lab import LabServer  # noqa: E402
@@ -212,6 +213,62 @@ def run_ts_sdk(lab: LabServer, node: str | None, mode: str) -> Run:
     return run
 
 
+# ---- under lab faults -------------------------------------------------------------------
+FAULT_SECONDS = 3.0
+FAULTS: list[tuple[str, dict[str, Any]]] = [
+    ("every listen stream closed gracefully 10 ms after its ack", {"closeAfterAckMs": 10}),
+    ("the resource is not honored (`dishonorUris`)", {"dishonorUris": [REVIEW]}),
+]
+
+
+@dataclass
+class FaultRow:
+    fault: str
+    client: str
+    exit_code: int | None
+    listens: int
+    outcome: str
+    mistakes: list[str]
+
+
+def run_faults(workdir: Path) -> list[FaultRow]:
+    """mcpsubd and ``probe --follow`` for FAULT_SECONDS against each fault; the lab judges."""
+    rows: list[FaultRow] = []
+    for n, (label, config) in enumerate(FAULTS):
+        with LabServer({"MCP_TEST_UPDATE_DELAY_SECONDS": "30"}) as lab:
+            lab.configure(**config)
+            codes: dict[str, int | None] = {}
+            daemon = Daemon(workdir / f"fault-{n}").start()
+            try:
+                daemon.ctl("subscribe", "--url", lab.url, "--uri", REVIEW)
+                time.sleep(FAULT_SECONDS)  # the observation window
+            finally:
+                codes["mcpsubd"] = daemon.stop()
+            proc = spawn_cli("mcpsubctl", "probe", "--url", lab.url, "--uri", REVIEW, "--follow")
+            try:
+                proc.wait(FAULT_SECONDS)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGINT)
+                proc.wait(15)
+            codes["mcpsubctl"] = proc.returncode
+            entries = lab.log()
+            report = lab.http.get("/lab/report").json()
+        groups = group(entries)
+        for client in report["clients"]:
+            opened = [e for e in groups.get(client["key"], []) if e["event"] == "listen.opened"]
+            rows.append(
+                FaultRow(
+                    label,
+                    client["key"],
+                    codes.get(client["key"].split(" ")[0]),
+                    len(opened),
+                    client["outcome"],
+                    [m["title"] for m in client["mistakes"]],
+                )
+            )
+    return rows
+
+
 # ---- conformance ------------------------------------------------------------------------
 @dataclass
 class Scenario:
@@ -307,6 +364,7 @@ def render(
     node_note: str,
     scenarios: list[Scenario],
     conformance_note: str,
+    faults: list[FaultRow] | None = None,
 ) -> str:
     clients = {c["key"]: c for c in report["clients"]}
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -338,6 +396,23 @@ def render(
             lines += ["The lab saw no request from it.", ""]
         for key in run.keys:
             lines += evidence(clients[key])
+    if faults:
+        lines += [
+            "## mcpsub's long-lived clients under lab faults",
+            "",
+            f"`mcpsubd` (subscribed, observed {FAULT_SECONDS:g} s, then stopped) and "
+            f"`mcpsubctl probe --follow` (SIGINT after {FAULT_SECONDS:g} s) against a lab "
+            "steered into a fault. The verdicts are the lab's.",
+            "",
+            "| Fault | Client | Exit | Listens opened | Verdict | Mistakes |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {f.fault} | {cell(f.client)} | {f.exit_code} | {f.listens} | {f.outcome} | "
+            f"{cell('; '.join(f.mistakes)) or '–'} |"
+            for f in faults
+        ]
+        lines.append("")
     lines += [
         "## Notes",
         "",
@@ -418,9 +493,10 @@ def main() -> int:
                 print(f"compat: {run.label}: exit {run.exit_code} {run.note}", flush=True)
                 runs.append(run)
             report = lab.http.get("/lab/report").json()
+        faults = run_faults(workdir)
         scenarios, conformance_note = run_conformance(node, workdir)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(render(runs, report, node_note, scenarios, conformance_note))
+    args.output.write_text(render(runs, report, node_note, scenarios, conformance_note, faults))
     print(
         f"compat: wrote {args.output.relative_to(REPO) if args.output.is_relative_to(REPO) else args.output}"
     )

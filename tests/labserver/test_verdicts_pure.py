@@ -278,3 +278,16 @@ def test_client_chosen_text_cannot_reach_the_terminal_raw() -> None:
     assert "## evil\\x1b[2J\\x0aname\\u202e 1\n" in text
     assert "bad\\x1bmethod: Mcp-Method missing" in text
     assert "\x1b" not in verdict.summary()
+
+
+def test_a_partly_honored_stream_is_worth_keeping() -> None:
+    log = Log()
+    log.request("server/discover")
+    rq = log.request("subscriptions/listen")
+    wanted = {"resourceSubscriptions": [REVIEW, "test://other"]}
+    log.add("listen.opened", rq, subscriptionId=rq, filter=wanted)
+    log.add(
+        "listen.acknowledged", rq, subscriptionId=rq, honored={"resourceSubscriptions": [REVIEW]}
+    )
+    (verdict,) = judge(log.entries, log.t + 2 * ACK_IGNORE_SECONDS)
+    assert verdict.mistakes == []
