@@ -22,7 +22,7 @@ DESCRIPTION = (
     "(subscriptions, events, waits, webhooks, the service unit)."
 )
 GLOBAL_FLAGS_NOTE = """\
-global flags (before or after the command): --api API, --json, --quiet"""
+global flags (before or after the command): --api API, --json, --lines, --quiet"""
 EXIT_CODE_TABLE = """\
 exit codes: 0 ok, 1 tool error, 2 usage, 3 auth, 4 protocol, 5 network, 6 timeout,
             7 resource not found, 8 subscription not honored/refused,
@@ -34,11 +34,12 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:
         from cli.failures import EXIT_USAGE
+        from cli.human import machine_lines_wanted
 
         as_json = "--json" in sys.argv
         if as_json:
             sys.stdout.write(json.dumps({"errorCode": "USAGE_ERROR", "message": message}) + "\n")
-        else:
+        elif machine_lines_wanted(False, "--lines" in sys.argv):
             sys.stdout.write(f"error-code USAGE_ERROR\nmessage {message}\n")
         sys.stderr.write(f"{self.prog}: {message}\n")
         raise SystemExit(EXIT_USAGE)
@@ -85,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--json", dest="global_json", action="store_true", help="machine output (JSON) on stdout"
+    )
+    parser.add_argument(
+        "--lines",
+        dest="global_lines",
+        action="store_true",
+        help="print the error-code/recommended-next-action lines on stdout even on a terminal "
+        "(they are always printed when stdout is not a terminal)",
     )
     parser.add_argument(
         "-q",
@@ -164,6 +172,7 @@ def apply_global_flags(parser: argparse.ArgumentParser, args: argparse.Namespace
             parser.error(f"--json does not apply to `{args.command}`")
         args.json = True
     args.quiet = bool(getattr(args, "quiet", False) or args.global_quiet)
+    args.lines = bool(getattr(args, "lines", False) or args.global_lines)
 
 
 def _timeout_ms(value: float | None, default: float) -> float:
@@ -201,6 +210,7 @@ def _emit(text: str) -> None:
 def cmd_probe(args: argparse.Namespace) -> int:
     from cli import output
     from cli.failures import ctl_exit_code
+    from cli.human import machine_lines_wanted
 
     uris: list[str] = args.uri or []
     if not args.url:
@@ -227,6 +237,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         compat=False,
         client_name="mcpsubctl",
         program="mcpsubctl",
+        quiet=args.quiet,
     )
     extra: dict[str, Any] = {"resourceUris": uris, "notificationUri": None}
     if outcome.failure is not None:
@@ -237,7 +248,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if args.json:
             extra["message"] = f.message
             _emit(output.dumps(output.failure_json(f.code, f.hint, args.url, uris[0], extra)))
-        else:
+        elif machine_lines_wanted(False, args.lines):
             _emit(output.failure_lines(f.code, f.hint, args.url, uris[0]))
         return ctl_exit_code(f.code)
     result = outcome.result
@@ -253,12 +264,13 @@ def cmd_probe(args: argparse.Namespace) -> int:
 def _usage_failure(code: str, hint: str, args: argparse.Namespace, uris: list[str]) -> int:
     from cli import output
     from cli.failures import ctl_exit_code
+    from cli.human import machine_lines_wanted
 
     sys.stderr.write(f"mcpsubctl: {hint}\n")
     uri = uris[0] if uris else None
     if args.json:
         _emit(output.dumps(output.failure_json(code, hint, args.url, uri)))
-    else:
+    elif machine_lines_wanted(False, args.lines):
         _emit(output.failure_lines(code, hint, args.url, uri))
     return ctl_exit_code(code)
 

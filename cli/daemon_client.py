@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,8 +179,12 @@ def resolve_endpoint(api: str | None = None) -> Endpoint:
 
 
 class DaemonClient:
-    def __init__(self, endpoint: Endpoint, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self, endpoint: Endpoint, *, timeout_s: float = DEFAULT_TIMEOUT_S, quiet: bool = False
+    ) -> None:
         self.endpoint = endpoint
+        self.quiet = quiet
+        self._waited_for_start = False
         transport = httpx.HTTPTransport(uds=str(endpoint.socket)) if endpoint.socket else None
         headers = {"Accept": "application/json"}
         if endpoint.token:
@@ -193,8 +198,8 @@ class DaemonClient:
         )
 
     @classmethod
-    def from_options(cls, api: str | None = None) -> DaemonClient:
-        return cls(resolve_endpoint(api))
+    def from_options(cls, api: str | None = None, *, quiet: bool = False) -> DaemonClient:
+        return cls(resolve_endpoint(api), quiet=quiet)
 
     def close(self) -> None:
         self._http.close()
@@ -233,7 +238,12 @@ class DaemonClient:
         if timeout_s is not None:
             kwargs["timeout"] = httpx.Timeout(timeout_s, connect=5.0)
         try:
-            response = self._http.request(method, path, **kwargs)
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                if not self.wait_for_start():
+                    raise
+                response = self._http.request(method, path, **kwargs)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise self._unavailable(exc) from None
         except httpx.TimeoutException as exc:
@@ -253,6 +263,49 @@ class DaemonClient:
                 {},
             ) from None
         return response.status_code, _json_or_error(response)
+
+    def _state_dir(self) -> Path:
+        return self.endpoint.socket.parent if self.endpoint.socket else state_dir()
+
+    def _connectable(self) -> bool:
+        if self.endpoint.socket is None:
+            try:
+                self._http.get("/readyz", timeout=httpx.Timeout(1.0))
+            except httpx.TransportError:
+                return False
+            return True
+        import socket as sockets
+
+        probe = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        try:
+            probe.settimeout(1.0)
+            probe.connect(str(self.endpoint.socket))
+        except OSError:
+            return False
+        finally:
+            probe.close()
+        return True
+
+    def wait_for_start(self) -> bool:
+        """After a failed connect: wait (at most ``CLIENT_WAIT_S``, once per client) while a
+        daemon is starting in the state dir; True when its API now accepts connections."""
+        from service.daemon import starting
+        from service.statusline import StatusLine
+
+        directory = self._state_dir()
+        if self._waited_for_start or not starting.starting(directory):
+            return False
+        self._waited_for_start = True
+        deadline = time.monotonic() + starting.CLIENT_WAIT_S
+        with StatusLine.for_terminal(self.quiet) as status:
+            status.phase(f"waiting for mcpsubd to start ({self.endpoint.display})")
+            while time.monotonic() < deadline:
+                if self._connectable():
+                    return True
+                if not starting.starting(directory) and not self._connectable():
+                    return False  # it gave up (or finished and failed)
+                time.sleep(0.05)
+        return False
 
     def get(self, path: str, **params: Any) -> dict[str, Any]:
         return self.request("GET", path, params=params)[1]

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 # one-shot commands do not pay for them.
 
 DEFAULT_WAIT_MS = 60_000.0
+DEFAULT_READY_WAIT_MS = 30_000.0
+READY_POLL_S = 0.1
 POLL_CHUNK_MS = 300_000
 """Longest single long-poll; longer waits are several polls carrying the cursor on."""
 FOLLOW_RETRY_S = 5.0
@@ -104,18 +106,26 @@ def _fail(args: argparse.Namespace, code: str, message: str, hint: str | None) -
     sys.stderr.write(f"mcpsubctl {args.command}: {message}\n")
     if hint:
         sys.stderr.write(f"hint: {hint}\n")
+    from cli.human import machine_lines_wanted
+
     if args.json:
         _emit(_dumps({"errorCode": code, "message": message, "recommendedNextAction": hint}))
-    else:
+    elif machine_lines_wanted(False, getattr(args, "lines", False)):
         _emit(f"error-code {code}\nrecommended-next-action {hint or 'null'}")
     return exit_code(code)
 
 
+def _client(args: argparse.Namespace) -> DaemonClient:
+    from cli.daemon_client import DaemonClient
+
+    return DaemonClient.from_options(args.api, quiet=getattr(args, "quiet", False))
+
+
 def _run(args: argparse.Namespace, body: Callable[[DaemonClient], int]) -> int:
-    from cli.daemon_client import DaemonClient, DaemonError, DaemonUnavailable
+    from cli.daemon_client import DaemonError, DaemonUnavailable
 
     try:
-        client = DaemonClient.from_options(args.api)
+        client = _client(args)
     except ValueError as exc:
         return _fail(args, "USAGE_ERROR", str(exc), "see `mcpsubctl --help`")
     try:
@@ -193,6 +203,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from cli.human import ago, error_text, listing, yes_no
+
     def body(client: DaemonClient) -> int:
         sub = client.subscription(args.id)
         if args.json:
@@ -207,15 +219,13 @@ def cmd_show(args: argparse.Namespace) -> int:
             ("state", sub["state"]),
             ("reason", sub.get("stateReason")),
             ("revision", sub["revision"]),
-            ("last read", when(sub.get("lastReadAt"))),
-            ("created", when(sub.get("createdAt"))),
+            ("last read", _when_ago(sub.get("lastReadAt"), ago)),
+            ("created", _when_ago(sub.get("createdAt"), ago)),
             ("link", link.get("state")),
-            ("stream open", link.get("streamOpen")),
-            ("honored", link.get("honoredUris")),
+            ("stream open", yes_no(link.get("streamOpen"))),
+            ("honored", listing(link.get("honoredUris"))),
             ("reconnects", link.get("reconnects")),
-            ("last error", link.get("lastError")),
-            ("error code", link.get("lastErrorCode")),
-            ("hint", link.get("lastErrorHint")),
+            ("last error", error_text(link.get("lastErrorCode"), link.get("lastError"))),
         ]
         from service.safetext import shown, terminal_safe
 
@@ -228,21 +238,27 @@ def cmd_show(args: argparse.Namespace) -> int:
     return _run(args, body)
 
 
+def _when_ago(ts: Any, ago: Callable[[Any], str]) -> str:
+    return "-" if not isinstance(ts, (int, float)) else f"{ago(ts)} ({when(ts)})"
+
+
 def cmd_status(args: argparse.Namespace) -> int:
+    from cli.human import duration, error_text, yes_no
+
     def body(client: DaemonClient) -> int:
-        st = client.status()
+        st = _wait_ready(client, args) if args.wait_ready else client.status()
         if args.json:
             _emit(_dumps(st))
             return 0
-        counts = ", ".join(f"{k} {v}" for k, v in st.get("counts", {}).items())
-        states = ", ".join(f"{k} {v}" for k, v in st.get("subscriptionsByState", {}).items())
+        counts = ", ".join(f"{v} {k}" for k, v in st.get("counts", {}).items())
+        states = ", ".join(f"{v} {k}" for k, v in st.get("subscriptionsByState", {}).items())
+        ready = st.get("ready")
         lines = [
-            f"version:        {st.get('version')}",
-            f"ready:          {st.get('ready')}",
-            f"uptime:         {st.get('uptimeSeconds')} s",
-            f"last event id:  {st.get('lastEventId')}",
+            f"mcpsubd {st.get('version')}: {'ready' if ready else 'not ready'}, "
+            f"up {duration(st.get('uptimeSeconds'))}",
+            f"last event id:  {st.get('lastEventId') if st.get('lastEventId') is not None else '-'}",
             f"counts:         {counts or '-'}",
-            f"subscriptions:  {states or '-'}",
+            f"subscriptions:  {states or 'none'}",
         ]
         storage = st.get("storage") or {}
         if storage and not storage.get("ok", True):
@@ -254,7 +270,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         hooks = st.get("webhooks") or {}
         if hooks:
-            deliveries = ", ".join(f"{k} {v}" for k, v in (st.get("deliveries") or {}).items())
+            deliveries = ", ".join(f"{v} {k}" for k, v in (st.get("deliveries") or {}).items())
             lines += [
                 f"webhooks:       {hooks.get('targets', 0)} targets, {hooks.get('enabled', 0)} enabled",
                 f"deliveries:     {deliveries or '-'}",
@@ -265,10 +281,10 @@ def cmd_status(args: argparse.Namespace) -> int:
                 [
                     ln.get("serverId"),
                     ln.get("state"),
-                    ln.get("streamOpen"),
+                    yes_no(ln.get("streamOpen")),
                     ln.get("reconnects"),
                     ln.get("url"),
-                    ln.get("lastErrorCode"),
+                    error_text(ln.get("lastErrorCode"), ln.get("lastError")),
                 ]
                 for ln in links
             ]
@@ -280,6 +296,36 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
 
     return _run(args, body)
+
+
+def _wait_ready(client: DaemonClient, args: argparse.Namespace) -> dict[str, Any]:
+    """``status --wait-ready``: poll until the daemon answers and says ready (bounded)."""
+    from cli.daemon_client import DaemonError, DaemonUnavailable
+    from service.statusline import StatusLine
+
+    timeout_ms = args.timeout_ms if args.timeout_ms is not None else DEFAULT_READY_WAIT_MS
+    deadline = time.monotonic() + timeout_ms / 1000
+    last: Exception | None = None
+    with StatusLine.for_terminal(args.quiet) as status:
+        status.phase(f"waiting for mcpsubd to be ready ({client.endpoint.display})")
+        while True:
+            try:
+                st = client.status()
+                if st.get("ready"):
+                    return st
+                last = DaemonError(503, "NOT_READY", "the daemon is not ready yet", None, st)
+            except (DaemonUnavailable, DaemonError) as exc:
+                last = exc
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(READY_POLL_S)
+    if isinstance(last, DaemonError) and last.error_code != "NOT_READY":
+        raise last
+    raise DaemonUnavailable(
+        f"the daemon was not ready within {timeout_ms:g} ms"
+        + (f": {getattr(last, 'message', last)}" if last else ""),
+        client.endpoint.start_hint(),
+    )
 
 
 def cmd_resubscribe(args: argparse.Namespace) -> int:
@@ -316,6 +362,8 @@ def cmd_events(args: argparse.Namespace) -> int:
         page = client.events(args.since or 0, args.limit, args.uri, args.type)
         if args.json:
             _emit(_dumps(page))
+        elif not page["events"]:
+            _emit("no events" + (f" after {args.since}" if args.since else ""))
         else:
             for event in page["events"]:
                 _emit(event_line(event))
@@ -397,10 +445,12 @@ def _wait_failure(args: argparse.Namespace, code: str, message: str, hint: str |
     sys.stderr.write(f"wait failed: {message}\n")
     if hint:
         sys.stderr.write(f"hint: {hint}\n")
+    from cli.human import machine_lines_wanted
+
     if args.json:
         extra = {"message": message, "eventId": None, "revision": None}
         _emit(_output().dumps(_output().failure_json(code, hint, args.url, args.uri, extra)))
-    else:
+    elif machine_lines_wanted(False, getattr(args, "lines", False)):
         _emit(_output().failure_lines(code, hint, args.url, args.uri))
     return exit_code(code)
 
@@ -409,15 +459,19 @@ def cmd_wait(args: argparse.Namespace) -> int:
     timeout_ms = _wait_timeout_ms(args)
     if timeout_ms is None:
         return _wait_failure(args, "USAGE_ERROR", "--timeout-ms must be a number > 0", None)
-    from cli.daemon_client import DaemonClient, DaemonError, DaemonUnavailable
+    from cli.daemon_client import DaemonError, DaemonUnavailable
 
     try:
-        client = DaemonClient.from_options(args.api)
+        client = _client(args)
     except ValueError as exc:
         return _wait_failure(args, "USAGE_ERROR", str(exc), "see `mcpsubctl wait --help`")
     try:
         with client:
-            return _wait_daemon(client, args, timeout_ms)
+            from service.statusline import StatusLine
+
+            with StatusLine.for_terminal(args.quiet) as status:
+                status.phase(f"waiting for an update of {args.uri} (mcpsubd)")
+                return _wait_daemon(client, args, timeout_ms)
     except DaemonUnavailable as exc:
         if args.direct:
             sys.stderr.write("wait: the daemon is not running; probing the server directly\n")
@@ -560,6 +614,7 @@ def _wait_direct(args: argparse.Namespace, timeout_ms: float) -> int:
         compat=False,
         client_name="mcpsubctl",
         program="mcpsubctl",
+        quiet=args.quiet,
     )
     if outcome.failure is not None:
         f = outcome.failure
@@ -635,6 +690,18 @@ def add_daemon_commands(sub: Any) -> None:
 
     p = sub_parser(sub, "status", help="daemon: version, links, counts")
     _common(p)
+    p.add_argument(
+        "--wait-ready",
+        action="store_true",
+        help="wait until the daemon answers and is ready (for scripts started with it); "
+        "exit 10 if it is not within --timeout-ms",
+    )
+    p.add_argument(
+        "--timeout-ms",
+        type=float,
+        default=None,
+        help="how long --wait-ready waits, in ms (default 30000)",
+    )
 
     p = sub_parser(
         sub, "resubscribe", help="daemon: reconnect links now (after a server upgrade or login)"

@@ -10,6 +10,7 @@ itself once both have arrived, which is what the test of this script uses).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -31,7 +32,15 @@ LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+/mcp)")
 
 
 def say(text: str = "") -> None:
-    print(text, flush=True)
+    """Print a demo line; a reader that went away (``make run | tee log`` + Ctrl-C kills tee
+    first) must not stop the demo from cleaning up, so later lines go to /dev/null."""
+    try:
+        print(text, flush=True)
+    except (BrokenPipeError, ValueError):
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
 
 class Receiver:
@@ -169,13 +178,18 @@ def main(argv: list[str] | None = None) -> int:
         say(f"current content (revision {current.get('revision')}):")
         say("  " + str(current.get("text", "")).replace("\n", "\n  "))
 
-        # Wait for a change after the content just shown: the lab may already have changed it
-        # (its delay runs from the listen), and `--after` makes that a hit, not a hang.
-        after = str(current.get("eventId") or 0)
-        say(f"$ mcpsubctl wait --uri {URI} --after {after}")
-        waited = ctl(
-            env, "wait", "--uri", URI, "--after", after, "--timeout-ms", "60000", timeout=90
+        # Wait for the update after the first revision, race-free: on a busy machine the lab's
+        # change may land before `wait` starts (or even before the read above), and a wait
+        # --after that revision's event still returns it.
+        page = ctl(env, "events", "--uri", URI, "--type", "resource.updated", "--json")
+        first = (
+            (json.loads(page.stdout)["events"] or [{}])[0].get("id")
+            if page.returncode == 0
+            else None
         )
+        after = ["--after", str(first)] if first else []
+        say(f"$ mcpsubctl wait --uri {URI} {' '.join(after)}".rstrip())
+        waited = ctl(env, "wait", "--uri", URI, *after, "--timeout-ms", "60000", timeout=90)
         say("  " + waited.stdout.strip().replace("\n", "\n  "))
         if waited.returncode != 0:
             say(waited.stderr)
@@ -205,9 +219,14 @@ def main(argv: list[str] | None = None) -> int:
         while not stop.is_set():
             stop.wait(0.5)
         return 0
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BrokenPipeError):
         return 0
+    except subprocess.TimeoutExpired as exc:
+        say(f"the demo gave up: {exc}")
+        return 1
     finally:
+        # Cleanup must finish: a second Ctrl-C does not cut it short (each step is bounded).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         for child in reversed(children):
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
@@ -218,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
                 child.kill()
         if receiver is not None:
             receiver.stop()
-        say("stopped: lab server, mcpsubd and the receiver are down.")
         shutil.rmtree(workdir, ignore_errors=True)
+        say("stopped: lab server, mcpsubd and the receiver are down.")
 
 
 if __name__ == "__main__":

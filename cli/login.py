@@ -31,6 +31,9 @@ def run_login(args: list[str], *, program: str) -> int:
         return 1
     from service.auth.login import login
     from service.auth.oauth import DeviceCode
+    from service.statusline import StatusLine
+
+    status = StatusLine.for_terminal()
 
     def show(code: DeviceCode) -> None:
         _out(f"user-code {code.user_code}")
@@ -43,9 +46,14 @@ def run_login(args: list[str], *, program: str) -> int:
             "to finish logging in; waiting for approval...\n"
         )
         sys.stderr.flush()
+        status.start()
+        status.phase(f"waiting for approval of the code {code.user_code}")
 
     try:
-        result = asyncio.run(login(url, program=program, on_code=show))
+        try:
+            result = asyncio.run(login(url, program=program, on_code=show))
+        finally:
+            status.stop()
     except KeyboardInterrupt:
         sys.stderr.write("login failed: interrupted\n")
         _out("login-status failed")

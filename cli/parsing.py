@@ -27,11 +27,17 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:
+    """``--quiet`` and ``--lines``: how a command talks to a terminal."""
     p.add_argument(
         "-q",
         "--quiet",
         action="store_true",
         help="no live status line on a terminal",
+    )
+    p.add_argument(
+        "--lines",
+        action="store_true",
+        help="print the error-code lines on stdout even on a terminal",
     )
 
 

@@ -52,29 +52,36 @@ def run_subscribe_probe(
     client_name: str,
     program: str,
     phase_timeout_s: float = 60.0,
+    quiet: bool = False,
 ) -> Outcome:
     """``phase_timeout_s`` bounds each request before the listen (the drop-in's budget
-    covers only the wait, so without it a trickling server held discovery for minutes)."""
+    covers only the wait, so without it a trickling server held discovery for minutes).
+    ``quiet``: no live status line even on a terminal (it never shows off a terminal)."""
+    from service.statusline import StatusLine
+
     started = time.monotonic()
     result = ProbeResult(url, uris[0], list(uris))
-    try:
-        token = _resolve_token(url, explicit_token, timeout_ms / 1000, program)
-        remaining = max(0.001, timeout_ms / 1000 - (time.monotonic() - started))
-        options = ProbeOptions(
-            url=url,
-            uris=uris,
-            token=token,
-            timeout_s=remaining,
-            skip_list_check=skip_list_check,
-            exact_uri_match=compat,
-            bound_all_phases=not compat,
-            client_name=client_name,
-            ca_cert=ca_cert,
-            request_timeout_s=phase_timeout_s,
-        )
-        return Outcome(result=asyncio.run(run_probe(options, result)))
-    except Exception as exc:
-        return Outcome(result=result, failure=classify(exc, mode="subscribe", compat=compat))
+    with StatusLine.for_terminal(quiet) as status:
+        try:
+            status.phase(f"resolving the token for {url}")
+            token = _resolve_token(url, explicit_token, timeout_ms / 1000, program)
+            remaining = max(0.001, timeout_ms / 1000 - (time.monotonic() - started))
+            options = ProbeOptions(
+                url=url,
+                uris=uris,
+                token=token,
+                timeout_s=remaining,
+                skip_list_check=skip_list_check,
+                exact_uri_match=compat,
+                bound_all_phases=not compat,
+                client_name=client_name,
+                ca_cert=ca_cert,
+                request_timeout_s=phase_timeout_s,
+                on_phase=status.phase if status.enabled else None,
+            )
+            return Outcome(result=asyncio.run(run_probe(options, result)))
+        except Exception as exc:
+            return Outcome(result=result, failure=classify(exc, mode="subscribe", compat=compat))
 
 
 def run_tool_call(

@@ -95,6 +95,14 @@ class ProbeOptions:
     client_name: str = "mcpsub"
     ca_cert: str | None = None
     request_timeout_s: float = 60.0
+    on_phase: Callable[[str], None] | None = None
+    """Told what the probe is doing ("listening on … (acknowledged)"), for a terminal's status
+    line; never affects the result."""
+
+
+def _phase(options: ProbeOptions, text: str) -> None:
+    if options.on_phase is not None:
+        options.on_phase(text)
 
 
 class NotificationQueue:
@@ -220,12 +228,14 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
             except TimeoutError as exc:
                 raise ProbeTimeout(f"--timeout-ms elapsed after {options.timeout_s:g} s") from exc
 
+        _phase(options, f"discovering {options.url}")
         discovered = await bounded(client.discover())
         result.capabilities = discovered.resources_capability
 
         if options.skip_list_check:
             result.resource_found = True
         else:
+            _phase(options, "checking resources/list")
             listed = {r.get("uri") for r in await bounded(client.list_resources())}
             missing = [u for u in uris if u not in listed]
             result.resource_found = not missing
@@ -235,6 +245,7 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
                 result.error_message = f"resource not listed by the server: {', '.join(missing)}"
                 return result
 
+        _phase(options, f"reading {', '.join(uris)}")
         initial = {u: text_of(await bounded(client.read_resource(u)), u) for u in uris}
         result.initial_text = initial[uris[0]] or None
 
@@ -244,6 +255,7 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
         drain: asyncio.Task[None] | None = None
         try:
             try:
+                _phase(options, f"opening the listen stream for {', '.join(uris)}")
                 async with asyncio.timeout(deadline.remaining()):
                     await stream.open()
             except (TimeoutError, JsonRpcError, ProtocolViolation, TransportError) as exc:
@@ -269,6 +281,7 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
                 result.error_code = "SUBSCRIPTION_NOT_HONORED"
                 result.error_message = f"the server did not honor: {', '.join(not_honored)}"
                 return result
+            _phase(options, f"listening on {', '.join(uris)} (acknowledged)")
             drain = asyncio.create_task(_drain(stream, queue))
             await _wait_for_change(client, options, result, queue, initial, deadline)
         except ListenEnded as exc:

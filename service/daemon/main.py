@@ -36,13 +36,14 @@ import uvicorn
 
 from service._version import __version__
 from service.api.connections import ApiLimits, ConnectionTracker, guarded_h11
-from service.daemon import logs
+from service.daemon import logs, starting
 from service.daemon.config import ConfigError, Settings
 from service.daemon.fdbudget import FdBudget
 from service.daemon.logs import set_log_level
 from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
 from service.daemon.supervisor import Supervisor
+from service.statusline import StatusLine
 from service.store import Store
 from service.store.database import DATABASE_ERRORS, describe
 from service.store.migrate import upgrade
@@ -282,21 +283,33 @@ async def _reloads(
         notifier.ready(current())
 
 
-async def serve(settings: Settings, source: ConfigSource | None = None) -> int:
+async def serve(
+    settings: Settings, source: ConfigSource | None = None, progress: StatusLine | None = None
+) -> int:
+    """``progress``: the terminal's start-up status line (stopped once the API listens)."""
     loop = asyncio.get_running_loop()
     notifier = Notifier.from_env()
     signals = ServiceSignals(loop, os.environ.get(BLOCK_LOOP_HOOK) == "1")
+    progress = progress or StatusLine(None)
     try:
-        return await _serve(settings, source or ConfigSource(), notifier, signals)
+        return await _serve(settings, source or ConfigSource(), notifier, signals, progress)
     finally:
+        progress.stop()
+        starting.clear(settings.state_dir)
         signals.remove()
 
 
 async def _serve(
-    settings: Settings, source: ConfigSource, notifier: Notifier, signals: ServiceSignals
+    settings: Settings,
+    source: ConfigSource,
+    notifier: Notifier,
+    signals: ServiceSignals,
+    progress: StatusLine,
 ) -> int:
     prepare_state_dir(settings.state_dir)
+    starting.mark(settings.state_dir)
     open_files, _hard = raise_open_file_limit()
+    progress.phase(f"mcpsubd: migrating {settings.db_display}")
     try:
         await asyncio.to_thread(upgrade, settings.db_url)
     except DATABASE_ERRORS as exc:
@@ -363,13 +376,17 @@ async def _serve(
         except TimeoutError:
             log.warning("links did not stop in time", timeout_s=settings.shutdown_timeout_s)
 
+    progress.phase("mcpsubd: starting the links")
     await supervisor.start()
     await reloader.initial()
+    progress.phase(f"mcpsubd: starting the API on {api}")
     stopper = loop.create_task(stop_work())
     serving = loop.create_task(server.serve(sockets=[sock]))
     while not server.started and not serving.done():
         await asyncio.sleep(0.01)
     background: list[asyncio.Task[None]] = []
+    progress.stop()
+    starting.clear(settings.state_dir)
     if server.started:
         log.info(
             "ready",
@@ -487,6 +504,8 @@ def _main(argv: list[str] | None) -> int:
     try:
         settings = source.load()
         prepare_state_dir(settings.state_dir)
+        # Before the logging: its lines then erase the status line before they print.
+        status = StatusLine.for_terminal().start() if args.command == "run" else None
         configure_logging(settings)
         if args.command == "migrate":
             try:
@@ -500,7 +519,7 @@ def _main(argv: list[str] | None) -> int:
                 return EXIT_DB_UNAVAILABLE
             print(f"migrated {settings.db_display}")
             return 0
-        return asyncio.run(serve(settings, source))
+        return asyncio.run(serve(settings, source, status))
     except ConfigError as exc:
         print(f"mcpsubd: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from tests.support.cli import REPO_ROOT, cli_env
 
@@ -43,3 +44,26 @@ def test_demo_stops_cleanly_on_ctrl_c() -> None:
     rest, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, "".join(lines) + rest
     assert "stopped: lab server, mcpsubd and the receiver are down." in rest
+
+
+def test_demo_cleans_up_when_its_reader_is_gone_and_ctrl_c_comes() -> None:
+    """`make run | tee log`, then Ctrl-C: tee dies first, every later print hits EPIPE."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.demo", "--delay", "1"],
+        env=cli_env(), cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    workdir = None
+    for line in proc.stdout:
+        if "work dir:" in line:
+            workdir = Path(line.split("work dir:", 1)[1].strip())
+        if "mcpsubd: running" in line:
+            break
+    assert workdir is not None and workdir.exists()
+    proc.stdout.close()  # the reader (tee) is gone
+    proc.send_signal(signal.SIGINT)
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err, err
+    assert not workdir.exists(), f"{workdir} left behind"
