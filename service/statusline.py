@@ -79,10 +79,14 @@ class StatusLine:
 
     @classmethod
     def for_terminal(cls, quiet: bool = False, stream: IO[str] | None = None) -> StatusLine:
-        """Enabled only when ``stream`` (default stderr) is a terminal and not ``quiet``."""
-        stream = stream or sys.stderr
+        """Enabled only when ``stream`` (default stderr) is a terminal and not ``quiet``.
+
+        The line is drawn on the raw stderr (``sys.__stderr__``): ``sys.stderr`` may be the
+        CLIs' escaping wrapper (:mod:`service.safetext`), which would show our own ``\r`` and
+        erase sequence as text. The phase text is escaped here instead."""
+        stream = stream or sys.__stderr__
         try:
-            tty = stream.isatty()
+            tty = stream is not None and stream.isatty()
         except (AttributeError, ValueError):
             tty = False
         return cls(stream if tty and not quiet else None)
@@ -92,9 +96,10 @@ class StatusLine:
         if not self.enabled or self._thread is not None:
             return self
         self._started = time.monotonic()
-        if self.stream is not None and self.stream is sys.stderr:
+        if self.stream is not None and self.stream is sys.__stderr__:
+            # Whatever wraps stderr now keeps doing so; it only learns to erase us first.
             self._saved_stderr = sys.stderr
-            sys.stderr = _ErasingStream(self.stream, self)
+            sys.stderr = _ErasingStream(sys.stderr, self)
         self._thread = threading.Thread(target=self._run, name="status-line", daemon=True)
         self._thread.start()
         return self
@@ -127,8 +132,10 @@ class StatusLine:
         """The current phase; shown with the time since :meth:`start`."""
         if not self.enabled:
             return
+        from service.safetext import shown
+
         with self.lock:
-            self._phase = text
+            self._phase = shown(text)  # URIs and URLs come from users and servers
             if self._due:
                 self._draw_locked()
 

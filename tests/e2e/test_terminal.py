@@ -241,3 +241,25 @@ def test_status_show_and_events_in_human_units(review_lab: LabServer, tmp_path: 
         assert " ago (" in shown.stdout  # created: 0 s ago (2026-…)
     finally:
         daemon.stop()
+
+
+def test_status_line_escapes_what_servers_and_users_put_in_a_phase() -> None:
+    import io
+
+    from service.statusline import StatusLine
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    status = StatusLine.for_terminal(stream=tty)
+    status._show_after = 0.0
+    with status:
+        status.phase("listening on test://x\x1b]0;owned\x07 (acknowledged)")
+        while "listening" not in tty.getvalue():
+            status.phase("listening on test://x\x1b]0;owned\x07 (acknowledged)")
+    text = tty.getvalue()
+    assert "\x07" not in text and "\x1b]" not in text
+    assert "test://x\\x1b]0;owned\\x07" in text
+    assert text.endswith(ERASE)
