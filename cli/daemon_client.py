@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import httpx
+from httpx_sse import EventSource, ServerSentEvent
 
 DEFAULT_TIMEOUT_S = 10.0
 WAIT_SLACK_S = 5.0
@@ -428,40 +429,24 @@ class DaemonClient:
                 if response.status_code != 200:
                     response.read()
                     _json_or_error(response)
-                yield from parse_sse(response.iter_lines())
+                # httpx-sse decodes the frames: the peer is our own daemon on a local socket,
+                # so its unbounded line reading does not matter here (the MCP side uses the
+                # bounded service.mcp.sse decoder; docs/architecture.md).
+                for sse in EventSource(response).iter_sse():
+                    if sse.data:
+                        yield sse_frame(sse)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise self._unavailable(exc) from None
 
 
-def parse_sse(lines: Iterator[str]) -> Iterator[tuple[int | None, str, dict[str, Any]]]:
-    """Minimal WHATWG SSE parser: comments and ``retry:`` skipped, one JSON data line."""
-    event_id: int | None = None
-    event_type = "message"
-    data: list[str] = []
-    for line in lines:
-        if line == "":
-            if data:
-                try:
-                    payload = json.loads("\n".join(data))
-                except ValueError:
-                    payload = {"raw": "\n".join(data)}
-                yield (
-                    event_id,
-                    event_type,
-                    payload if isinstance(payload, dict) else {"value": payload},
-                )
-            event_id, event_type, data = None, "message", []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "id":
-            event_id = int(value) if value.isdigit() else None
-        elif name == "event":
-            event_type = value
-        elif name == "data":
-            data.append(value)
+def sse_frame(sse: ServerSentEvent) -> tuple[int | None, str, dict[str, Any]]:
+    """One decoded event as (id, type, JSON data); data that is not an object is wrapped."""
+    event_id = int(sse.id) if sse.id.isdigit() else None
+    try:
+        payload = json.loads(sse.data)
+    except ValueError:
+        payload = {"raw": sse.data}
+    return event_id, sse.event, payload if isinstance(payload, dict) else {"value": payload}
 
 
 def _json_or_error(response: httpx.Response) -> dict[str, Any]:

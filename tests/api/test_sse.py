@@ -2,20 +2,53 @@
 
 from __future__ import annotations
 
+import json
 import stat
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import delete
 
-from cli.daemon_client import parse_sse
 from service.store import schema
 from tests.api.fakes import FakeSupervisor
 from tests.api.live import LiveApi
 
 URL = "http://127.0.0.1:8089/mcp"
+
+
+def parse_sse(lines: Iterator[str]) -> Iterator[tuple[int | None, str, dict[str, Any]]]:
+    """An independent reading of the wire (the CLI uses httpx-sse): comments and ``retry:``
+    skipped, the id of *this* frame only (a reset frame carries none), JSON data."""
+    event_id: int | None = None
+    event_type = "message"
+    data: list[str] = []
+    for line in lines:
+        if line == "":
+            if data:
+                try:
+                    payload = json.loads("\n".join(data))
+                except ValueError:
+                    payload = {"raw": "\n".join(data)}
+                yield (
+                    event_id,
+                    event_type,
+                    payload if isinstance(payload, dict) else {"value": payload},
+                )
+            event_id, event_type, data = None, "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "id":
+            event_id = int(value) if value.isdigit() else None
+        elif name == "event":
+            event_type = value
+        elif name == "data":
+            data.append(value)
 
 
 def _client(live: LiveApi) -> httpx.Client:
