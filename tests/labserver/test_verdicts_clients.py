@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +169,20 @@ def test_report_is_served_without_the_control_surface(lab_server_factory: Any) -
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/markdown")
     assert "No MCP client has talked to this lab yet." in response.text
+
+
+def test_reset_empties_the_report_and_the_console_judges_again(lab: LabServer) -> None:
+    run_script("poller.py", lab.url)
+    lab.wait_for_line("[lab/verdict] lab-poller 1.0.0: failed")
+    assert lab.control("POST", "/lab/reset").status_code == 200
+    assert lab.http.get("/lab/report").json()["clients"] == []
+    run_script("poller.py", lab.url)
+    assert verdict(lab, "lab-poller 1.0.0")["outcome"] == "failed"
+
+    def printed() -> int:
+        return sum(line.startswith("[lab/verdict] lab-poller") for line in lab.lines)
+
+    deadline = time.monotonic() + 5  # the console judges 0.2 s after the trigger
+    while printed() < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # like LabServer.wait_for_line: stdout has no event to await
+    assert printed() == 2
