@@ -16,6 +16,7 @@ date) and whether the daemon answers on its socket.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -227,6 +228,69 @@ def probe_socket(path: Path, timeout: float = 2.0) -> tuple[bool, str]:
     return False, f"answering but not ready (HTTP {response.status_code})"
 
 
+# ---- what the unit's sandbox hides -----------------------------------------------------------
+HIDDEN_BY = (
+    # (setting, the values that hide, the directories hidden, what it does)
+    ("ProtectHome", ("yes", "true", "tmpfs"), ("/home", "/root", "/run/user"),
+     "ProtectHome= hides home directories"),
+    ("PrivateTmp", ("yes", "true"), ("/tmp", "/var/tmp"),
+     "PrivateTmp=yes gives the service its own empty /tmp and /var/tmp"),
+)  # fmt: skip
+
+
+def unit_settings(text: str) -> dict[str, str]:
+    """``Key=Value`` lines of a unit (comments skipped; the last one wins, as in systemd)."""
+    settings: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", ";", "[")) or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        settings[key.strip()] = value.strip().lower()
+    return settings
+
+
+def paths_the_unit_needs(program: Path) -> list[Path]:
+    """``mcpsubd``, the interpreter its script starts, and where both really live."""
+    paths = [program]
+    try:
+        first = program.read_bytes()[:256].split(b"\n", 1)[0]
+    except OSError:
+        first = b""
+    if first.startswith(b"#!"):
+        words = first[2:].decode(errors="replace").split()
+        if words:
+            paths.append(Path(words[0]))
+    for path in list(paths):
+        with contextlib.suppress(OSError, RuntimeError):
+            paths.append(path.resolve())
+    unique: list[Path] = []
+    for path in paths:
+        if path not in unique:
+            unique.append(path)
+    return unique
+
+
+def hidden_path_warnings(unit_text: str, paths: list[Path], user: bool) -> list[str]:
+    """One warning per path the unit's hardening hides from the service (pure)."""
+    settings = unit_settings(unit_text)
+    kind = "user unit" if user else "system unit"
+    warnings = []
+    for path in paths:
+        for key, hiding, roots, what in HIDDEN_BY:
+            if settings.get(key, "no") not in hiding:
+                continue
+            root = next((r for r in roots if path == Path(r) or Path(r) in path.parents), None)
+            if root is not None:
+                warnings.append(
+                    f"{path} is under {root}, which the {kind} hides ({what}); install mcpsub "
+                    "where the service can see it (e.g. /opt or /usr/local)"
+                    + ("" if user or key != "ProtectHome" else ", or use --user")
+                )
+                break
+    return warnings
+
+
 # ---- commands ------------------------------------------------------------------------------
 def _print(text: str) -> None:
     sys.stdout.write(text + "\n")
@@ -251,13 +315,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         return _fail(exc)
     if not program.exists():
         sys.stderr.write(f"warning: {program} does not exist (is mcpsub installed here?)\n")
-    if target.kind == "systemd" and not target.user:
-        home_roots = ("/home/", "/root/")
-        if str(program).startswith(home_roots):
-            sys.stderr.write(
-                f"warning: {program} is under /home or /root, which the system unit hides "
-                "(ProtectHome=yes); install mcpsub outside your home (e.g. /opt) or use --user\n"
-            )
+    if target.kind == "systemd":
+        for warning in hidden_path_warnings(text, paths_the_unit_needs(program), target.user):
+            sys.stderr.write(f"warning: {warning}\n")
     if args.dry_run:
         _print(f"# {target.path} (dry run: nothing written)")
         sys.stdout.write(text)

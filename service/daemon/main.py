@@ -447,8 +447,12 @@ def build_parser() -> argparse.ArgumentParser:
         "command",
         nargs="?",
         default="run",
-        choices=["run", "migrate"],
-        help="run: serve in the foreground (default); migrate: apply database migrations, exit",
+        choices=["run", "migrate", "backup"],
+        help="run: serve in the foreground (default); migrate: apply database migrations, "
+        "exit; backup PATH: online copy of the SQLite database to PATH (mode 0600)",
+    )
+    parser.add_argument(
+        "path", nargs="?", type=Path, help="backup: the file to create (never overwritten)"
     )
     parser.add_argument(
         "--state-dir",
@@ -485,12 +489,34 @@ def main(argv: list[str] | None = None) -> None:
     raise SystemExit(run_main(lambda: _main(argv)))
 
 
+def _backup(settings: Settings, path: Path | None) -> int:
+    from service.store.backup import BackupError, backup_sqlite
+
+    if path is None:
+        print("mcpsubd: backup needs the file to create: mcpsubd backup PATH", file=sys.stderr)
+        return 2
+    if settings.database_url:
+        raise ConfigError(
+            "backup copies the SQLite database; for PostgreSQL use pg_dump on database_url"
+        )
+    try:
+        pages = backup_sqlite(settings.db_path, path)
+    except BackupError as exc:
+        print(f"mcpsubd: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(f"backed up {settings.db_path} to {path} ({pages} pages, mode 0600)")
+    return 0
+
+
 def _main(argv: list[str] | None) -> int:
     # Everything the daemon creates (database, WAL, socket, token) is for its owner only.
     os.umask(0o077)
     # A reload asked for before the loop handles SIGHUP must not kill us (start reads the files).
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.path is not None and args.command != "backup":
+        parser.error(f"{args.command} takes no path (did you mean `mcpsubd backup PATH`?)")
     source = ConfigSource(
         {
             "state_dir": args.state_dir,
@@ -507,6 +533,8 @@ def _main(argv: list[str] | None) -> int:
         # Before the logging: its lines then erase the status line before they print.
         status = StatusLine.for_terminal().start() if args.command == "run" else None
         configure_logging(settings)
+        if args.command == "backup":
+            return _backup(settings, args.path)
         if args.command == "migrate":
             try:
                 upgrade(settings.db_url)
