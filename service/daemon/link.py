@@ -47,6 +47,7 @@ from service.mcp.errors import (
     ProtocolUnsupported,
     TransportError,
 )
+from service.mcp.lean import LeanHttp, lean_usable
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
 from service.store import Store
 from service.store.database import DATABASE_ERRORS, describe
@@ -107,6 +108,10 @@ class ServerLink:
         self._store = store
         self._settings = settings
         self._http = http
+        self._lean = (
+            LeanHttp(url, connect_timeout=settings.connect_timeout_s) if lean_usable(url) else None
+        )
+        """Re-reads on plain http:// go through h11 directly (see :mod:`service.mcp.lean`)."""
         self._limiter = limiter
         self._stats = stats
         self._tokens = token_provider
@@ -184,6 +189,8 @@ class ServerLink:
         self.stream = None
         self.state = "stopped"
         await self._http.aclose()
+        if self._lean is not None:
+            await self._lean.aclose()
 
     def status(self) -> dict[str, Any]:
         circuit = {"open": "closed", "backoff": "open", "connecting": "half_open"}.get(
@@ -662,6 +669,7 @@ class ServerLink:
             client_name="mcpsubd",
             http=self._http,
             timeout=self._settings.request_timeout_s,
+            lean=self._lean,
         )
         try:
             async with asyncio.timeout(self._settings.request_timeout_s):

@@ -158,16 +158,24 @@ class Supervisor:
         )
 
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
+        return (await self.subscribe_many(url, [uri]))[0]
+
+    async def subscribe_many(self, url: str, uris: list[str]) -> list[tuple[Subscription, bool]]:
+        """Several URIs of one server in one transaction; the link re-listens once for all."""
         async with self._lock:
-            sub, created = await self.store.add_subscription(url, uri)
-            link = self.links.get(sub.server_id)
-            if link is not None:
-                link.want(sub.uri, sub.id)
-            else:
+            added = await self.store.add_subscriptions(url, uris)
+            unheld: list[int] = []
+            for sub, _ in added:
+                link = self.links.get(sub.server_id)
+                if link is not None:
+                    link.want(sub.uri, sub.id)
+                elif sub.server_id not in unheld:
+                    unheld.append(sub.server_id)
+            if unheld:
                 # A new link (or one no replica holds): lease it here now. If another replica
                 # holds it, that one picks the URI up at its next lease pass.
-                await self.leases.claim(1, only=[sub.server_id])
-        return sub, created
+                await self.leases.claim(1, only=unheld)
+        return added
 
     async def unsubscribe(self, subscription_id: int) -> Subscription | None:
         async with self._lock:

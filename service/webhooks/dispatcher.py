@@ -24,6 +24,7 @@ import email.utils
 import json
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,8 @@ import httpx
 import structlog
 
 from service._version import __version__
+from service.mcp.errors import McpError
+from service.mcp.lean import LeanHttp, lean_usable
 from service.store import Store
 from service.webhooks.outbox import Delivery
 from service.webhooks.repository import (
@@ -83,7 +86,7 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
-def attempt_outcome(status: int, headers: httpx.Headers, now: float) -> Outcome:
+def attempt_outcome(status: int, headers: Mapping[str, str], now: float) -> Outcome:
     """2xx is success; 410 disables the target; 3xx is a failure (redirects are not followed)."""
     if 200 <= status < 300:
         return Outcome(True, status, "")
@@ -156,6 +159,9 @@ class Dispatcher:
         self._clients: dict[int, httpx.AsyncClient] = {}
         """One small connection pool per target (see :meth:`_client`)."""
         self._retiring: set[httpx.AsyncClient] = set()
+        self._lean: dict[int, LeanHttp] = {}
+        """Per target on a plain http:// URL with no proxy: POSTs through h11 directly
+        (:mod:`service.mcp.lean`; ~0.2 ms of CPU where httpx took ~1.6 ms)."""
         self._rng = rng or random.Random()
         self._wake = asyncio.Event()
         self._inflight: set[int] = set()
@@ -200,6 +206,11 @@ class Dispatcher:
         self._target_changes += 1
         self._epoch += 1
         self._target_changed_at[target_id] = self._epoch
+        lean = self._lean.pop(target_id, None)
+        if lean is not None:  # the URL may have changed; idle connections go now
+            task = asyncio.get_running_loop().create_task(lean.aclose())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         client = self._clients.pop(target_id, None) if removed else None
         if client is not None:
             self._retiring.add(client)
@@ -229,6 +240,17 @@ class Dispatcher:
                 limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
             )
         return client
+
+    def _lean_for(self, target_id: int, url: str) -> LeanHttp | None:
+        """The target's lean sender, when its URL allows one and no client was injected."""
+        if self._shared_http or not lean_usable(url):
+            return None
+        lean = self._lean.get(target_id)
+        if lean is None or lean.url != url:
+            lean = self._lean[target_id] = LeanHttp(
+                url, connect_timeout=self.settings.timeout_s, max_idle=self.settings.concurrency
+            )
+        return lean
 
     def wake(self) -> None:
         self._wake.set()
@@ -269,6 +291,9 @@ class Dispatcher:
                 self._writer_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._writer_task
+        leans, self._lean = list(self._lean.values()), {}
+        for lean in leans:
+            await lean.aclose()
         clients = [*self._clients.values(), *self._retiring]
         self._clients.clear()
         self._retiring.clear()
@@ -425,6 +450,18 @@ class Dispatcher:
             ),
         }
         self.stats["attempts_total"] += 1
+        lean = self._lean_for(delivery.target_id, url)
+        if lean is not None:
+            try:
+                async with asyncio.timeout(self.settings.timeout_s):
+                    answer = await lean.post(item.body, headers)
+            except TimeoutError:
+                return Outcome(
+                    False, None, f"ReadTimeout: no answer in {self.settings.timeout_s} s"
+                )
+            except McpError as exc:
+                return Outcome(False, None, f"{type(exc).__name__}: {exc}"[:300])
+            return attempt_outcome(answer.status, answer.headers, time.time())
         try:
             response = await self._client(delivery.target_id).post(
                 url, content=item.body, headers=headers

@@ -25,8 +25,17 @@ class FakeSupervisor:
         self.webhooks = Dispatcher(store, WebhookSettings(schedule=(0.0, 0.2, 0.4), jitter=0.0))
 
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
+        return (await self.subscribe_many(url, [uri]))[0]
+
+    async def subscribe_many(self, url: str, uris: list[str]) -> list[tuple[Subscription, bool]]:
         self.subscribe_calls += 1
-        sub, created = await self.store.add_subscription(url, uri)
+        added = await self.store.add_subscriptions(url, uris)
+        for sub, _ in added:
+            self._want(url, sub)
+        return added
+
+    def _want(self, url: str, sub: Subscription) -> None:
+        uri = sub.uri
         link = self._links.setdefault(
             sub.server_id,
             {
@@ -39,7 +48,6 @@ class FakeSupervisor:
         if uri not in link["uris"]:
             link["uris"].append(uri)
             link["honoredUris"].append(uri)
-        return sub, created
 
     async def unsubscribe(self, subscription_id: int) -> Subscription | None:
         return await self.store.remove_subscription(subscription_id)

@@ -95,4 +95,5 @@ async def test_openapi(client: httpx.AsyncClient) -> None:
     ):  # fmt: skip
         assert path in spec["paths"], path
     body = spec["paths"]["/v1/subscriptions"]["post"]["requestBody"]
-    assert body["content"]["application/json"]["schema"]["required"] == ["url", "uri"]
+    forms = body["content"]["application/json"]["schema"]["oneOf"]
+    assert [form["required"] for form in forms] == [["url", "uri"], ["url", "uris"]]

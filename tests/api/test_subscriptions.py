@@ -131,3 +131,46 @@ async def test_unknown_route_and_method_are_json(client: httpx.AsyncClient) -> N
     assert missing.status_code == 404 and missing.json()["errorCode"] == "NOT_FOUND"
     wrong = await client.put("/v1/subscriptions")
     assert wrong.status_code == 405 and wrong.json()["errorCode"] == "METHOD_NOT_ALLOWED"
+
+
+async def test_batch_adds_many_uris_in_one_call(
+    client: httpx.AsyncClient, supervisor: FakeSupervisor
+) -> None:
+    await client.post("/v1/subscriptions", json={"url": URL, "uri": "test://b"})
+    uris = ["test://a", "test://b", "test://c", "test://a"]  # b exists; a repeated
+    response = await client.post("/v1/subscriptions", json={"url": URL, "uris": uris})
+    assert response.status_code == 201
+    body = response.json()
+    assert [(s["uri"], s["created"]) for s in body["subscriptions"]] == [
+        ("test://a", True), ("test://b", False), ("test://c", True)
+    ]  # fmt: skip
+    assert body["created"] == 2
+    assert supervisor.subscribe_calls == 2  # one for b, one for the whole batch
+    events = await supervisor.store.events_after(0, types=["subscription.created"])
+    assert [e.uri for e in events] == ["test://b", "test://a", "test://c"]
+    again = await client.post("/v1/subscriptions", json={"url": URL, "uris": ["test://c"]})
+    assert again.status_code == 200 and again.json()["created"] == 0
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"url": URL, "uris": []},
+        {"url": URL, "uris": "test://a"},
+        {"url": URL, "uris": ["test://a", "no-scheme"]},
+        {"url": URL, "uris": ["test://a", 5]},
+        {"url": URL, "uri": "test://a", "uris": ["test://b"]},
+        {"url": URL, "uris": [f"test://x/{n}" for n in range(1001)]},
+    ],
+)
+async def test_bad_batch_is_rejected_and_nothing_is_written(
+    client: httpx.AsyncClient, supervisor: FakeSupervisor, payload: dict[str, object]
+) -> None:
+    response = await client.post("/v1/subscriptions", json=payload)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["field"] in ("uris", "uri") and body["errorCode"] in (
+        "INVALID_PARAMETER", "INVALID_URI"
+    )  # fmt: skip
+    assert supervisor.subscribe_calls == 0
+    assert (await supervisor.store.counts())["subscriptions"] == 0

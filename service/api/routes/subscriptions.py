@@ -7,28 +7,50 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request, Response
 
 from service.api import validate
-from service.api.errors import SubscriptionNotFound
+from service.api.errors import InvalidParameter, SubscriptionNotFound
 from service.api.state import api_state
 from service.api.views import link_for, revision_summary, subscription_json
 
 router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])
 
+MAX_BATCH = 1000
+"""URIs in one batch ``POST /v1/subscriptions`` (the 64 KiB body cap allows about that)."""
+
 SubscriptionId = Annotated[
     int, Path(alias="id", ge=1, le=validate.MAX_ID, description="subscription id")
 ]
 
+_URL = {"type": "string", "description": "MCP endpoint, http(s)"}
 _CREATE_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "content": {
             "application/json": {
                 "schema": {
-                    "type": "object",
-                    "required": ["url", "uri"],
-                    "properties": {
-                        "url": {"type": "string", "description": "MCP endpoint, http(s)"},
-                        "uri": {"type": "string", "description": "resource URI"},
-                    },
+                    "oneOf": [
+                        {
+                            "type": "object",
+                            "required": ["url", "uri"],
+                            "properties": {
+                                "url": _URL,
+                                "uri": {"type": "string", "description": "resource URI"},
+                            },
+                        },
+                        {
+                            "type": "object",
+                            "required": ["url", "uris"],
+                            "properties": {
+                                "url": _URL,
+                                "uris": {
+                                    "type": "array",
+                                    "items": {"type": "string"},
+                                    "minItems": 1,
+                                    "maxItems": 1000,
+                                    "description": "several URIs of url, one transaction",
+                                },
+                            },
+                        },
+                    ]
                 }
             }
         },
@@ -43,15 +65,39 @@ _CREATE_BODY: dict[str, Any] = {
     responses={200: {"description": "already subscribed"}, 400: {"description": "bad input"}},
 )
 async def create_subscription(request: Request, response: Response) -> dict[str, Any]:
-    """Watch ``uri`` on ``url``; idempotent (201 when new, 200 when it existed)."""
+    """Watch ``uri`` on ``url``; idempotent (201 when new, 200 when it existed).
+
+    Batch form: ``{"url", "uris": [...]}`` (up to ``MAX_BATCH``) adds them all in one
+    transaction and one re-listen; the answer is ``{"subscriptions": [...], "created": n}``,
+    201 when any was new."""
     state = api_state(request)
     raw = await state.read_body(request)
     body = validate.json_object(raw)
     url = validate.server_url(body.get("url"))
+    if "uris" in body:
+        if "uri" in body:
+            raise InvalidParameter("give either uri or uris, not both", field="uris")
+        uris = _batch_uris(body["uris"])
+        added = await state.supervisor.subscribe_many(url, uris)
+        new = sum(1 for _, created in added if created)
+        response.status_code = 201 if new else 200
+        return {
+            "subscriptions": [{**subscription_json(s), "created": c} for s, c in added],
+            "created": new,
+        }
     uri = validate.resource_uri(body.get("uri"))
     sub, created = await state.supervisor.subscribe(url, uri)
     response.status_code = 201 if created else 200
     return {**subscription_json(sub), "created": created}
+
+
+def _batch_uris(value: Any) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise InvalidParameter("uris must be a non-empty list of URIs", field="uris")
+    if len(value) > MAX_BATCH:
+        raise InvalidParameter(f"uris takes at most {MAX_BATCH} URIs per call", field="uris")
+    uris = [validate.resource_uri(item, field="uris") for item in value]
+    return list(dict.fromkeys(uris))  # a repeated URI is one subscription
 
 
 @router.get("")

@@ -1,0 +1,218 @@
+"""A lean HTTP/1.1 POST for plain ``http://`` reads: h11 on asyncio streams, keep-alive.
+
+The daemon re-reads a resource for every update it is told about. Through httpx each of
+those requests cost 1.2–1.6 ms of CPU on this project's bench machine (httpx's models and
+auth flow, httpcore's pool, anyio's cancel scopes around every await) where the exchange
+itself, h11 on a kept-alive socket, needs a fraction of that. So for the idempotent request
+methods on plain ``http://`` URLs with no proxy configured, :class:`McpClient` sends through
+this module instead; TLS, proxies and listen streams stay with httpx.
+
+Scope, on purpose: one origin per instance, POST only, ``Content-Length`` request bodies,
+responses framed by h11 (length or chunked), no content coding (we never send
+``Accept-Encoding``, so a server has no reason to compress), a body cap. A kept-alive
+connection the server closed while idle is noticed before reuse, and a request that found
+such a connection dead before any byte of the answer is sent again once on a fresh one
+(only idempotent methods come here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import h11
+
+from service.mcp.errors import ProtocolViolation, TransportError
+
+PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
+READ_CHUNK = 65536
+
+
+def lean_usable(url: str) -> bool:
+    """Plain ``http://`` with no proxy variable that httpx would honour for it."""
+    return urlsplit(url).scheme == "http" and not any(os.environ.get(k) for k in PROXY_VARIABLES)
+
+
+@dataclass(frozen=True, slots=True)
+class LeanResponse:
+    status: int
+    headers: dict[str, str]
+    """Lower-cased names; a repeated header keeps its last value."""
+    body: bytes
+
+
+class _Stale(Exception):
+    """A reused connection was found closed before any byte of the answer arrived."""
+
+
+class _Connection:
+    __slots__ = ("h11", "reader", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.h11 = h11.Connection(h11.CLIENT)
+
+    def idle_ok(self) -> bool:
+        """Still usable after sitting idle: not closed by us, no EOF or stray bytes from them."""
+        return (
+            not self.writer.is_closing()
+            and not self.reader.at_eof()
+            and not len(
+                self.reader._buffer  # type: ignore[attr-defined]  # stray bytes: not reusable
+            )
+        )
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.writer.close()
+
+
+class LeanHttp:
+    """Keep-alive POSTs to one ``http://host:port``; at most ``max_idle`` idle connections."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout: float | None = 30.0,
+        max_idle: int = 2,
+        max_body: int = 16 * 1024 * 1024,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"lean HTTP serves plain http:// URLs only, not {url!r}")
+        self.url = url
+        self.host = parts.hostname
+        self.port = parts.port or 80
+        self.host_header = parts.netloc.rpartition("@")[2]
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.connect_timeout = connect_timeout
+        self.max_idle = max_idle
+        self.max_body = max_body
+        self._idle: list[_Connection] = []
+        self._closed = False
+
+    async def post(self, content: bytes, headers: dict[str, str]) -> LeanResponse:
+        """POST ``content``; raises :class:`TransportError` (kind connect/read) on failure."""
+        conn, reused = await self._acquire()
+        try:
+            try:
+                return await self._exchange(conn, content, headers, reused)
+            except _Stale:
+                conn.close()
+                conn, reused = await self._connect(), False
+                return await self._exchange(conn, content, headers, reused)
+        except BaseException:
+            conn.close()
+            raise
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    # ---- internals ------------------------------------------------------------------------
+    async def _acquire(self) -> tuple[_Connection, bool]:
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.idle_ok():
+                return conn, True
+            conn.close()
+        return await self._connect(), False
+
+    async def _connect(self) -> _Connection:
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                reader, writer = await asyncio.open_connection(self.host, self.port)
+        except TimeoutError as exc:
+            raise self._error("timeout", exc) from exc
+        except OSError as exc:
+            raise self._error("connect", exc) from exc
+        return _Connection(reader, writer)
+
+    def _error(self, kind: str, exc: BaseException) -> TransportError:
+        detail = str(exc) or type(exc).__name__
+        return TransportError(f"{kind} error talking to {self.url}: {detail}", kind=kind)
+
+    async def _exchange(
+        self, conn: _Connection, content: bytes, headers: dict[str, str], reused: bool
+    ) -> LeanResponse:
+        machine = conn.h11
+        request_headers = [("Host", self.host_header), ("Content-Length", str(len(content)))]
+        request_headers += list(headers.items())
+        try:
+            conn.writer.write(
+                machine.send(
+                    h11.Request(method="POST", target=self.target, headers=request_headers)
+                )
+                + machine.send(h11.Data(data=content))
+                + machine.send(h11.EndOfMessage())
+            )
+            if conn.writer.transport.get_write_buffer_size() > READ_CHUNK:
+                await conn.writer.drain()
+        except (ConnectionError, OSError) as exc:
+            if reused:
+                raise _Stale from exc
+            raise self._error("read", exc) from exc
+        except h11.LocalProtocolError as exc:  # a header value h11 refuses (e.g. a newline)
+            raise ProtocolViolation(f"cannot send this request: {exc}") from exc
+        response: h11.Response | None = None
+        body = bytearray()
+        received = False
+        try:
+            while True:
+                event = machine.next_event()
+                if event is h11.NEED_DATA:
+                    data = await conn.reader.read(READ_CHUNK)
+                    if not data and not received and reused:
+                        raise _Stale
+                    received = True
+                    machine.receive_data(data)
+                    continue
+                if isinstance(event, h11.Response):
+                    response = event
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                    if len(body) > self.max_body:
+                        raise ProtocolViolation(f"response larger than {self.max_body} bytes")
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                elif isinstance(event, h11.ConnectionClosed):
+                    raise self._error("read", ConnectionError("server closed the connection"))
+        except ConnectionError as exc:
+            if reused and not received:
+                raise _Stale from exc
+            raise self._error("read", exc) from exc
+        except OSError as exc:
+            raise self._error("read", exc) from exc
+        except h11.RemoteProtocolError as exc:
+            raise self._error("read", exc) from exc
+        assert response is not None
+        fields = {
+            name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers
+        }
+        if fields.get("content-encoding", "identity").lower() != "identity":
+            raise ProtocolViolation(
+                f"response has content-encoding {fields['content-encoding']!r}, "
+                "which was not asked for"
+            )
+        self._release(conn)
+        return LeanResponse(response.status_code, fields, bytes(body))
+
+    def _release(self, conn: _Connection) -> None:
+        machine = conn.h11
+        if (
+            self._closed
+            or len(self._idle) >= self.max_idle
+            or machine.our_state is not h11.DONE
+            or machine.their_state is not h11.DONE
+        ):
+            conn.close()
+            return
+        machine.start_next_cycle()
+        self._idle.append(conn)

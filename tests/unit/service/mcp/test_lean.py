@@ -1,0 +1,227 @@
+"""service.mcp.lean against real loopback servers that misbehave in the ways that matter.
+
+Each server here is a raw asyncio socket server on 127.0.0.1 (port 0) scripted per test,
+because the cases are about framing and connection reuse, which no well-behaved peer shows
+on demand: a keep-alive connection closed while idle, a chunked body, an oversized body, a
+compressed body nobody asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from service.mcp.client import McpClient
+from service.mcp.errors import ProtocolViolation, TransportError
+from service.mcp.lean import LeanHttp, lean_usable
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
+OK_BODY = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","contents":[]}}'
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    return head + await reader.readexactly(length)
+
+
+def reply(body: bytes, extra: bytes = b"") -> bytes:
+    return (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n" + extra
+        + b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def serve(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
+    """A server; yields its URL and the list of connection numbers that sent a request."""
+    connections = 0
+    served: list[int] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        number = connections
+        try:
+            while await read_request(reader) is not None:
+                served.append(number)
+                await handler(reader, writer, number)
+                if writer.is_closing():
+                    return
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/mcp?link=1", served
+    finally:
+        server.close()
+
+
+async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+    writer.write(reply(OK_BODY))
+    await writer.drain()
+
+
+def test_requests_reuse_one_connection() -> None:
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        writer.write(reply(OK_BODY))
+
+    async def scenario() -> list[int]:
+        async with serve(record) as (url, served):
+            lean = LeanHttp(url)
+            for _ in range(3):
+                response = await lean.post(b"{}", {"Content-Type": "application/json"})
+                assert response.status == 200 and response.body == OK_BODY
+                assert response.headers["content-type"] == "application/json"
+            await lean.aclose()
+            return served
+
+    assert asyncio.run(scenario()) == [1, 1, 1]
+
+
+def test_a_connection_closed_while_idle_is_replaced_and_the_request_sent_again() -> None:
+    async def close_after_answer(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int
+    ) -> None:
+        # Answers with keep-alive framing, then closes without saying so: the client only
+        # finds out when it next uses the connection.
+        writer.write(reply(OK_BODY))
+        await writer.drain()
+        writer.close()
+
+    async def scenario() -> list[int]:
+        async with serve(close_after_answer) as (url, served):
+            lean = LeanHttp(url)
+            for _ in range(3):
+                assert (await lean.post(b"{}", {})).body == OK_BODY
+            await lean.aclose()
+            return served
+
+    assert asyncio.run(scenario()) == [1, 2, 3]
+
+
+def test_chunked_answers_are_reassembled() -> None:
+    async def chunked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        half = len(OK_BODY) // 2
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+            + f"{half:x}\r\n".encode() + OK_BODY[:half] + b"\r\n"
+            + f"{len(OK_BODY) - half:x}\r\n".encode() + OK_BODY[half:] + b"\r\n0\r\n\r\n"
+        )  # fmt: skip
+
+    async def scenario() -> bytes:
+        async with serve(chunked) as (url, _):
+            lean = LeanHttp(url)
+            body = (await lean.post(b"{}", {})).body
+            body += (await lean.post(b"{}", {})).body  # and the connection stays usable
+            await lean.aclose()
+            return body
+
+    assert asyncio.run(scenario()) == OK_BODY * 2
+
+
+def test_an_oversized_body_is_refused() -> None:
+    async def huge(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        writer.write(reply(b"x" * 5000))
+
+    async def scenario() -> None:
+        async with serve(huge) as (url, _):
+            lean = LeanHttp(url, max_body=4096)
+            with pytest.raises(ProtocolViolation, match="larger than 4096"):
+                await lean.post(b"{}", {})
+            await lean.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_an_unrequested_content_encoding_is_refused() -> None:
+    async def gzip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        writer.write(reply(b"\x1f\x8b\x08\x00", b"content-encoding: gzip\r\n"))
+
+    async def scenario() -> None:
+        async with serve(gzip) as (url, _):
+            lean = LeanHttp(url)
+            with pytest.raises(ProtocolViolation, match="content-encoding 'gzip'"):
+                await lean.post(b"{}", {})
+            await lean.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_a_server_that_hangs_up_mid_answer_is_a_read_error() -> None:
+    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{")
+        await writer.drain()
+        writer.close()
+
+    async def scenario() -> TransportError:
+        async with serve(cut) as (url, _):
+            lean = LeanHttp(url)
+            with pytest.raises(TransportError) as caught:
+                await lean.post(b"{}", {})
+            await lean.aclose()
+            return caught.value
+
+    error = asyncio.run(scenario())
+    assert error.kind == "read" and "127.0.0.1" in str(error)
+
+
+def test_connection_refused_is_a_connect_error() -> None:
+    async def scenario() -> TransportError:
+        async with serve(keep_alive) as (url, _):
+            pass  # closed: the port is free again
+        lean = LeanHttp(url)
+        with pytest.raises(TransportError) as caught:
+            await lean.post(b"{}", {})
+        return caught.value
+
+    assert asyncio.run(scenario()).kind == "connect"
+
+
+def test_a_header_value_with_a_newline_is_not_sent() -> None:
+    async def scenario() -> None:
+        async with serve(keep_alive) as (url, served):
+            lean = LeanHttp(url)
+            with pytest.raises(ProtocolViolation):
+                await lean.post(b"{}", {"Authorization": "Bearer x\r\nX-Evil: 1"})
+            assert served == []
+            await lean.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_only_plain_http_without_a_proxy_goes_lean(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert lean_usable("http://127.0.0.1:1/mcp")
+    assert not lean_usable("https://127.0.0.1:1/mcp")
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    assert not lean_usable("http://127.0.0.1:1/mcp")
+    with pytest.raises(ValueError):
+        LeanHttp("https://127.0.0.1:1/mcp")
+
+
+def test_mcp_client_sends_reads_lean_and_answers_as_with_httpx() -> None:
+    async def scenario() -> tuple[dict[str, object], dict[str, object], list[int]]:
+        async with serve(keep_alive) as (url, served):
+            lean = LeanHttp(url)
+            async with McpClient(url, lean=lean, own_lean=True) as client:
+                via_lean = await client.read_resource("test://a")
+            async with McpClient(url) as client:
+                via_httpx = await client.read_resource("test://a")
+            return via_lean, via_httpx, served
+
+    via_lean, via_httpx, served = asyncio.run(scenario())
+    assert via_lean == via_httpx == {"resultType": "complete", "contents": []}
+    assert served == [1, 2]  # one connection each: the lean one, then httpx's
