@@ -72,6 +72,8 @@ class Settings:
     read_concurrency: int = 64
     link_inbox_max: int = 1024
     """Distinct URIs pending re-read per link before its stream reader stops reading."""
+    stream_max_frames_per_s: float = 5000.0
+    """Frames (events and keep-alive comments) read per second per listen stream, at most."""
     unsubscribed_log_interval_s: float = 60.0
     """Updates for URIs a link did not subscribe are counted; logged at most this often."""
     keep_revisions: int = 100

@@ -493,7 +493,10 @@ class ServerLink:
         """Make-before-break: open and acknowledge the new stream, then close the old one."""
         uris = sorted(self.wanted)
         previous = set(self.listened)
-        stream = client.listen({"resourceSubscriptions": uris})
+        stream = client.listen(
+            {"resourceSubscriptions": uris},
+            max_frames_per_s=self._settings.stream_max_frames_per_s,
+        )
         try:
             async with asyncio.timeout(self._settings.ack_timeout_s):
                 await stream.open()

@@ -53,6 +53,8 @@ LEAN_METHODS = frozenset(
     {wire.DISCOVER, wire.RESOURCES_LIST, wire.RESOURCES_TEMPLATES_LIST, wire.RESOURCES_READ}
 )
 """Idempotent methods: safe to send again on a fresh connection (see :mod:`lean`)."""
+STREAM_PIECE_BYTES = 16 * 1024
+"""A listen stream is decoded this much at a time (one event-loop turn at most ~16 KiB)."""
 MAX_LIST_PAGES = 1000
 """``resources/list`` pages we follow before deciding the server's cursor loops."""
 
@@ -210,6 +212,8 @@ class McpClient:
         request_id, message, headers = self._message(method, params)
         content = json.dumps(message, separators=(",", ":")).encode()
         if self._lean is not None and method in LEAN_METHODS:
+            # The lean path decodes no content coding (and refuses one), so it asks for none.
+            headers["Accept-Encoding"] = "identity"
             return await self._request_lean(self._lean, method, request_id, content, headers)
         try:
             async with self._http.stream(
@@ -323,16 +327,30 @@ class McpClient:
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return await self.request(wire.TOOLS_CALL, {"name": name, "arguments": arguments})
 
-    def listen(self, notifications: dict[str, Any]) -> ListenStream:
-        """Open a listen stream; use as ``async with client.listen({...}) as stream``."""
-        return ListenStream(self, notifications)
+    def listen(
+        self, notifications: dict[str, Any], *, max_frames_per_s: float | None = None
+    ) -> ListenStream:
+        """Open a listen stream; use as ``async with client.listen({...}) as stream``.
+
+        ``max_frames_per_s`` paces how fast the stream is read (see :class:`ListenStream`).
+        """
+        return ListenStream(self, notifications, max_frames_per_s=max_frames_per_s)
 
 
 class ListenStream:
     """One open ``subscriptions/listen`` stream: the machine plus the bytes it is fed."""
 
-    def __init__(self, client: McpClient, notifications: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        client: McpClient,
+        notifications: dict[str, Any],
+        *,
+        max_frames_per_s: float | None = None,
+    ) -> None:
         self._client = client
+        self._rate = max_frames_per_s if max_frames_per_s and max_frames_per_s > 0 else None
+        self._tokens = self._rate or 0.0
+        self._refilled = time.monotonic()
         self.requested = dict(notifications)
         self.listen_id: Any = None
         self.machine: ListenMachine | None = None
@@ -410,7 +428,9 @@ class ListenStream:
             await response.aclose()
             raise HttpStatusError(response.status_code, "")
         self.streamed = True
-        self._content = ContentDecoder(response.headers.get("content-encoding"))
+        self._content = ContentDecoder(
+            response.headers.get("content-encoding"), piece_bytes=STREAM_PIECE_BYTES
+        )
         self._chunks = response.aiter_raw()
         event = await self._next()
         if isinstance(event, Acknowledged):
@@ -456,6 +476,8 @@ class ListenStream:
                 raise ProtocolViolation(str(exc)) from exc
             if items:
                 self.last_activity = time.monotonic()
+                if self._rate is not None:
+                    await self._pace(len(items))
             for item in items:
                 if isinstance(item, Comment) or not isinstance(item, Event):
                     continue
@@ -468,6 +490,21 @@ class ListenStream:
                     self._ended = event
                     break
         return self._pending.popleft()
+
+    async def _pace(self, frames: int) -> None:
+        """Token bucket over frames (events and comments) read from this stream.
+
+        One event loop serves every link: a server flooding frames as fast as TCP allows
+        must not take the CPU from the others (issue 11.1: other links' latency went from
+        0.06 s to 1.4 s). Over the rate we sleep before reading more, the socket fills, and
+        the server's writes block. Always yields once, so each decoded piece is one turn.
+        """
+        assert self._rate is not None
+        now = time.monotonic()
+        self._tokens = min(self._rate, self._tokens + (now - self._refilled) * self._rate)
+        self._refilled = now
+        self._tokens -= frames
+        await asyncio.sleep(-self._tokens / self._rate if self._tokens < 0 else 0)
 
     async def next_event(self) -> ListenEvent:
         """The next notification, or the event that ended the stream (Closed/Failed/Lost)."""

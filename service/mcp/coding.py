@@ -51,7 +51,8 @@ class BodyTooLarge(ProtocolViolation):
 class ContentDecoder:
     """Incremental decoder for one response body; ``decode``/``flush`` yield bounded pieces."""
 
-    def __init__(self, content_encoding: str | None) -> None:
+    def __init__(self, content_encoding: str | None, piece_bytes: int = PIECE_BYTES) -> None:
+        self.piece_bytes = piece_bytes
         layers = codings(content_encoding)
         if len(layers) > 1:
             raise BadContentEncoding(
@@ -71,8 +72,9 @@ class ContentDecoder:
     def decode(self, data: bytes) -> Iterator[bytes]:
         """Decoded pieces for ``data``; stop iterating and nothing more is inflated."""
         if self.coding is None:
-            for start in range(0, len(data), PIECE_BYTES):
-                yield data[start : start + PIECE_BYTES]
+            step = self.piece_bytes
+            for start in range(0, len(data), step):
+                yield data[start : start + step]
             return
         if not data:
             return
@@ -87,7 +89,7 @@ class ContentDecoder:
         pending = data
         while pending:
             try:
-                piece = inflater.decompress(pending, PIECE_BYTES)
+                piece = inflater.decompress(pending, self.piece_bytes)
             except zlib.error as exc:
                 raise BadContentEncoding(f"response body does not inflate ({exc})") from None
             pending = inflater.unconsumed_tail
@@ -108,7 +110,7 @@ class ContentDecoder:
             return
         while True:
             try:
-                piece = inflater.decompress(inflater.unconsumed_tail, PIECE_BYTES)
+                piece = inflater.decompress(inflater.unconsumed_tail, self.piece_bytes)
             except zlib.error as exc:
                 raise BadContentEncoding(f"response body does not inflate ({exc})") from None
             if not piece:

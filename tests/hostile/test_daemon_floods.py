@@ -22,6 +22,8 @@ from tests.hostile.helpers import (
 
 FLOOD = 60_000
 PEAK_BOUND_MIB = 150
+FAST_STREAMS = {"MCPSUB_STREAM_MAX_FRAMES_PER_S": "50000"}
+"""Pacing stays on, at a rate that keeps these tests short (the bench uses the default)."""
 
 
 def test_notification_flood_is_bounded_and_the_honest_link_keeps_working(
@@ -30,7 +32,7 @@ def test_notification_flood_is_bounded_and_the_honest_link_keeps_working(
     hostile = hostile_factory({"HOSTILE_FLOOD": str(FLOOD)})
     lab = lab_server_factory()
     put(lab, "test://honest", "h0")
-    d = daemon_factory()
+    d = daemon_factory(env=FAST_STREAMS)
     subscribe(d, lab.url, "test://honest")
     wait_text(d, "test://honest", "h0")
     subscribe(d, hostile.url("flood"), "hostile://flood/doc")
@@ -41,8 +43,12 @@ def test_notification_flood_is_bounded_and_the_honest_link_keeps_working(
         wait_text(d, "test://honest", f"h{n}", timeout=10)
         assert n < 500, "the flood never finished"
     assert hostile.stats().get("flood.done", 0) >= 1
-    unsubscribed = metric(d, "mcpsub_notifications_unsubscribed_total")
-    assert unsubscribed >= FLOOD // 2
+    # "final" may be read before the daemon reached the end of the flood (the server's
+    # writes finish into socket buffers): wait for the counter to see every one.
+    until(
+        "every unsubscribed update counted",
+        lambda: metric(d, "mcpsub_notifications_unsubscribed_total") >= FLOOD // 2,
+    )
     assert metric(d, "mcpsub_notifications_coalesced_total") > 0
     reads = hostile.stats().get("flood.served", 0)
     assert reads < FLOOD // 100, f"{reads} reads for {FLOOD // 2} coalescible updates"
@@ -53,10 +59,10 @@ def test_notification_flood_is_bounded_and_the_honest_link_keeps_working(
 
 
 def test_keepalive_flood_costs_nothing(lab_server_factory, daemon_factory, hostile_factory) -> None:
-    hostile = hostile_factory({"HOSTILE_FLOOD": str(FLOOD * 5)})
+    hostile = hostile_factory({"HOSTILE_FLOOD": str(FLOOD * 2)})
     lab = lab_server_factory()
     put(lab, "test://honest", "h0")
-    d = daemon_factory()
+    d = daemon_factory(env=FAST_STREAMS)
     subscribe(d, lab.url, "test://honest")
     subscribe(d, hostile.url("keepalive-flood"), "hostile://keepalive-flood/doc")
     put(lab, "test://honest", "h1")
