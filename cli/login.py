@@ -54,11 +54,7 @@ def run_login(args: list[str], *, program: str) -> int:
             result = asyncio.run(login(url, program=program, on_code=show))
         finally:
             status.stop()
-    except KeyboardInterrupt:
-        sys.stderr.write("login failed: interrupted\n")
-        _out("login-status failed")
-        return 1
-    except Exception as exc:
+    except Exception as exc:  # Ctrl-C is not caught here: every program exits 130 on it
         sys.stderr.write(f"login failed: {exc or type(exc).__name__}\n")
         _out("login-status failed")
         return 1

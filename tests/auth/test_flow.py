@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import sqlite3
 import stat
 import time
@@ -292,3 +293,15 @@ def test_no_token_value_in_any_output(auth: AuthHarness) -> None:
     captured = "".join(auth.outputs)
     assert captured and not any(token in captured for token in tokens)
     assert not any(token in line for token in tokens for line in lab.lines)
+
+
+def test_ctrl_c_while_the_login_waits_for_approval_exits_130_quietly(auth: AuthHarness) -> None:
+    lab = auth.lab()
+    proc, head = auth.start_login(lab)
+    assert any(line.startswith("user-code ") for line in head)
+    proc.send_signal(signal.SIGINT)
+    result = auth.finish_login(proc, head)
+    assert result.code == 130
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "login-status" not in result.stdout  # interrupted: neither success nor failure
+    assert not auth.store.exists() or auth.row() is None  # nothing cached

@@ -175,9 +175,7 @@ def test_a_command_right_after_mcpsubd_waits_for_its_socket(tmp_path: Path) -> N
 def test_a_stale_start_marker_does_not_make_clients_wait(tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    gone = subprocess.run(["true"], check=True)  # a pid that no longer runs
-    del gone
-    (state / "mcpsubd.starting").write_text("999999999\n")
+    (state / "mcpsubd.starting").write_text("999999999\n")  # no such process
     result = run_cli("mcpsubctl", "status", env={"MCPSUB_STATE_DIR": str(state)})
     assert result.code == 10
     assert "start the daemon" in result.stdout + result.stderr
@@ -263,3 +261,14 @@ def test_status_line_escapes_what_servers_and_users_put_in_a_phase() -> None:
     assert "\x07" not in text and "\x1b]" not in text
     assert "test://x\\x1b]0;owned\\x07" in text
     assert text.endswith(ERASE)
+
+
+def test_the_wait_for_a_starting_daemon_is_bounded(tmp_path: Path) -> None:
+    """A start marker naming a live process whose socket never appears: give up after the
+    bound (5 s), as DAEMON_UNAVAILABLE, instead of waiting for ever."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "mcpsubd.starting").write_text(f"{os.getpid()}\n")  # alive, but no daemon
+    result = run_cli("mcpsubctl", "status", env={"MCPSUB_STATE_DIR": str(state)})
+    assert result.code == 10
+    assert "the daemon is not reachable" in result.stderr
