@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 DEFAULT_WAIT_MS = 60_000.0
 DEFAULT_READY_WAIT_MS = 30_000.0
 READY_POLL_S = 0.1
+DEFAULT_SUBSCRIBE_WAIT_MS = 30_000.0
 POLL_CHUNK_MS = 300_000
 """Longest single long-poll; longer waits are several polls carrying the cursor on."""
 FOLLOW_RETRY_S = 5.0
@@ -139,20 +140,57 @@ def _run(args: argparse.Namespace, body: Callable[[DaemonClient], int]) -> int:
 
 # ---- commands -----------------------------------------------------------------------------
 def cmd_subscribe(args: argparse.Namespace) -> int:
+    """Subscribe, then (unless ``--no-wait``) wait until each subscription's first state is
+    known: its first read, or the error that prevents it (issue 10 §4). The API itself
+    answers at once; the waiting is this command's."""
+    timeout_ms = args.timeout_ms if args.timeout_ms is not None else DEFAULT_SUBSCRIBE_WAIT_MS
+    if not (timeout_ms > 0 and math.isfinite(timeout_ms)):
+        return _fail(args, "USAGE_ERROR", "--timeout-ms must be a number > 0", None)
+
     def body(client: DaemonClient) -> int:
         results = []
         for uri in args.uri:
             sub, created = client.subscribe(args.url, uri)
             results.append({**sub, "created": created})
+        from service.safetext import shown
+
+        failure: tuple[str, str, str | None] | None = None
+        if not args.no_wait:
+            deadline = time.monotonic() + timeout_ms / 1000
+            for index, item in enumerate(results):
+                sub, code, hint = _first_state(client, item["id"], deadline)
+                sub.pop("link", None)
+                sub.pop("current", None)
+                results[index] = {**item, **sub, "created": item["created"]}
+                if code is not None and failure is None:
+                    failure = (code, f"{shown(item['uri'])}: {code}", hint)
+            pending = [r["uri"] for r in results if r["state"] == "pending"]
+            if pending and failure is None:
+                sys.stderr.write(
+                    f"mcpsubctl subscribe: no first read within {timeout_ms:g} ms for "
+                    f"{', '.join(pending)}; the daemon keeps trying (see `mcpsubctl status`)\n"
+                )
+        if failure is not None:
+            code, message, hint = failure
+            sys.stderr.write(f"mcpsubctl subscribe: {message}\n")
+            if hint:
+                sys.stderr.write(f"hint: {hint}\n")
         if args.json:
-            _emit(_dumps({"subscriptions": results}))
+            body_json: dict[str, Any] = {"subscriptions": results}
+            if failure is not None:
+                body_json.update(errorCode=failure[0], recommendedNextAction=failure[2])
+            _emit(_dumps(body_json))
         else:
             rows = [
                 ["new" if s["created"] else "existing", *r]
                 for s, r in zip(results, _sub_rows(results), strict=True)
             ]
             _emit(table(("", *SUB_HEADERS), rows))
-        return 0
+            from cli.human import machine_lines_wanted
+
+            if failure is not None and machine_lines_wanted(False, getattr(args, "lines", False)):
+                _emit(f"error-code {failure[0]}\nrecommended-next-action {failure[2] or 'null'}")
+        return exit_code(failure[0]) if failure is not None else 0
 
     return _run(args, body)
 
@@ -289,9 +327,11 @@ def cmd_status(args: argparse.Namespace) -> int:
                 for ln in links
             ]
             lines += ["", table(("SERVER", "STATE", "STREAM", "RECONNECTS", "URL", "ERROR"), rows)]
+            from service.safetext import shown
+
             hints = [ln for ln in links if ln.get("lastErrorHint")]
             for ln in hints:
-                lines.append(f"hint ({ln.get('url')}): {ln.get('lastErrorHint')}")
+                lines.append(shown(f"hint ({ln.get('url')}): {ln.get('lastErrorHint')}"))
         _emit("\n".join(lines))
         return 0
 
@@ -429,11 +469,19 @@ def _probe_result(uri: str, server_url: str | None) -> Any:
 
 
 def _print_wait(args: argparse.Namespace, result: Any, event_id: Any, revision: Any) -> None:
-    extra = {"eventId": event_id, "revision": revision}
+    # The keys of `mcpsubctl probe --json`, in its order, then eventId and revision.
+    extra = {
+        "resourceUris": [result.resource_uri],
+        "notificationUri": result.notification_uri,
+        "eventId": event_id,
+        "revision": revision,
+    }
     if args.json:
         _emit(_output().dumps(_output().probe_json(result, extra)))
         return
     lines = _output().probe_lines(result).split("\n")
+    if result.capabilities is None and lines[0] == "capabilities null":
+        lines = lines[1:]  # the daemon has not discovered the server (yet): no line, not null
     lines[-1:-1] = [
         f"event-id {event_id if event_id is not None else 'null'}",
         f"revision {revision if revision is not None else 'null'}",
@@ -448,7 +496,13 @@ def _wait_failure(args: argparse.Namespace, code: str, message: str, hint: str |
     from cli.human import machine_lines_wanted
 
     if args.json:
-        extra = {"message": message, "eventId": None, "revision": None}
+        extra = {
+            "resourceUris": [args.uri],
+            "notificationUri": None,
+            "message": message,
+            "eventId": None,
+            "revision": None,
+        }
         _emit(_output().dumps(_output().failure_json(code, hint, args.url, args.uri, extra)))
     elif machine_lines_wanted(False, getattr(args, "lines", False)):
         _emit(_output().failure_lines(code, hint, args.url, args.uri))
@@ -486,12 +540,73 @@ def cmd_wait(args: argparse.Namespace) -> int:
         return _wait_failure(args, exc.error_code, exc.message, exc.hint)
 
 
+FIRST_STATE_POLL_S = (0.02, 0.25)
+"""Polling interval while waiting for a subscription's first state (grows to the cap)."""
+LINK_FAILED_STATES = ("error", "login_required", "throttled", "backoff")
+SUBSCRIPTION_HINTS = {
+    "SUBSCRIPTION_NOT_HONORED": "the server acknowledged the stream without this URI; check "
+    "it with `mcpsubctl probe --url URL --uri URI`",
+    "AUTH_LOGIN_REQUIRED": "run `mcpsubctl login URL`; the daemon picks the token up",
+}
+
+
+def _first_state(
+    client: DaemonClient, subscription_id: int, deadline: float
+) -> tuple[dict[str, Any], str | None, str | None]:
+    """Poll until the subscription's first state is known: (subscription, code, hint).
+
+    Known means a first revision was read (``code`` None), or the subscription or its link
+    failed (``code`` = the daemon's error code: RESOURCE_NOT_FOUND, PROTOCOL_UNSUPPORTED,
+    CONNECTION_REFUSED, …). On the deadline the subscription is returned as it is, with
+    ``code`` None and ``state`` still ``pending``.
+    """
+    from cli.failures import RESOURCE_NOT_FOUND_HINT
+
+    pause = FIRST_STATE_POLL_S[0]
+    while True:
+        sub = client.subscription(subscription_id)
+        link = sub.get("link") or {}
+        failed = sub.get("state") in ("error", "not_honored", "login_required")
+        if sub.get("revision", 0) >= 1 and not failed:
+            return sub, None, None
+        if failed:
+            code = sub.get("stateCode") or link.get("lastErrorCode") or "INTERNAL_ERROR"
+            hint = link.get("lastErrorHint") if code == link.get("lastErrorCode") else None
+            if code == "RESOURCE_NOT_FOUND":
+                hint = RESOURCE_NOT_FOUND_HINT
+            return sub, code, hint or SUBSCRIPTION_HINTS.get(code)
+        if link.get("state") in LINK_FAILED_STATES and link.get("lastErrorCode"):
+            hint = link.get("lastErrorHint")
+            if link.get("state") == "backoff":
+                hint = (hint + "; " if hint else "") + "the daemon keeps retrying"
+            return sub, str(link["lastErrorCode"]), hint
+        if time.monotonic() >= deadline:
+            return sub, None, None
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(pause * 2, FIRST_STATE_POLL_S[1])
+
+
+def _find_subscription(client: DaemonClient, uri: str, url: str | None) -> dict[str, Any] | None:
+    for sub in client.subscriptions():
+        if sub["uri"] == uri and url in (None, sub["serverUrl"]):
+            return sub
+    return None
+
+
 def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: float) -> int:
+    """Wait for a revision newer than the baseline (issue 10 §2).
+
+    The baseline is the revision current when ``wait`` starts (or the one of ``--after``).
+    A URI the daemon does not watch yet is subscribed (with ``--url``); its first revision
+    is then the baseline, not an update, and the change after it is what ``wait`` returns,
+    all within ``--timeout-ms``.
+    """
     from cli.daemon_client import DaemonError
 
     uri: str = args.uri
-    after: int | None = args.after
+    deadline = time.monotonic() + timeout_ms / 1000
     current: dict[str, Any] | None = None
+    sub_id: int | None = None
     try:
         current = client.content(uri, args.url)
     except DaemonError as exc:
@@ -505,18 +620,29 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
                     "`mcpsubctl subscribe --url URL --uri URI` first",
                     exc.body,
                 ) from None
-            _, created = client.subscribe(args.url, uri)
+            sub, _created = client.subscribe(args.url, uri)
+            sub_id = sub["id"]
             sys.stderr.write(f"wait: subscribed to {uri} on {args.url}\n")
-            if not created:  # subscribed meanwhile by someone else: it may have content
-                current = _current_or_none(client, uri, args.url)
         elif exc.error_code != "NO_CONTENT_YET":
             raise
-    if after is None:
-        # The first revision newer than the current one; with none yet, the first one.
-        after = 0 if current is None else current.get("eventId")
     result = _probe_result(uri, args.url or (current or {}).get("serverUrl"))
-    result.initial_text = (current or {}).get("text")
-    deadline = time.monotonic() + timeout_ms / 1000
+    if current is None:
+        # No baseline yet: the subscription's first read is the baseline, not an update.
+        if sub_id is None:
+            found = _find_subscription(client, uri, args.url)
+            sub_id = found["id"] if found else None
+        if sub_id is not None:
+            _sub, code, hint = _first_state(client, sub_id, deadline)
+            if code is not None:
+                return _wait_failure(args, code, f"the subscription of {uri} failed: {code}", hint)
+        current = _current_or_none(client, uri, args.url)
+        if current is None:
+            return _wait_timed_out(client, args, result, None, timeout_ms)
+    result.server_url = result.server_url or current.get("serverUrl") or ""
+    baseline_event = current.get("eventId")
+    after: int | None = args.after if args.after is not None else baseline_event
+    if args.after is None or (baseline_event is not None and baseline_event <= args.after):
+        result.initial_text = current.get("text")
     while True:
         chunk = min(POLL_CHUNK_MS, max(1, math.ceil((deadline - time.monotonic()) * 1000)))
         try:
@@ -531,12 +657,17 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
             return _wait_timed_out(client, args, result, current, timeout_ms)
     event, revision = got["event"], got.get("revision") or {}
     link = _link(client, event.get("subscriptionId"))
+    data = event.get("data") if isinstance(event.get("data"), dict) else {}
+    notified = data.get("trigger") == "notification"
     result.server_url = revision.get("serverUrl") or event.get("serverUrl") or result.server_url
-    result.route = "subscription"
+    # A notification led to the read → route subscription; a re-read after a (re)listen
+    # found the change → pre-completion, as the probe says it (seed §3.5).
+    result.route = "subscription" if notified else "pre-completion"
+    result.capabilities = link.get("capabilities")
     result.listen_acknowledged = bool(link.get("streamOpen", True))
     result.honored_uris = list(link.get("honoredUris") or [uri])
-    result.notification_count = 1
-    result.notification_uri = uri
+    result.notification_count = 1 if notified else 0
+    result.notification_uri = uri if notified else None
     result.final_text = revision.get("text")
     _print_wait(args, result, event.get("id"), revision.get("revision", event.get("revision")))
     return 0
@@ -573,25 +704,27 @@ def _wait_timed_out(
     timeout_ms: float,
 ) -> int:
     sub_id = (current or {}).get("subscriptionId")
+    sub: dict[str, Any] | None = None
     if sub_id is None:  # nothing read yet: the (first) subscription of the URI
-        subs = [
-            s
-            for s in client.subscriptions()
-            if s["uri"] == args.uri and args.url in (None, s["serverUrl"])
-        ]
-        if subs:
-            sub_id = subs[0]["id"]
-            result.server_url = result.server_url or subs[0]["serverUrl"]
+        sub = _find_subscription(client, args.uri, args.url)
+        if sub is not None:
+            sub_id = sub["id"]
+            result.server_url = result.server_url or sub["serverUrl"]
     link = _link(client, sub_id)
     result.route = "timeout"
     result.error_code = "NOTIFICATION_TIMEOUT"
+    result.capabilities = link.get("capabilities")
     result.listen_acknowledged = bool(link.get("streamOpen", False))
     result.honored_uris = list(link.get("honoredUris") or [])
-    sys.stderr.write(f"wait: no update of {args.uri} within {timeout_ms:g} ms\n")
-    if link.get("lastError"):
-        code = link.get("lastErrorCode") or "error"
+    from service.safetext import shown
+
+    sys.stderr.write(f"wait: no update of {shown(args.uri)} within {timeout_ms:g} ms\n")
+    if link.get("lastErrorCode"):
+        code = link["lastErrorCode"]
         sys.stderr.write(f"hint: the daemon's link to the server reports {code}: ")
-        sys.stderr.write(f"{link['lastError']} (see `mcpsubctl status`)\n")
+        sys.stderr.write(f"{shown(link.get('lastError'))} (see `mcpsubctl status`)\n")
+        if link.get("lastErrorHint"):
+            sys.stderr.write(f"hint: {link['lastErrorHint']}\n")
     _print_wait(args, result, None, (current or {}).get("revision"))
     return exit_code("NOTIFICATION_TIMEOUT")
 
@@ -674,6 +807,17 @@ def add_daemon_commands(sub: Any) -> None:
     _common(p)
     p.add_argument("--url", required=True, help="MCP endpoint URL")
     p.add_argument("--uri", action="append", required=True, help="resource URI (repeatable)")
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="return at once instead of waiting for each subscription's first state",
+    )
+    p.add_argument(
+        "--timeout-ms",
+        type=float,
+        default=None,
+        help=f"longest wait for the first state (default {DEFAULT_SUBSCRIBE_WAIT_MS:g})",
+    )
 
     p = sub_parser(sub, "unsubscribe", help="daemon: stop watching (by ID or --uri)")
     _common(p)

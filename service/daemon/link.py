@@ -37,6 +37,7 @@ from service.backoff import Backoff, ListenBudget
 from service.daemon.config import Settings
 from service.daemon.inbox import LinkInbox
 from service.daemon.refresher import ReadTarget, UriRefresher, read_error_code
+from service.failures import classify
 from service.mcp import wire
 from service.mcp.client import ListenStream, McpClient
 from service.mcp.errors import (
@@ -139,6 +140,8 @@ class ServerLink:
         """Honored URIs by their form without a trailing slash, for sub-resource matching."""
         self._unsubscribed_count = 0
         self._unsubscribed_logged_at = -float("inf")
+        self.capabilities: dict[str, Any] | None = None
+        """The ``resources`` capability from the last discover (``wait`` prints it)."""
         self.listened: set[str] = set()
         self.stream: ListenStream | None = None
         self._session_token: str | None = None
@@ -210,6 +213,7 @@ class ServerLink:
             "relistens": self.relistens,
             "streamOpen": self.stream is not None and self.state == "open",
             "honoredUris": sorted(self.honored),
+            "capabilities": self.capabilities,
             "uris": sorted(self.wanted),
             "circuit": circuit if self.reconnects or self.state != "open" else "closed",
         }
@@ -274,8 +278,15 @@ class ServerLink:
             # Backoff grows only while connecting fails; every ack resets it.
             attempt = 0 if self._acked_this_session else attempt + 1
             delay = self.backoff.delay(attempt)
-            code = exc.code if isinstance(exc, _Restart) else getattr(exc, "error_code", "ERROR")
-            await self._fail("backoff", code, str(exc) or type(exc).__name__, delay, hint=None)
+            if isinstance(exc, _Restart):
+                code, hint = exc.code, None
+            else:
+                # The CLI's classifier: CONNECTION_REFUSED, TLS_CERT_UNTRUSTED, ...
+                failure = classify(exc, mode="subscribe", compat=False)
+                code, hint = failure.code, failure.hint
+                if code == "INTERNAL_ERROR":
+                    log.exception("link failed with an unexpected error", url=self.url)
+            await self._fail("backoff", code, str(exc) or type(exc).__name__, delay, hint=hint)
             self._stats["reconnects_total"] = self._stats.get("reconnects_total", 0) + 1
             self.reconnects += 1
             return delay, attempt
@@ -321,7 +332,11 @@ class ServerLink:
             )
             if held and state in ("login_required", "error"):
                 await self._store.set_subscription_state(
-                    list(self.wanted.values()), state, message, generation=self.generation
+                    list(self.wanted.values()),
+                    state,
+                    message,
+                    generation=self.generation,
+                    code=code,
                 )
             elif held and state == "backoff":
                 # Not "active": nothing is being watched until the stream is back (issue 11.7).
@@ -331,6 +346,7 @@ class ServerLink:
                     "backoff",
                     f"{code}: {message}",
                     generation=self.generation,
+                    code=code,
                 )
         except DATABASE_ERRORS as exc:
             # A full disk must not kill the link: the in-memory status above still tells the
@@ -366,7 +382,8 @@ class ServerLink:
         )
         try:
             async with asyncio.timeout(self._settings.request_timeout_s):
-                await client.discover()
+                discovered = await client.discover()
+            self.capabilities = discovered.resources_capability
         except (HttpStatusError, JsonRpcError) as exc:
             if exc.error_code == "AUTH_FAILED":
                 raise LoginRequired(f"the server refused our credentials: {exc}") from exc
@@ -540,6 +557,7 @@ class ServerLink:
                 "not_honored",
                 "the server's acknowledgement did not include this URI",
                 generation=self.generation,
+                code="SUBSCRIPTION_NOT_HONORED",
             )
             loop = asyncio.get_running_loop()
             loop.call_later(self._settings.not_honored_retry_s, self._retry_not_honored)
@@ -552,7 +570,7 @@ class ServerLink:
         )
         targets = self.honored if reread == "all" else self.honored - previous
         for uri in sorted(targets):
-            self._refresher(uri).trigger()
+            self._refresher(uri).trigger("acknowledged")
         generation = self.generation
         reader = asyncio.get_running_loop().create_task(self._pump(stream, generation, queue))
         return stream, reader
@@ -687,9 +705,13 @@ class ServerLink:
             )
 
     async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
-        reason = f"{read_error_code(exc)}: {exc}"
+        code = read_error_code(exc)
         await self._store.set_subscription_state(
-            [target.subscription_id], "error", reason, generation=self.generation
+            [target.subscription_id],
+            "error",
+            f"{code}: {exc}",
+            generation=self.generation,
+            code=code,
         )
 
     @staticmethod

@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 
+from service.failures import classify_read_failure
 from service.mcp import wire
 from service.mcp.errors import JsonRpcError, McpError
 from service.probe import ResourceNotText, text_of
@@ -40,10 +41,8 @@ PERMANENT_CODES = NOT_FOUND_CODES | {wire.PARSE_ERROR, wire.INVALID_REQUEST, wir
 
 
 def read_error_code(exc: McpError) -> str:
-    """The stable code a failed read shows in the subscription's ``stateReason``."""
-    if isinstance(exc, JsonRpcError) and exc.code in NOT_FOUND_CODES:
-        return "RESOURCE_NOT_FOUND"
-    return exc.error_code
+    """The stable code a failed read shows (``stateCode``): the CLI's classifier, one for all."""
+    return classify_read_failure(exc).code
 
 
 def retryable(exc: McpError) -> bool:
@@ -52,6 +51,11 @@ def retryable(exc: McpError) -> bool:
     if isinstance(exc, JsonRpcError):
         return exc.code not in PERMANENT_CODES and exc.error_code != "AUTH_FAILED"
     return exc.error_code != "AUTH_FAILED"
+
+
+def _stronger(a: str | None, b: str | None) -> str | None:
+    """A pending notification outranks a re-read: the revision then says it was notified."""
+    return "notification" if "notification" in (a, b) else (a or b)
 
 
 @dataclass
@@ -84,13 +88,19 @@ class UriRefresher:
         self.failing = False
         self._task: asyncio.Task[None] | None = None
         self._dirty = False
+        self._reason: str | None = None
 
     @property
     def busy(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def trigger(self) -> None:
-        """Ask for a read; coalesces with a read already running."""
+    def trigger(self, reason: str = "notification") -> None:
+        """Ask for a read; coalesces with a read already running.
+
+        ``reason`` (``notification`` or ``acknowledged``) is recorded with the revision the
+        read produces; a notification wins over a re-read when both are pending.
+        """
+        self._reason = _stronger(self._reason, reason)
         if self.busy:
             self._dirty = True
             return
@@ -103,6 +113,7 @@ class UriRefresher:
         while True:
             self._dirty = False
             generation = self._generation()
+            reason, self._reason = self._reason, None
             try:
                 async with self._limiter:
                     result = await self._read(self.target.uri)
@@ -119,6 +130,7 @@ class UriRefresher:
                         contents,
                         text,
                         read_at=time.time(),
+                        trigger=reason,
                     )
                 if self.failing:
                     self.failing = False
@@ -138,7 +150,8 @@ class UriRefresher:
                 raise
             except McpError as exc:
                 self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
-                log.warning("read failed", uri=self.target.uri, error=str(exc), code=exc.error_code)
+                code = read_error_code(exc)
+                log.warning("read failed", uri=self.target.uri, error=str(exc), code=code)
                 if not retryable(exc):
                     self.failing = True
                     await self._on_error(self.target, exc)
@@ -154,6 +167,7 @@ class UriRefresher:
                     await self._on_error(self.target, exc)
                 await asyncio.sleep(min(READ_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (failures - 1)))
                 self._dirty = True
+                self._reason = _stronger(self._reason, reason)
                 continue
             except DATABASE_ERRORS as exc:
                 # The read worked but could not be stored (disk full, I/O error): the store
@@ -173,6 +187,7 @@ class UriRefresher:
                 return
             if self._generation() != generation:
                 self._dirty = True  # fenced out: read again under the current generation
+                self._reason = _stronger(self._reason, reason)
             if not self._dirty:
                 return
 

@@ -94,6 +94,7 @@ def record_read(
     digest: str,
     read_at: float,
     sinks: Sequence[Callable[[Connection, Event], object]] = (),
+    trigger: str | None = None,
 ) -> tuple[Revision, Event] | None:
     """The fenced revision write; ``sinks`` add their rows (the webhook outbox) to the same
     transaction, so the revision, its event and its deliveries commit together."""
@@ -126,7 +127,8 @@ def record_read(
         uri=row.uri,
         revision_id=revision_id,
         revision=row.revision,
-        data={"contentHash": digest, "generation": generation},
+        data={"contentHash": digest, "generation": generation}
+        | ({"trigger": trigger} if trigger else {}),
     )
     for sink in sinks:
         sink(conn, event)

@@ -526,8 +526,12 @@ class Store:
         text: str | None,
         *,
         read_at: float | None = None,
+        trigger: str | None = None,
     ) -> Revision | None:
         """Store a read as a new revision if it is new and its generation is current.
+
+        ``trigger`` (``notification`` or ``acknowledged``) says what led to the read; it is
+        kept in the event's data so ``wait`` reports ``notificationReceived`` honestly.
 
         Returns the new revision, or None when the content is unchanged or the read is stale
         (its link has re-listened since it started: generation fencing).
@@ -546,7 +550,7 @@ class Store:
         def transaction(conn: Connection) -> tuple[Revision, Event] | None:
             return hotpath.record_read(
                 conn, subscription_id, server_id, generation, contents, payload, text, digest,
-                read_at, self.event_sinks,
+                read_at, self.event_sinks, trigger,
             )  # fmt: skip
 
         try:

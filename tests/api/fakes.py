@@ -67,11 +67,15 @@ class FakeSupervisor:
             "errors_total": 0.0,
         }
 
-    async def publish(self, sub: Subscription, text: str) -> Revision:
+    async def publish(
+        self, sub: Subscription, text: str, trigger: str = "notification"
+    ) -> Revision:
         """What the refresher does after a read: store it under the link's generation."""
         generation = await self.store.bump_generation(sub.server_id)
         contents = [{"uri": sub.uri, "mimeType": "text/plain", "text": text}]
-        revision = await self.store.record_read(sub.id, sub.server_id, generation, contents, text)
+        revision = await self.store.record_read(
+            sub.id, sub.server_id, generation, contents, text, trigger=trigger
+        )
         assert revision is not None
         return revision
 

@@ -33,6 +33,7 @@ class LiveApi:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.supervisor: FakeSupervisor | None = None
         self.server: Any = None
+        self.app: Any = None
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._error: BaseException | None = None
 
@@ -61,7 +62,7 @@ class LiveApi:
         self.loop = asyncio.get_running_loop()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.supervisor = await make_supervisor(self.state_dir / "state.db", self.template)
-        app = create_app(self.supervisor, token=self.token, keepalive_s=0.3)
+        app = self.app = create_app(self.supervisor, token=self.token, keepalive_s=0.3)
         if self.tcp:
             sock = bind_loopback("127.0.0.1", 0)
             self.port = sock.getsockname()[1]
@@ -81,6 +82,17 @@ class LiveApi:
             return await factory(sup)
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
+
+    def call_when_waiting(self, factory: Callable[[FakeSupervisor], Awaitable[Any]]) -> None:
+        """Run ``factory`` once a client is in a long-poll (``/v1/wait``) or SSE stream."""
+
+        async def when_waiting(sup: FakeSupervisor) -> Any:
+            while not self.app.state.api.waiters:
+                await asyncio.sleep(0.005)
+            return await factory(sup)
+
+        assert self.loop is not None
+        asyncio.run_coroutine_threadsafe(when_waiting(self.supervisor), self.loop)  # type: ignore[arg-type]
 
     def call_later(self, delay: float, factory: Callable[[FakeSupervisor], Awaitable[Any]]) -> None:
         timer = threading.Timer(delay, lambda: self.call(factory))

@@ -26,7 +26,8 @@ Capsys = pytest.CaptureFixture[str]
 PROBE_KEYS = [
     "route", "serverUrl", "resourceUri", "listenAcknowledged", "honoredUris",
     "notificationReceived", "notificationCount", "closeReason", "errorCode", "initialText",
-    "finalText", "recommendedNextAction", "eventId", "revision",
+    "finalText", "recommendedNextAction", "resourceUris", "notificationUri", "eventId",
+    "revision",
 ]  # fmt: skip
 
 
@@ -42,11 +43,11 @@ def run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-async def _publish(sup: FakeSupervisor, text: str) -> None:
+async def _publish(sup: FakeSupervisor, text: str, trigger: str = "notification") -> None:
     for _ in range(200):  # the CLI may still be subscribing
         subs = await sup.store.find_subscriptions("test://a")
         if subs:
-            await sup.publish(subs[0], text)
+            await sup.publish(subs[0], text, trigger)
             return
         await asyncio.sleep(0.01)
     raise AssertionError("nothing subscribed to test://a")
@@ -191,7 +192,7 @@ def test_events_follow(api_env: LiveApi, capsys: Capsys) -> None:
 def test_wait_for_next_update(api_env: LiveApi, capsys: Capsys) -> None:
     api_env.call(lambda sup: sup.subscribe(URL, "test://a"))
     api_env.call(lambda sup: _publish(sup, "status: pending"))
-    api_env.call_later(0.3, lambda sup: _publish(sup, "status: reviewed"))
+    api_env.call_when_waiting(lambda sup: _publish(sup, "status: reviewed"))
     code, out, _ = run(capsys, "wait", "--uri", "test://a", "--json", "--timeout-ms", "5000")
     assert code == 0
     body = json.loads(out)
@@ -200,13 +201,16 @@ def test_wait_for_next_update(api_env: LiveApi, capsys: Capsys) -> None:
     assert body["initialText"] == "status: pending" and body["finalText"] == "status: reviewed"
     assert body["revision"] == 2 and body["eventId"] == 3 and body["serverUrl"] == URL
     assert body["honoredUris"] == ["test://a"] and body["listenAcknowledged"] is True
-    api_env.call_later(0.3, lambda sup: _publish(sup, "status: done"))
+    assert body["notificationReceived"] is True and body["notificationCount"] == 1
+    assert body["resourceUris"] == ["test://a"] and body["notificationUri"] == "test://a"
+    api_env.call_when_waiting(lambda sup: _publish(sup, "status: done"))
     code, out, _ = run(capsys, "wait", "--uri", "test://a", "--timeout-ms", "5000")
     lines = out.splitlines()
     assert code == 0 and "route subscription" in lines and "error-code null" in lines
     assert lines[-3:-1] == ["event-id 4", "revision 3"]
     assert lines[-1].startswith("phase-summary route=subscription")
     assert lines[lines.index("final") + 1] == "status: done"
+    assert not any(line.startswith("capabilities") for line in lines), "no `capabilities null`"
     code, out, _ = run(capsys, "wait", "--uri", "test://a", "--after", "2", "--json")
     assert code == 0 and json.loads(out)["finalText"] == "status: reviewed"
 
@@ -230,15 +234,34 @@ def test_wait_timeout_and_not_watched(api_env: LiveApi, capsys: Capsys) -> None:
 
 
 def test_wait_subscribes_when_url_given(api_env: LiveApi, capsys: Capsys) -> None:
-    # The first revision of a new subscription counts, even if it lands before the poll.
-    api_env.call_later(0.2, lambda sup: _publish(sup, "first"))
+    """Issue 10 §2: the first revision of a new subscription is its baseline, not an update."""
+    api_env.call_later(0.2, lambda sup: _publish(sup, "first", trigger="acknowledged"))
+    api_env.call_when_waiting(lambda sup: _publish(sup, "second"))
     code, out, err = run(
-        capsys, "wait", "--uri", "test://a", "--url", URL, "--json", "--timeout-ms", "5000"
+        capsys, "wait", "--uri", "test://a", "--url", URL, "--json", "--timeout-ms", "10000"
     )
     assert code == 0, out + err
     assert "subscribed" in err
     body = json.loads(out)
-    assert body["finalText"] == "first" and body["initialText"] is None and body["revision"] == 1
+    assert list(body) == PROBE_KEYS
+    assert (body["initialText"], body["finalText"], body["revision"]) == ("first", "second", 2)
+    assert body["route"] == "subscription" and body["notificationReceived"] is True
+
+
+def test_wait_reports_a_change_found_by_a_reread_as_pre_completion(
+    api_env: LiveApi, capsys: Capsys
+) -> None:
+    """notificationReceived is true only when a notification led to the read."""
+    api_env.call(lambda sup: sup.subscribe(URL, "test://a"))
+    api_env.call(lambda sup: _publish(sup, "v1", trigger="acknowledged"))
+    api_env.call_when_waiting(lambda sup: _publish(sup, "v2", trigger="acknowledged"))
+    code, out, _ = run(capsys, "wait", "--uri", "test://a", "--json", "--timeout-ms", "10000")
+    assert code == 0
+    body = json.loads(out)
+    assert body["route"] == "pre-completion"
+    assert body["notificationReceived"] is False and body["notificationCount"] == 0
+    assert body["notificationUri"] is None
+    assert (body["initialText"], body["finalText"]) == ("v1", "v2")
 
 
 def test_wait_direct_falls_back_to_probe(
