@@ -81,7 +81,7 @@ async def test_persistent_server_errors_show_error_and_keep_retrying() -> None:
     refresher, store, errors = make([internal()] * 4 + ["v2"])
     await run(refresher)
     assert store.texts == ["v2"]
-    assert errors == ["INTERNAL_ERROR: transient backend error (JSON-RPC -32603)"]
+    assert errors == ["SERVER_ERROR: transient backend error (JSON-RPC -32603)"]
 
 
 async def test_unknown_uri_is_resource_not_found_and_not_retried() -> None:
