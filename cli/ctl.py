@@ -220,6 +220,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
         return _usage_failure(
             "RESOURCE_URI_REQUIRED", "pass --uri (repeat it for several)", args, uris
         )
+    input_error = _input_error(args)
+    if input_error is not None:
+        return _usage_failure(*input_error, args, uris)
     follow_forever = args.follow and args.timeout_ms is None
     timeout_ms = None if follow_forever else _timeout_ms(args.timeout_ms, 15000.0)
     if args.follow:
@@ -260,6 +263,23 @@ def cmd_probe(args: argparse.Namespace) -> int:
         output.dumps(output.probe_json(result, extra)) if args.json else output.probe_lines(result)
     )
     return ctl_exit_code(result.error_code)
+
+
+def _input_error(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(code, hint) for an unusable --url or --ca-cert, found before any network I/O.
+
+    A URL that is not http(s) is an input error (INVALID_URL, exit 2), not a network
+    failure to retry; a missing CA file is a usage error that names the file.
+    """
+    from service.failures import INVALID_URL_HINT, url_problem
+
+    problem = url_problem(args.url)
+    if problem is not None:
+        return "INVALID_URL", f"--url {args.url!r} is not usable: {problem}; {INVALID_URL_HINT}"
+    ca_cert = getattr(args, "ca_cert", None)
+    if ca_cert and not os.path.isfile(ca_cert):
+        return "USAGE_ERROR", f"--ca-cert {ca_cert}: no such file (pass the CA's PEM file)"
+    return None
 
 
 def _usage_failure(code: str, hint: str, args: argparse.Namespace, uris: list[str]) -> int:
@@ -370,6 +390,9 @@ def cmd_call(args: argparse.Namespace) -> int:
         return finish("SERVER_URL_UNKNOWN", None, "pass --url or set MCP_PROBE_URL", True, "no URL")
     if not args.tool:
         return finish("TOOL_NAME_REQUIRED", None, "pass --tool NAME", True, "no tool name")
+    input_error = _input_error(args)
+    if input_error is not None:
+        return finish(input_error[0], None, input_error[1], True, input_error[1])
     from service import safejson
 
     try:

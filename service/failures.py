@@ -10,6 +10,7 @@ decision (``cli/failures.py``).
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 
 from service.mcp import wire
@@ -32,6 +33,61 @@ TOOL_REJECTED_HINT = (
     "the server rejected tools/call before running the tool (unknown tool name or invalid "
     "arguments); check --tool and --args against the server's tools/list"
 )
+TLS_NOT_SPOKEN_HINT = (
+    "the server did not answer TLS on that port: it probably speaks plain HTTP; use http:// "
+    "instead of https:// in --url (or check the port)"
+)
+INVALID_URL_HINT = "--url must be an absolute http:// or https:// URL with a host"
+_NOT_TLS_MARKERS = (
+    "WRONG_VERSION_NUMBER",
+    "record layer failure",
+    "UNKNOWN_PROTOCOL",
+    "http request",
+)
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an MCP endpoint (pure, checked before any I/O), or None."""
+    from urllib.parse import urlsplit
+
+    if any(ch.isspace() for ch in url):
+        return "it contains whitespace"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"it is malformed ({exc})"
+    if parts.scheme not in ("http", "https"):
+        shown_scheme = f"{parts.scheme}://" if parts.scheme else "no scheme"
+        return f"it has {shown_scheme}; only http:// and https:// are served"
+    if not parts.hostname:
+        return "it has no host"
+    if port == 0:
+        return "port 0 cannot be connected to"
+    return None
+
+
+def _tls_not_spoken(exc: BaseException) -> bool:
+    """An https:// URL whose server answered in plain HTTP (``WRONG_VERSION_NUMBER``)."""
+    from service.mcp.classify import iter_causes
+
+    return any(
+        isinstance(item, ssl.SSLError) and any(m in str(item) for m in _NOT_TLS_MARKERS)
+        for item in iter_causes(exc)
+    )
+
+
+def _invalid_url(exc: BaseException) -> bool:
+    """httpx refused the URL itself (no or an unsupported scheme, a bad host)."""
+    import httpx
+
+    from service.mcp.classify import iter_causes
+
+    return any(
+        isinstance(item, (httpx.UnsupportedProtocol, httpx.InvalidURL)) for item in iter_causes(exc)
+    )
+
+
 RESOURCE_NOT_FOUND_HINT = (
     "the server does not know this URI (resources/read answered -32602); check the URI with "
     "`mcpsubctl probe --url URL --uri URI`, or unsubscribe"
@@ -84,6 +140,10 @@ def classify(exc: BaseException, *, mode: str, compat: bool) -> Failure:
     fallback = "CALL_FAILED" if mode == "call" else "INTERNAL_ERROR"
     if compat:
         return Failure(fallback, None, message)
+    if _invalid_url(exc):
+        return Failure("INVALID_URL", INVALID_URL_HINT, message)
+    if _tls_not_spoken(exc):
+        return Failure("TLS_HANDSHAKE_FAILED", TLS_NOT_SPOKEN_HINT, message)
     if isinstance(exc, TransportError):
         if exc.kind == "timeout":
             return Failure("REQUEST_TIMEOUT", "the server did not answer in time", message)

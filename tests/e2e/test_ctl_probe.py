@@ -310,3 +310,35 @@ def test_ctl_call(lab_server: LabServer) -> None:
     )
     assert failed.code == 1
     assert failed.field("error-code") == "TOOL_ERROR"
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://example.com/mcp", "http:///mcp", "http://h:0/"])
+def test_probe_input_errors_are_input_errors(url: str) -> None:
+    """Issue 10 §4: not NETWORK_ERROR "retry later" but INVALID_URL, exit 2."""
+    for args in (("probe", "--uri", REVIEW), ("call", "--tool", "echo_tool")):
+        result = run_cli("mcpsubctl", *args, "--url", url, "--json")
+        assert result.code == 2, result
+        body = result.json
+        assert body["errorCode"] == "INVALID_URL"
+        assert "http://" in (body.get("recommendedNextAction") or result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_probe_missing_ca_cert_names_the_file(tmp_path) -> None:
+    missing = tmp_path / "nope.pem"
+    result = run_cli(
+        "mcpsubctl", "probe", "--url", "https://127.0.0.1:9/mcp", "--uri", REVIEW,
+        "--ca-cert", str(missing), "--json",
+    )  # fmt: skip
+    assert result.code == 2, result
+    assert result.json["errorCode"] == "USAGE_ERROR"
+    assert str(missing) in result.json["recommendedNextAction"]
+    assert "Traceback" not in result.stderr
+
+
+def test_https_against_a_plain_http_port_names_the_scheme(lab_server: LabServer) -> None:
+    url = lab_server.url.replace("http://", "https://")
+    result = run_cli("mcpsubctl", "probe", "--url", url, "--uri", REVIEW, "--json")
+    assert result.code == 5, result
+    assert result.json["errorCode"] == "TLS_HANDSHAKE_FAILED"
+    assert "http://" in result.json["recommendedNextAction"]

@@ -11,9 +11,11 @@ from cli.failures import (
     CTL_EXIT_CODES,
     TOOL_REJECTED_HINT,
     classify,
+    classify_read_failure,
     ctl_exit_code,
     seed_call_exit_code,
 )
+from service.failures import url_problem
 from service.mcp.errors import (
     PROTOCOL_UNSUPPORTED_HINT,
     EndpointNotFound,
@@ -266,6 +268,7 @@ def test_ctl_exit_code_table() -> None:
         "CONNECTION_REFUSED": 5,
         "DNS_LOOKUP_FAILED": 5,
         "TLS_CERT_UNTRUSTED": 5,
+        "TLS_HANDSHAKE_FAILED": 5,
         "NETWORK_ERROR": 5,
         "NOTIFICATION_TIMEOUT": 6,
         "REQUEST_TIMEOUT": 6,
@@ -327,3 +330,45 @@ def test_every_ctl_classification_has_an_exit_code() -> None:
             assert code in CTL_EXIT_CODES, (exc, code)
     # The call-mode fallback is not in the table and lands on the internal exit code.
     assert ctl_exit_code("CALL_FAILED") == 4
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("http://127.0.0.1:8089/mcp", True),
+        ("https://mcp.example.com/mcp", True),
+        ("notaurl", False),
+        ("ftp://example.com/mcp", False),
+        ("http:///mcp", False),
+        ("http://h:0/", False),
+        ("http://h:99999/", False),
+        ("http://h /mcp", False),
+    ],
+)
+def test_url_problem(url: str, ok: bool) -> None:
+    assert (url_problem(url) is None) is ok
+
+
+def test_tls_spoken_to_plain_http_names_the_scheme() -> None:
+    exc = caused(
+        TransportError("connect", kind="connect"), ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] x")
+    )
+    failure = classify(exc, mode="subscribe", compat=False)
+    assert failure.code == "TLS_HANDSHAKE_FAILED" and "http://" in (failure.hint or "")
+    # The drop-in keeps the original's classification.
+    assert classify(exc, mode="subscribe", compat=True).code == "INTERNAL_ERROR"
+
+
+def test_a_url_httpx_refuses_is_invalid_url() -> None:
+    import httpx
+
+    exc = caused(TransportError("read", kind="read"), httpx.UnsupportedProtocol("ftp"))
+    assert classify(exc, mode="subscribe", compat=False).code == "INVALID_URL"
+
+
+def test_read_of_an_unknown_uri_is_resource_not_found() -> None:
+    assert (
+        classify_read_failure(JsonRpcError(-32602, "Unknown resource")).code == "RESOURCE_NOT_FOUND"
+    )
+    assert classify_read_failure(JsonRpcError(-32603, "boom")).code == "SERVER_ERROR"
+    assert classify_read_failure(TransportError("t", kind="timeout")).code == "REQUEST_TIMEOUT"
