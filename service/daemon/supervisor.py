@@ -23,6 +23,7 @@ from service.daemon.link import ServerLink, TokenProvider
 from service.store import Store, Subscription
 from service.store.eventhub import EventHub
 from service.store.leases import Claimed
+from service.store.notify import PgListener
 from service.webhooks.dispatcher import Dispatcher
 
 log = structlog.get_logger("mcpsubd.supervisor")
@@ -57,11 +58,22 @@ class Supervisor:
         self.webhooks = Dispatcher(store, settings.webhook_settings())
         self.replica_id = settings.replica_id or default_replica_id()
         self.leases = LeaseKeeper(store, self, settings.lease_ttl_s, self.replica_id)
+        self._listener: PgListener | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.events.last_id = await self.store.last_event_id()
         # Claims this replica's share of the links (all of them on SQLite) and starts them.
         await self.leases.start()
+        if self.store.database.is_postgresql:
+            # Events and subscription changes committed by the other replicas wake us too.
+            self._listener = PgListener(
+                self.settings.db_url,
+                self._remote_event,
+                self._remote_link_change,
+                newest_id=self.store.last_event_id,
+            )
+            self._listener.start()
         self._prune_task = asyncio.get_running_loop().create_task(self._prune_forever())
         self._tick_task = asyncio.get_running_loop().create_task(self._tick_forever())
         self.webhooks.start()
@@ -77,6 +89,8 @@ class Supervisor:
         if self._tick_task is not None:
             self._tick_task.cancel()
         await self.leases.stop()
+        if self._listener is not None:
+            await self._listener.stop()
         async with self._lock:
             links = list(self.links.values())
             self.links.clear()
@@ -141,6 +155,16 @@ class Supervisor:
                     link.want(uri, subscription_id)
                 if not uris:
                     await self.drop(server_id, release=True)
+
+    def _remote_event(self, event_id: int) -> None:
+        self.events.seen(event_id)
+        self.webhooks.wake()  # its outbox rows may be ours to deliver
+
+    def _remote_link_change(self, server_id: int) -> None:
+        if server_id in self.links:
+            task = asyncio.get_running_loop().create_task(self.reconcile())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def _lease_lost(self, server_id: int) -> None:
         link = self.links.pop(server_id, None)

@@ -47,6 +47,15 @@ class EventHub:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
+    def seen(self, event_id: int) -> None:
+        """Another replica committed ``event_id`` (LISTEN/NOTIFY): wake the waiters; they
+        query the table, since the ring cannot prove it holds that event."""
+        if event_id <= self.last_id:
+            return
+        self.last_id = event_id
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
     def recent_after(
         self,
         after: int,

@@ -38,6 +38,31 @@ INSERT_REVISION = text(
     "read_at) VALUES (:subscription_id, :revision, :digest, :contents, :text, :generation, :read_at) "
     "RETURNING id"
 )
+EVENT_ORDER_KEY = 0x6D637375  # "mcsu": the advisory lock that orders event ids by commit
+ORDER_EVENTS = text(f"SELECT pg_advisory_xact_lock({EVENT_ORDER_KEY})")
+NOTIFY_EVENT = text("SELECT pg_notify('mcpsub_events', :id)")
+NOTIFY_LINK = text("SELECT pg_notify('mcpsub_links', :id)")
+
+
+def is_postgresql(conn: Connection) -> bool:
+    return conn.dialect.name == "postgresql"
+
+
+def order_events(conn: Connection) -> None:
+    """PostgreSQL: make this transaction's event ids commit-ordered. Call it first in every
+    transaction that may insert an event.
+
+    A sequence hands out ids at INSERT, so two replicas' transactions can commit out of id
+    order, and a follower that moved its cursor past a committed id would never see a lower
+    one committed later. This transaction-scoped advisory lock is held until commit, so the
+    next event-writing transaction draws its ids only after this one is visible: a visible id
+    means every lower id is visible or rolled back. Taken *first* (before any row lock), no
+    transaction waits for it while holding rows another holder could wait for.
+    SQLite needs nothing: one writer."""
+    if is_postgresql(conn):
+        conn.execute(ORDER_EVENTS)
+
+
 INSERT_EVENT = text(
     "INSERT INTO events (type, subscription_id, server_url, uri, revision_id, revision, data, "
     "created_at) VALUES (:type, :subscription_id, :server_url, :uri, :revision_id, :revision, "
@@ -70,6 +95,8 @@ def insert_event(
             "created_at": created_at,
         },
     ).scalar_one()
+    if is_postgresql(conn):  # delivered at commit to every replica's listener
+        conn.execute(NOTIFY_EVENT, {"id": str(event_id)})
     return Event(
         id=int(event_id),
         type=type_,
@@ -105,6 +132,7 @@ def record_read(
         "subscription_id": subscription_id,
         "server_id": server_id,
     }
+    order_events(conn)
     if conn.execute(FENCED_UPDATE, params).rowcount != 1:
         conn.execute(TOUCH, params)
         return None

@@ -14,10 +14,11 @@ transaction, so a crash can never leave one without the other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from service.store import health, leases, schema
+from service.store import health, hotpath, leases, schema
 from service.store.database import DATABASE_ERRORS, Database, parse
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
@@ -186,6 +187,8 @@ class Store:
         }
         result = await conn.execute(insert(schema.events).values(**values))
         event_id = _pk(result)
+        if conn.dialect.name == "postgresql":  # delivered at commit to every replica
+            await conn.execute(hotpath.NOTIFY_EVENT, {"id": str(event_id)})
         return Event(
             id=int(event_id),
             type=type_,
@@ -197,6 +200,21 @@ class Store:
             data=data or {},
             created_at=now,
         )
+
+    @staticmethod
+    async def _notify_link(conn: AsyncConnection, server_id: int) -> None:
+        """PostgreSQL: tell the replica holding this link that its URI set changed."""
+        if conn.dialect.name == "postgresql":
+            await conn.execute(hotpath.NOTIFY_LINK, {"id": str(server_id)})
+
+    @contextlib.asynccontextmanager
+    async def _begin_events(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction that may insert events: on PostgreSQL it first takes the
+        event-order lock (see :func:`service.store.hotpath.order_events`)."""
+        async with self.engine.begin() as conn:
+            if self.database.is_postgresql:
+                await conn.execute(hotpath.ORDER_EVENTS)
+            yield conn
 
     # ---- servers and subscriptions ------------------------------------------------------
     async def add_subscription(
@@ -210,14 +228,13 @@ class Store:
     ) -> list[tuple[Subscription, bool]]:
         """:meth:`add_subscription` for several URIs of one server in one transaction (the
         batch form of ``POST /v1/subscriptions``); results in the order of ``uris``."""
-        from service.store import hotpath
-
         now = time.time()
         servers, subscriptions = schema.servers, schema.subscriptions
 
         def transaction(conn: Connection) -> tuple[list[tuple[int, bool]], list[Event], Any]:
             # One call on the writer: through the async driver every statement was a
             # thread hop (~30 for ten URIs), and a POST took ~280 ms on a busy machine.
+            hotpath.order_events(conn)  # it may insert events
             added: list[Event] = []
             results: list[tuple[int, bool]] = []
             server_id = conn.scalar(
@@ -259,6 +276,8 @@ class Store:
                         )
                     )
                 results.append((existing, created))
+            if added and hotpath.is_postgresql(conn):
+                conn.execute(hotpath.NOTIFY_LINK, {"id": str(server_id)})
             rows = conn.execute(
                 select(*SUBSCRIPTION_COLUMNS)
                 .join(servers)
@@ -273,7 +292,7 @@ class Store:
         return [(_subscription(rows[i]), created) for i, created in results]
 
     async def remove_subscription(self, subscription_id: int) -> Subscription | None:
-        async with self._write_lock, self.engine.begin() as conn:
+        async with self._write_lock, self._begin_events() as conn:
             row = (
                 await conn.execute(
                     select(*SUBSCRIPTION_COLUMNS)
@@ -286,6 +305,7 @@ class Store:
             await conn.execute(
                 delete(schema.subscriptions).where(schema.subscriptions.c.id == subscription_id)
             )
+            await self._notify_link(conn, int(row.server_id))
             removed = await self._insert_event(
                 conn,
                 "subscription.deleted",
@@ -435,7 +455,7 @@ class Store:
             return []
         changed: list[Event] = []
         subs = schema.subscriptions
-        async with self._write_lock, self.engine.begin() as conn:
+        async with self._write_lock, self._begin_events() as conn:
             rows = (
                 await conn.execute(
                     select(*SUBSCRIPTION_COLUMNS)
@@ -551,8 +571,6 @@ class Store:
         the async driver the same transaction took ~20 thread hops and ~5 ms; this way it
         costs well under 1 ms. The write lock is the same one every other write takes.
         """
-        from service.store import hotpath
-
         digest = content_hash(contents)
         read_at = time.time() if read_at is None else read_at
         payload = json.dumps(contents, ensure_ascii=False)
@@ -603,7 +621,7 @@ class Store:
         if not pending:
             return
         try:
-            async with self._write_lock, self.engine.begin() as conn:
+            async with self._write_lock, self._begin_events() as conn:
                 events = [
                     await self._insert_event(conn, "daemon.storage", data=data) for data in pending
                 ]

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
 
 from service.store import Store, schema
-from service.store.hotpath import insert_event
+from service.store.hotpath import ORDER_EVENTS, insert_event, order_events
 from service.store.records import Event
 from service.webhooks.outbox import (
     FINAL_STATES,
@@ -229,6 +229,8 @@ def apply_outcomes_sync(
 ) -> Applied:
     """Write a batch of attempt outcomes in one transaction, in order (writer thread)."""
     now = time.time()
+    if any(not result.ok for result in results):
+        order_events(conn)  # failures may insert events (delivery.dead, webhook.disabled)
     applied = Applied(events=[], dead={}, failures={}, disabled=set())
     delivered: list[dict[str, Any]] = []
     target_ok: set[int] = set()  # targets whose last write in this batch was a success
@@ -480,6 +482,8 @@ class WebhookRepository:
         if enabled:
             values.update(consecutive_failures=0, failing_since=None)
         async with self._lock, self._engine.begin() as conn:
+            if conn.dialect.name == "postgresql" and not enabled:
+                await conn.execute(ORDER_EVENTS)  # may insert an event: see order_events
             result = await conn.execute(update(t).where(t.c.id == target_id).values(**values))
             if result.rowcount and not enabled:
                 event = await self.store._insert_event(

@@ -7,13 +7,16 @@ apart by a query string) and a 2 s lease TTL.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.daemon.test_daemon import SLOW, put, subscribe
@@ -96,11 +99,39 @@ def all_links_held(daemons: list[Daemon]) -> bool:
     return len(union) == LINKS and sum(len(h) for h in held) == LINKS
 
 
+class Follower:
+    """An SSE client of one replica's ``/v1/events/stream``, recording every event id."""
+
+    def __init__(self, d: Daemon, after: int) -> None:
+        self.ids: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(d, after), daemon=True)
+        self._thread.start()
+
+    def _run(self, d: Daemon, after: int) -> None:
+        # The stream ends with the daemon at teardown: that is not the follower's failure.
+        with (
+            contextlib.suppress(httpx.HTTPError),
+            d.client(timeout=60) as client,
+            client.stream("GET", "/v1/events/stream", params={"after": after}) as response,
+        ):
+            for line in response.iter_lines():
+                if line.startswith("id: "):
+                    self.ids.append(int(line[4:]))
+                if self._stop.is_set():
+                    return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 def test_kill_9_moves_the_links_and_nothing_is_lost(
     replicas: tuple[LabServer, list[Daemon]],
 ) -> None:
     lab, (victim, *survivors) = replicas
     moved = links_of(victim)
+    start = survivors[0].query("SELECT MAX(id) FROM events")[0][0]
+    follower = Follower(survivors[0], start)
     victim.kill()
     for n in range(LINKS):
         put(lab, uri(n), "v2 (while a replica was dead)")
@@ -114,6 +145,14 @@ def test_kill_9_moves_the_links_and_nothing_is_lost(
     )
     assert sum(metric(d, "mcpsub_lease_handovers_total") for d in survivors) >= len(moved)
     assert [len(links_of(d)) for d in survivors] == [LINKS // 2] * 2, "spread again evenly"
+    # The SSE follower on a survivor saw every event either survivor wrote (woken by
+    # LISTEN/NOTIFY for the other's), each exactly once, none skipped.
+    written = [row[0] for row in survivors[1].query(
+        "SELECT id FROM events WHERE id > :start ORDER BY id", start=start
+    )]  # fmt: skip
+    wait_until("the follower saw every event", lambda: follower.ids[: len(written)] == written)
+    follower.stop()
+    assert len(set(follower.ids)) == len(follower.ids), "an event id twice"
 
 
 def test_sigterm_hands_over_without_duplicates(

@@ -1,0 +1,109 @@
+"""The event cursor on PostgreSQL: ids are commit-ordered, and every replica is woken.
+
+Sequence values are handed out at INSERT, not at COMMIT: without care, replica A takes id 9,
+replica B takes id 10 and commits first, a follower reads up to 10 and moves its cursor
+there, then A commits 9, which that follower never sees. The store prevents it by taking a
+transaction-scoped advisory lock before an event's id is drawn (service/store/hotpath.py,
+``order_events``): the next event transaction waits until the previous one has committed,
+so once any id is visible every lower id is visible too (or was rolled back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+
+from service.api.sse import event_stream
+from service.store import Store
+from service.store.eventhub import EventHub
+from service.store.hotpath import insert_event, order_events
+from service.store.notify import PgListener
+from tests.support.postgres import PgCluster
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def replicas(pg_cluster: PgCluster) -> AsyncIterator[tuple[Store, Store]]:
+    url = pg_cluster.fresh_database()
+    a, b = Store.open(url), Store.open(url)
+    try:
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def waiting_for_the_order_lock(store: Store) -> int:
+    async with store.engine.connect() as conn:
+        value = await conn.scalar(
+            text("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        )
+    return int(value or 0)
+
+
+async def test_a_later_commit_cannot_overtake_a_lower_id(replicas: tuple[Store, Store]) -> None:
+    a, b = replicas
+    hub = EventHub(await b.last_event_id())
+    follower = event_stream(b, hub, after=0, keepalive_s=0.05)
+    seen: list[int] = []
+
+    async def follow(count: int) -> None:
+        async for chunk in follower:
+            for line in chunk.decode().splitlines():
+                if line.startswith("id: "):
+                    seen.append(int(line[4:]))
+            if len(seen) >= count:
+                return
+
+    async with a.engine.connect() as conn:
+        slow = await conn.begin()  # replica A: an event inserted, its commit delayed
+        first = await conn.run_sync(
+            lambda c: (order_events(c), insert_event(c, "test.slow", time.time()))[1]
+        )
+        # Replica B writes an event meanwhile: it must wait for A's commit before it even
+        # draws its id, so no follower can see B's event without A's.
+        fast = asyncio.create_task(b.add_subscription("http://127.0.0.1:1/mcp", "test://b"))
+        while not await waiting_for_the_order_lock(b):
+            await asyncio.sleep(0.01)
+        assert not fast.done()
+        assert await b.last_event_id() == 0, "nothing is visible yet"
+        await slow.commit()
+    await fast
+    await asyncio.wait_for(follow(2), 10)
+    later = await b.events_after(first.id)
+    assert [e.type for e in later] == ["subscription.created"]
+    assert later[0].id > first.id, "ids follow commit order"
+    assert seen == [first.id, later[0].id], "the follower saw each event once, in order"
+    await follower.aclose()
+
+
+async def test_notify_wakes_a_replica_that_did_not_write(
+    pg_cluster: PgCluster, replicas: tuple[Store, Store]
+) -> None:
+    a, b = replicas
+    hub = EventHub(await b.last_event_id())
+    listener = PgListener(
+        str(b.engine.url.render_as_string(False)),
+        hub.seen,
+        newest_id=b.last_event_id,
+    )
+    listener.start()
+    try:
+        await asyncio.wait_for(listener.connected.wait(), 10)
+        before = hub.last_id
+        sub, _ = await a.add_subscription("http://127.0.0.1:1/mcp", "test://n")
+        assert await hub.wait_beyond(before, timeout=10), "no wake-up from another replica"
+        [event] = await b.events_after(before)
+        assert hub.last_id == event.id and event.subscription_id == sub.id
+    finally:
+        await listener.stop()
