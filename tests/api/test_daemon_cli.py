@@ -180,7 +180,8 @@ def test_subscribe_list_show_read_unsubscribe(api_env: LiveApi, capsys: Capsys) 
 
 def test_events_follow(api_env: LiveApi, capsys: Capsys) -> None:
     api_env.call(lambda sup: sup.subscribe(URL, "test://a"))
-    api_env.call_later(0.3, lambda sup: _publish(sup, "v1"))
+    # Publish once the stream is open: a fixed delay races a slow CLI start (it hung under load).
+    api_env.call_when_waiting(lambda sup: _publish(sup, "v1"))
     code, out, _ = run(capsys, "events", "--follow", "--json", "--max-events", "1")
     assert code == 0
     event = json.loads(out)
