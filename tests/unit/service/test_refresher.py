@@ -108,3 +108,30 @@ async def test_unknown_uri_is_resource_not_found_and_not_retried() -> None:
 )
 def test_retryable(exc: McpError, expected: bool) -> None:
     assert retryable(exc) is expected
+
+
+async def test_a_trigger_while_retrying_is_kept_and_read_under_the_new_generation() -> None:
+    """A reconnect re-triggers every URI while a failed re-read waits for its retry: the
+    pending re-read is neither lost nor doubled, and it runs under the current generation."""
+    generation = [1]
+    seen: list[int] = []
+    refresher, store, errors = make([internal(), "v2"])
+    refresher._generation = lambda: generation[0]
+    record = store.record_read
+
+    async def record_with_generation(*args: Any, **kwargs: Any) -> Any:
+        seen.append(args[2])
+        return await record(*args, **kwargs)
+
+    store.record_read = record_with_generation  # type: ignore[method-assign]
+    refresher.trigger()
+    task = refresher._task
+    await asyncio.sleep(0)
+    generation[0] = 2  # the link reconnected...
+    refresher.trigger()  # ...and re-read everything: this refresher is busy retrying
+    assert refresher._task is task, "no second reader for the same URI"
+    assert task is not None
+    await asyncio.wait_for(task, 5)
+    assert store.texts == ["v2"]
+    assert seen == [2]
+    assert errors == []
