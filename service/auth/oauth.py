@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from service import safejson
 from service.auth.errors import AuthServerUnreachable, AuthTimeout, OAuthError
 from service.auth.rules import (
     DEFAULT_DEVICE_EXPIRES_S,
@@ -28,6 +29,7 @@ from service.auth.rules import (
     parse_www_authenticate,
     well_known_urls,
 )
+from service.mcp.client import read_body
 
 FORM = {"Accept": "application/json"}
 
@@ -64,21 +66,34 @@ class TokenSet:
         return f"TokenSet(expires_in={self.expires_in!r})"
 
 
+MAX_AUTH_BODY_BYTES = 1024 * 1024
+"""Metadata documents and token answers are a few KB; more is refused, not buffered."""
+_FRAMING = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
 async def _send(
     client: httpx.AsyncClient, method: str, url: str, origin: str, **kwargs: Any
 ) -> httpx.Response:
+    """One request; the body is decoded under :data:`MAX_AUTH_BODY_BYTES` (one coding layer
+    at most): an authorization server named by an MCP server is as untrusted as the server,
+    and httpx's own decoding would inflate a compression bomb whole (issue 11.2)."""
     try:
-        return await client.request(method, url, **kwargs)
+        async with client.stream(method, url, **kwargs) as streamed:
+            body = await read_body(streamed, MAX_AUTH_BODY_BYTES)
     except httpx.TimeoutException as exc:
         raise AuthTimeout(f"authorization server at {origin} did not answer in time") from exc
     except httpx.HTTPError as exc:
         raise AuthServerUnreachable(origin) from exc
+    headers = [(k, v) for k, v in streamed.headers.multi_items() if k.lower() not in _FRAMING]
+    return httpx.Response(
+        streamed.status_code, headers=headers, content=body, request=streamed.request
+    )
 
 
 def _json_object(response: httpx.Response) -> dict[str, Any] | None:
     try:
-        body = response.json()
-    except ValueError:
+        body = safejson.loads(response.content)
+    except safejson.InvalidJson:
         return None
     return body if isinstance(body, dict) else None
 

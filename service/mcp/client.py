@@ -111,9 +111,19 @@ async def read_body(response: httpx.Response, limit: int = MAX_RESPONSE_BYTES) -
     decode them with :class:`~service.mcp.coding.LimitedBody` instead.
     """
     body = LimitedBody(response.headers.get("content-encoding"), limit)
-    async for chunk in response.aiter_raw():
-        body.feed(chunk)
+    try:
+        async for chunk in response.aiter_raw():
+            body.feed(chunk)
+    except httpx.StreamConsumed:
+        # Read before it got here (an in-memory transport): httpx decoded it already.
+        return _capped(response.content, limit)
     return body.finish()
+
+
+def _capped(content: bytes, limit: int) -> bytes:
+    checked = LimitedBody(None, limit)
+    checked.feed(content)
+    return checked.finish()
 
 
 def _transport_error(exc: httpx.HTTPError, url: str) -> TransportError:

@@ -26,6 +26,9 @@ with one resource, ``hostile://<mode>/doc``; ``<mode>`` picks the misbehaviour:
 ``notfound``        reads answer -32602 (unknown URI)
 ==================  ==========================================================================
 
+``GET`` on any path naming ``bomb``, ``bomb1`` or ``deep-read`` (OAuth discovery: the RFC 9728
+probe and the well-known documents) answers with that mode's read attack.
+
 Control (tests): ``POST /control/set`` ``{"mode", "text"}`` sets the doc's text and notifies
 open listen streams of that mode; ``GET /control/stats`` returns counters.
 Knobs are env vars ``HOSTILE_<NAME>`` (FLOOD, BOMB_MB, DEEP, OVERSIZE_MB, TRICKLE_S, FLAKY,
@@ -168,6 +171,11 @@ class Hostile:
             await self.respond(writer, b"{}")
             return
         parts = path.strip("/").split("/")
+        if method == "GET" and {"bomb", "bomb1", "deep-read"} & set(parts):
+            # OAuth discovery (RFC 9728 probe and well-known documents) gets the same attacks.
+            mode = next(m for m in ("bomb1", "bomb", "deep-read") if m in parts)
+            await self.read(mode, None, f"hostile://{mode}/doc", writer)
+            return
         if len(parts) != 2 or parts[1] != "mcp" or method != "POST":
             await self.respond(writer, b"not found", status=404, content_type="text/plain")
             return
