@@ -13,6 +13,7 @@ use a directory with mode 000 instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -31,6 +32,7 @@ from tests.support.lab import LabServer
 
 BIN = Path(sys.executable).parent
 AS_ROOT = os.geteuid() == 0
+URI = "test://review/status"
 
 
 def assert_clean(result: CliResult, code: int, problem: str | None) -> None:
@@ -79,21 +81,31 @@ def test_ctrl_c_during_drop_in_subscribe_exits_130_quietly(slow_lab: LabServer) 
 def test_ctrl_c_during_wait_exits_130_quietly(slow_lab: LabServer, tmp_path: Path) -> None:
     daemon = Daemon(tmp_path / "state").start()
     try:
-        proc = spawn_cli(
-            "mcpsubctl",
-            "wait",
-            "--url",
-            slow_lab.url,
-            "--uri",
-            "test://review/status",
-            env={"MCPSUB_STATE_DIR": str(daemon.state_dir)},
-        )
-        assert proc.stderr is not None
-        first = proc.stderr.readline()  # "wait: subscribed to …": the long-poll comes next
-        assert first.startswith("wait: subscribed to"), first
-        slow_lab.wait_event("listen.acknowledged", timeout=20)
-        result = interrupt(proc)
-        assert_clean(result, 130, None)
+        assert daemon.ctl("subscribe", "--url", slow_lab.url, "--uri", URI).code == 0
+        while daemon.ctl("read", "--uri", URI).code != 0:  # the first revision is stored
+            slow_lab.wait_event("resources.read", timeout=20)
+        # stderr on a pty with the status line at once: its "waiting for an update" line says
+        # the wait has begun (the next update is 600 s away).
+        master, slave = os.openpty()
+        proc = subprocess.Popen(
+            [str(BIN / "mcpsubctl"), "wait", "--uri", URI],
+            env=cli_env({"MCPSUB_STATE_DIR": str(daemon.state_dir), "MCPSUB_STATUS_DELAY_S": "0"}),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, text=True,
+        )  # fmt: skip
+        os.close(slave)
+        seen = b""
+        while b"waiting for an update" not in seen:
+            chunk = os.read(master, 4096)
+            assert chunk, seen
+            seen += chunk
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+        with contextlib.suppress(OSError):
+            while os.read(master, 4096):
+                pass
+        os.close(master)
+        assert_clean(CliResult(proc.returncode, out, ""), 130, None)
+        assert out == ""
         assert daemon.proc is not None and daemon.proc.poll() is None  # the daemon is unmoved
     finally:
         daemon.stop()
