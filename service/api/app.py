@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from service._version import __version__
 from service.api.errors import install_handlers
 from service.api.metrics import Metrics, SnapshotCollector
+from service.api.openapi import document
 from service.api.routes import content, events, subscriptions, system, webhooks
 from service.api.security import DEFAULT_ALLOWED_HOSTS, LocalGuard
 from service.api.state import ApiState, SupervisorLike
@@ -55,4 +56,5 @@ def create_app(
     for module in (subscriptions, content, events, system, webhooks):
         app.include_router(module.router)
     app.add_middleware(LocalGuard, token=token, allowed_hosts=allowed_hosts)
+    app.openapi = lambda: document(app)  # type: ignore[method-assign]
     return app

@@ -10,6 +10,7 @@ FastAPI's validation errors, Starlette's 404/405, anything unexpected) to one JS
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from fastapi import FastAPI, Request
@@ -149,13 +150,33 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("INVALID_PARAMETER", message, field=field), status_code=400)
 
 
-async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+def allowed_methods(request: Request) -> list[str]:
+    """The methods the OpenAPI document lists for this path (Starlette's 405 names only the
+    first route that matched the path, so ``GET`` + ``POST`` on one path answered
+    ``Allow: POST``). A literal path (``/v1/deliveries/recover``) hides a templated one
+    (``/v1/deliveries/{id}``)."""
+    path = request.url.path
+    static: set[str] = set()
+    templated: set[str] = set()
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        methods = {m.upper() for m in operations if m.isalpha()}
+        if template == path:
+            static |= methods
+        elif "{" in template and re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), path):
+            templated |= methods
+    return sorted(static or templated)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code, hint = _HTTP_CODES.get(exc.status_code, (f"HTTP_{exc.status_code}", None))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(allowed_methods(request))
     return JSONResponse(
         error_body(code, str(exc.detail), hint=hint),
         status_code=exc.status_code,
-        headers=exc.headers,
+        headers=headers or None,
     )
 
 

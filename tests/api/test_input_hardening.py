@@ -126,3 +126,43 @@ async def test_duplicate_guard_headers_are_refused(client: httpx.AsyncClient, he
     assert response.status_code == 400, response.text
     assert response.json()["errorCode"] == "DUPLICATE_HEADER"
     await _nothing_stored(client)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("OPTIONS", "/v1/subscriptions", "GET, POST"),
+        ("PUT", "/v1/subscriptions/1", "DELETE, GET"),
+        ("GET", "/v1/deliveries/recover", "POST"),
+        ("DELETE", "/v1/webhooks", "GET, POST"),
+    ],
+)
+async def test_405_lists_every_method_of_the_path(
+    client: httpx.AsyncClient, method: str, path: str, allow: str
+) -> None:
+    response = await client.request(method, path)
+    assert response.status_code == 405, response.text
+    assert response.headers["allow"] == allow
+    assert response.json()["errorCode"] == "METHOD_NOT_ALLOWED"
+
+
+async def test_openapi_documents_our_errors_not_fastapis(client: httpx.AsyncClient) -> None:
+    spec = (await client.get("/openapi.json")).json()
+    ops = [op for item in spec["paths"].values() for op in item.values()]
+    assert all("422" not in op["responses"] for op in ops)
+    create = spec["paths"]["/v1/subscriptions"]["post"]
+    assert create["responses"]["400"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Error"
+    }
+    assert (
+        "pattern"
+        in create["requestBody"]["content"]["application/json"]["schema"]["properties"]["uri"]
+    )
+
+
+@pytest.mark.parametrize("value", ["", "bad type", "resource.updated,", "x\x1b"])
+async def test_event_type_filter_is_validated(client: httpx.AsyncClient, value: str) -> None:
+    response = await client.get("/v1/events", params={"type": value})
+    assert response.status_code == 400 and response.json()["field"] == "type"
+    ok = await client.get("/v1/events", params={"type": "resource.updated,subscription.state"})
+    assert ok.status_code == 200

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from service.api import validate
+from service.api.errors import InvalidParameter
 from service.api.sse import event_stream
 from service.api.state import api_state
 from service.api.views import event_json
@@ -22,11 +24,17 @@ TypeParam = Annotated[
 ]
 
 
+TYPE_LIST = re.compile(r"^[a-z]+(\.[a-z]+)*(,[a-z]+(\.[a-z]+)*)*$")
+
+
 def _types(values: list[str] | None) -> list[str] | None:
     if not values:
         return None
-    types = [t.strip() for v in values for t in v.split(",") if t.strip()]
-    return types or None
+    if not all(TYPE_LIST.match(v) for v in values):
+        raise InvalidParameter(
+            "type must be event types such as resource.updated (comma-separated)", field="type"
+        )
+    return [t for v in values for t in v.split(",")]
 
 
 @router.get("")

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from service._version import __version__
+from service.api import validate
 from service.api.metrics import uptime
 from service.api.state import api_state
 from service.webhooks.repository import WebhookRepository
@@ -47,6 +48,8 @@ async def resubscribe(request: Request, url: str | None = None) -> dict[str, Any
     Links parked on a slow schedule (``error``: the server cannot speak 2026-07-28;
     ``login_required``; a long backoff) otherwise wait up to ``protocol_recheck_s``.
     """
+    if url is not None:
+        validate.server_url(url)
     return {"rechecked": api_state(request).supervisor.recheck(url)}
 
 

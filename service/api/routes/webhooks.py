@@ -15,8 +15,9 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Path, Query, Request, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.api import validate
+from service.api import openapi, validate
 from service.api.errors import ApiError, InvalidParameter
 from service.api.state import ApiState, api_state
 from service.api.views import camel
@@ -28,6 +29,7 @@ from service.webhooks.signing import secret_key
 router = APIRouter(tags=["webhooks"])
 
 STATES = (*OPEN_STATES, *FINAL_STATES)
+openapi.DELIVERY_STATES = STATES
 MAX_LIMIT = 1000
 MAX_PATTERNS = 100
 
@@ -148,10 +150,21 @@ def subscription_ids(value: Any) -> list[int]:
         return []
     if not isinstance(value, list) or len(value) > MAX_PATTERNS:
         raise InvalidParameter(f"{field} must be a list of subscription ids", field=field)
-    for item in value:
-        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= validate.MAX_ID:
-            raise InvalidParameter(f"{field} entries must be integers >= 1", field=field)
-    return list(value)
+    ids = [whole_number(item) for item in value]
+    if any(item is None or not 1 <= item <= validate.MAX_ID for item in ids):
+        raise InvalidParameter(f"{field} entries must be integers >= 1", field=field)
+    return [item for item in ids if item is not None]
+
+
+def whole_number(value: Any) -> int | None:
+    """An integer, or a float with no fraction (JSON has one number type: 3.0 is 3)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 def mode(value: Any) -> str:
@@ -205,9 +218,10 @@ def since_time(value: Any) -> float:
 
 
 def target_param(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= validate.MAX_ID:
+    number = whole_number(value)
+    if number is None or not 1 <= number <= validate.MAX_ID:
         raise InvalidParameter("target must be a webhook target id (integer >= 1)", field="target")
-    return value
+    return number
 
 
 # ---- helpers ------------------------------------------------------------------------------
@@ -398,6 +412,17 @@ async def list_deliveries(
         "deliveries": [delivery_json(d) for d in found],
         "nextAfter": found[-1].id if found else after,
     }
+
+
+@router.api_route(
+    "/v1/deliveries/recover",
+    methods=["GET", "PUT", "PATCH", "DELETE"],
+    include_in_schema=False,
+)
+async def recover_other_methods() -> None:
+    """Without this, ``GET /v1/deliveries/recover`` would match ``/v1/deliveries/{id}`` and
+    answer 400 (``recover`` is not an id) instead of 405."""
+    raise StarletteHTTPException(405)
 
 
 @router.post("/v1/deliveries/recover", openapi_extra=_RECOVER_BODY)
