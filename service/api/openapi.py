@@ -147,12 +147,28 @@ def _patch_operation(path: str, method: str, op: dict[str, Any]) -> None:
         if path == "/v1/deliveries" and name == "state" and DELIVERY_STATES:
             param["schema"] = {"type": "string", "enum": list(DELIVERY_STATES)}
     body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
-    schema = body.get("schema", {})
+    if "schema" in body:
+        _patch_body(body["schema"])
+
+
+def _patch_body(schema: dict[str, Any]) -> None:
+    variants = schema.get("oneOf", [])
+    for variant in (*variants, *schema.get("anyOf", ())):
+        _patch_body(variant)
+    # oneOf variants told apart by a required key (uri / uris) must exclude each other's key:
+    # the API refuses a body carrying both.
+    keys = [set(v.get("required", [])) for v in variants]
+    for variant, own in zip(variants, keys, strict=True):
+        others = set().union(*(k for k in keys if k is not own)) - own
+        if others:
+            variant["not"] = {"anyOf": [{"required": [k]} for k in sorted(others)]}
     required = set(schema.get("required", []))
     for name, prop in list(schema.get("properties", {}).items()):
         extra = {k: v for k, v in prop.items() if k == "description"}
         if name in _BODY_SCHEMAS:
             prop = {**copy.deepcopy(_BODY_SCHEMAS[name]), **extra}
+        elif name == "uris":
+            prop = {**prop, "items": copy.deepcopy(URI_SCHEMA)}
         if name not in required:  # an optional field may be null: the same as absent
             prop = {"anyOf": [{k: v for k, v in prop.items() if k != "description"},
                               {"type": "null"}], **extra}  # fmt: skip
