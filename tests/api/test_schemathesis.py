@@ -94,8 +94,13 @@ def test_the_api_matches_its_openapi_document(tmp_path: Path) -> None:
                 "--report-dir",
                 str(tmp_path / "report"),
             ],
-            env={**os.environ, "SCHEMATHESIS_HOOKS": "schemathesis_hooks", "NO_COLOR": "1"},
-            cwd=HERE,
+            env={
+                **os.environ,
+                "SCHEMATHESIS_HOOKS": "schemathesis_hooks",
+                "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+                "NO_COLOR": "1",
+            },
+            cwd=tmp_path,  # its .schemathesis cache lands there, not in the repository
             capture_output=True,
             text=True,
             timeout=300,
