@@ -656,6 +656,11 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
                 continue
             return _wait_timed_out(client, args, result, current, timeout_ms)
     event, revision = got["event"], got.get("revision") or {}
+    previous = got.get("previous")
+    if isinstance(previous, dict) and "text" in previous:
+        # The revision just before the one returned is the baseline, exactly (it also covers
+        # --after and a change that landed between reading `current` and the long-poll).
+        result.initial_text = previous["text"]
     link = _link(client, event.get("subscriptionId"))
     data = event.get("data") if isinstance(event.get("data"), dict) else {}
     notified = data.get("trigger") == "notification"

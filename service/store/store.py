@@ -659,6 +659,23 @@ class Store:
             ).one_or_none()
         return _revision(row) if row is not None else None
 
+    async def revision_before(self, subscription_id: int, revision: int) -> Revision | None:
+        """The newest revision of the subscription older than ``revision`` (``wait``'s baseline
+        when it returns ``revision``), or None when there is none (or it was pruned)."""
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    select(schema.revisions)
+                    .where(
+                        schema.revisions.c.subscription_id == subscription_id,
+                        schema.revisions.c.revision < revision,
+                    )
+                    .order_by(schema.revisions.c.revision.desc())
+                    .limit(1)
+                )
+            ).one_or_none()
+        return _revision(row) if row is not None else None
+
     async def get_revision(self, revision_id: int) -> Revision | None:
         async with self.engine.connect() as conn:
             row = (

@@ -129,4 +129,7 @@ async def _wait_result(state: ApiState, sub: Subscription, event: Event) -> dict
         return {"event": event_json(event), "revision": None}
     event_id = event.id if rev.id == event.revision_id else None
     content = await _content(state, sub, rev, event_id)
-    return {"event": event_json(event), "revision": content}
+    # The revision before it is the waiter's baseline: `wait` prints it as initialText.
+    before = await store.revision_before(sub.id, rev.revision)
+    previous = None if before is None else {"revision": before.revision, "text": before.text}
+    return {"event": event_json(event), "revision": content, "previous": previous}
