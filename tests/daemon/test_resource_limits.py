@@ -67,7 +67,17 @@ def test_idle_connections_beyond_the_descriptor_limit_do_not_lock_the_api_out(
         for _ in range(5):
             response = d.api("GET", "/v1/status")  # answered: the longest-idle one was shed
             assert response.status_code == 200
-        assert _metric(d, "mcpsub_api_connections_shed_total") >= 3 * NOFILE - 40
+        # Every connection beyond the cap is shed, or cut by the 1 s header timeout when the
+        # daemon gets to it late (a loaded machine): poll, the accept loop may still be busy.
+        deadline = time.monotonic() + 30
+        while True:
+            dropped = _metric(d, "mcpsub_api_connections_shed_total") + _metric(
+                d, "mcpsub_api_header_timeouts_total"
+            )
+            if dropped >= 3 * NOFILE - 40 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert dropped >= 3 * NOFILE - 40
         assert _metric(d, "mcpsub_api_connections_open") <= 40
         assert _closed_by_peer(conns[0]), "the oldest idle connection was closed"
     finally:
