@@ -10,7 +10,13 @@ measures wall time of N runs (round-robin, after one untimed warm-up each) of:
 * a full probe ``mcp-resource-subscriber --url … --uri test://review/status --json``
   (must exit 0 every time).
 
-Targets: ``--version`` ≤ 2.5× and a full probe ≤ 4× the bare interpreter's median.
+and, when ``bench/compat/node_modules`` holds the pinned official TypeScript SDK client
+(``make compat`` installs it; ``npm ci`` in ``bench/compat``) and ``node`` is on PATH, the same
+probe done by that client (``bench/compat/ts_client.mjs … auto``: discover, list, read,
+listen, wait for the update, read again, close).
+
+Targets: ``--version`` ≤ 2.5× and a full probe ≤ 4× the bare interpreter's median; a full
+probe ≤ 0.35× the TypeScript SDK client's median (issue 13).
 It also writes where the time goes: ``-X importtime`` of ``cli.runner`` (top 10 cumulative)
 and the network phases of one probe, timed in-process over the same client code.
 Only 127.0.0.1 is contacted; every run is bounded and the lab server is always stopped.
@@ -24,6 +30,7 @@ import datetime
 import os
 import platform
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -42,6 +49,10 @@ URI = "test://review/status"
 RUN_TIMEOUT_S = 30.0
 STARTUP_TIMEOUT_S = 15.0
 TARGETS = {"--version": 2.5, "probe": 4.0}
+TS_TARGET = 0.35
+"""A full probe's median over the official TypeScript SDK client's, at most."""
+TS_CLIENT = REPO_ROOT / "bench" / "compat" / "ts_client.mjs"
+TS_LABEL = "official TypeScript SDK client (same probe)"
 _LISTENING = re.compile(r"listening on (https?://127\.0\.0\.1:\d+/mcp)")
 
 
@@ -182,8 +193,13 @@ async def _phases_once(url: str) -> dict[str, float]:
         marks[name] = (now - last) * 1000
         last = now
 
+    from service.mcp.lean import LeanHttp
+
     async with asyncio.timeout(RUN_TIMEOUT_S):
-        async with McpClient(url, client_name="mcpsub-bench") as client:
+        lean = LeanHttp(url)  # as service.probe does on plain http://
+        async with McpClient(
+            url, client_name="mcpsub-bench", lean=lean, own_lean=True, lean_only=True
+        ) as client:
             mark("client setup")
             await client.discover()
             mark("server/discover")
@@ -227,6 +243,11 @@ NAGLE_NOTE = (
 )
 
 
+def ts_ratio(samples: dict[str, list[float]]) -> float:
+    probe = statistics.median(samples["mcp-resource-subscriber --url … --uri … --json"])
+    return probe / statistics.median(samples[TS_LABEL])
+
+
 def render(
     runs: int,
     rows: list[Row],
@@ -263,6 +284,14 @@ def render(
             f"{percentile(values, 90) * 1000:.1f} | {min(values) * 1000:.1f} | {ratio:.2f}× | "
             f"{target_text} | {verdict} |"
         )
+    if TS_LABEL in samples:
+        ratio = ts_ratio(samples)
+        verdict = "met" if ratio <= TS_TARGET else "**missed**"
+        out += [
+            "",
+            f"Full probe ÷ {TS_LABEL}, medians of the same round-robin: **{ratio:.2f}×** "
+            f"(target ≤ {TS_TARGET:g}×: {verdict}).",
+        ]
     out += [
         "",
         "## Where the time goes",
@@ -318,6 +347,11 @@ def main() -> int:
             ("mcp-resource-subscriber --version (no .pyc)", "", False, [sub, "--version"]),
             ("mcp-resource-subscriber --url … --json (no .pyc)", "", False, probe),
         ]
+        node = shutil.which("node")
+        if node and (TS_CLIENT.parent / "node_modules" / "@modelcontextprotocol").is_dir():
+            rows.append((TS_LABEL, "", True, [node, str(TS_CLIENT), url, "auto"]))
+        else:
+            print("bench: no TypeScript SDK client (npm ci in bench/compat)", file=sys.stderr)
         samples: dict[str, list[float]] = {label: [] for label, *_ in rows}
         for _, _, cached, argv in rows:  # warm-up: page cache, and the .pyc files
             timed(argv, envs[cached], exit_zero)
@@ -341,6 +375,8 @@ def main() -> int:
         for label, key, _, _ in rows
         if key in TARGETS and statistics.median(samples[label]) / base > TARGETS[key]
     ]
+    if TS_LABEL in samples and ts_ratio(samples) > TS_TARGET:
+        missed.append(f"probe vs TS SDK ({ts_ratio(samples):.2f}× > {TS_TARGET:g}×)")
     if missed:
         print(f"bench: targets missed: {', '.join(missed)}", file=sys.stderr)
     return 0

@@ -12,11 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import httpx
-
-from service.auth import oauth
 from service.auth.errors import (
     DEFAULT_PROGRAM,
     AuthLoginRequired,
@@ -26,6 +23,11 @@ from service.auth.errors import (
 )
 from service.auth.rules import LOGIN_REQUIRED_ERRORS, expiry_ms, is_fresh, origin_of
 from service.auth.store import TokenRow, TokenStore, now_ms
+
+if TYPE_CHECKING:  # imported where a refresh needs them: a probe without one never pays
+    import httpx
+
+    from service.auth import oauth
 
 Source = Literal["none", "explicit", "cache", "cache-refreshed"]
 
@@ -82,6 +84,8 @@ async def _refresh_row(
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise AuthTimeout("no time left to refresh the cached token")
+    import httpx
+
     try:
         async with httpx.AsyncClient(timeout=httpx.Timeout(remaining)) as client:
             tokens = await asyncio.wait_for(
@@ -114,6 +118,8 @@ async def _refresh_row(
 async def _discover_and_refresh(
     client: httpx.AsyncClient, url: str, refresh_token: str, client_id: str | None
 ) -> oauth.TokenSet:
+    from service.auth import oauth
+
     endpoints = await oauth.discover(client, url)
     return await oauth.refresh(client, endpoints, refresh_token, client_id)
 

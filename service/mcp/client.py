@@ -4,6 +4,10 @@ This is the thin I/O shell around the pure modules: :mod:`wire` builds messages 
 headers, :mod:`classify` reads answers, :mod:`listen` judges listen frames, :mod:`sse`
 decodes bytes. Here we only move bytes with httpx and translate httpx exceptions into
 :class:`TransportError` at the one place they can enter.
+
+httpx is imported on first use, not with this module: a client given a :class:`LeanHttp`
+and ``lean_only=True`` (the one-shot probe on plain ``http://``) never needs it, and
+importing httpx, httpcore and anyio is a third of such a probe's wall time.
 """
 
 from __future__ import annotations
@@ -12,15 +16,14 @@ import asyncio
 import itertools
 import json
 import ssl
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from service._version import __version__
 from service.mcp import wire
@@ -34,7 +37,7 @@ from service.mcp.errors import (
     ProtocolViolation,
     TransportError,
 )
-from service.mcp.lean import LeanHttp
+from service.mcp.lean import BodyRefused, LeanHttp, LeanStream
 from service.mcp.listen import (
     Acknowledged,
     Closed,
@@ -45,6 +48,9 @@ from service.mcp.listen import (
     honored_uris,
 )
 from service.mcp.sse import Comment, Event, EventTooLarge, SSEDecoder
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_CLIENT_NAME = "mcpsub"
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
@@ -85,6 +91,8 @@ def make_http_client(
     probe's start-up); ``https://`` gets the default trust (certifi, or ``SSL_CERT_FILE``)
     or exactly the CA file the user named.
     """
+    import httpx
+
     verify: ssl.SSLContext | bool
     if ca_cert:
         verify = ssl.create_default_context(cafile=ca_cert)
@@ -110,6 +118,8 @@ async def read_body(response: httpx.Response, limit: int = MAX_RESPONSE_BYTES) -
     compression bomb turns into hundreds of MiB before any check; we read raw bytes and
     decode them with :class:`~service.mcp.coding.LimitedBody` instead.
     """
+    import httpx
+
     body = LimitedBody(response.headers.get("content-encoding"), limit)
     try:
         async for chunk in response.aiter_raw():
@@ -127,6 +137,8 @@ def _capped(content: bytes, limit: int) -> bytes:
 
 
 def _transport_error(exc: httpx.HTTPError, url: str) -> TransportError:
+    import httpx
+
     kind = (
         "timeout"
         if isinstance(exc, httpx.TimeoutException)
@@ -136,6 +148,12 @@ def _transport_error(exc: httpx.HTTPError, url: str) -> TransportError:
     error = TransportError(f"{kind} error talking to {url}: {detail}", kind=kind)
     error.__cause__ = exc
     return error
+
+
+def _is_httpx_error(exc: BaseException) -> bool:
+    """``isinstance(exc, httpx.HTTPError)`` without importing httpx for it."""
+    httpx = sys.modules.get("httpx")
+    return httpx is not None and isinstance(exc, httpx.HTTPError)
 
 
 class McpClient:
@@ -154,7 +172,10 @@ class McpClient:
         timeout: float | None = 30.0,
         lean: LeanHttp | None = None,
         own_lean: bool = False,
+        lean_only: bool = False,
     ) -> None:
+        """``lean_only`` (with ``lean``): every request and the listen stream go through
+        ``lean``, and httpx is never imported (see :mod:`lean` for what that path covers)."""
         self.url = url
         self.token = token
         self._lean = lean
@@ -162,12 +183,23 @@ class McpClient:
         self._owns_lean = own_lean
         self.client_info = {"name": client_name, "version": client_version}
         self.capabilities = dict(capabilities or {})
+        self._lean_only = lean_only and lean is not None
         self._owns_http = http is None
-        self._http = http or make_http_client(url, ca_cert=ca_cert, timeout=timeout)
+        self._http_client = http
+        self._ca_cert = ca_cert
         self._ids = itertools.count(1)
         self.timeout = timeout
         """Deadline for one whole request (not per socket read: a trickling server resets those)."""
         self.discovered: DiscoverResult | None = None
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """The httpx client, made (and httpx imported) on first use."""
+        if self._http_client is None:
+            self._http_client = make_http_client(
+                self.url, ca_cert=self._ca_cert, timeout=self.timeout
+            )
+        return self._http_client
 
     async def __aenter__(self) -> McpClient:
         return self
@@ -181,8 +213,8 @@ class McpClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._owns_http:
-            await self._http.aclose()
+        if self._owns_http and self._http_client is not None:
+            await self._http_client.aclose()
         if self._owns_lean and self._lean is not None:
             await self._lean.aclose()
 
@@ -221,10 +253,14 @@ class McpClient:
     async def _request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         request_id, message, headers = self._message(method, params)
         content = json.dumps(message, separators=(",", ":")).encode()
-        if self._lean is not None and method in LEAN_METHODS:
-            # The lean path decodes no content coding (and refuses one), so it asks for none.
-            headers["Accept-Encoding"] = "identity"
+        if self._lean is not None and (self._lean_only or method in LEAN_METHODS):
+            if not self._lean_only:
+                # The shared lean path refuses content codings, so it asks for none; a
+                # lean-only client decodes them as the httpx path does (same answers).
+                headers["Accept-Encoding"] = "identity"
             return await self._request_lean(self._lean, method, request_id, content, headers)
+        import httpx
+
         try:
             async with self._http.stream(
                 "POST", self.url, content=content, headers=headers
@@ -259,7 +295,10 @@ class McpClient:
         headers: dict[str, str],
     ) -> dict[str, Any]:
         """:meth:`request` through :class:`LeanHttp`: same answers, same errors, less CPU."""
-        response = await lean.post(content, headers)  # request() bounds the whole exchange
+        try:  # request() bounds the whole exchange
+            response = await lean.post(content, headers, decode=self._lean_only)
+        except BodyRefused as exc:
+            raise ProtocolViolation(f"{method}: {exc}") from exc
         result = parse_response(
             response.status,
             response.headers.get("content-type", ""),
@@ -369,7 +408,7 @@ class ListenStream:
         self.closed_locally = False
         self.streamed = False
         """True once the server answered with an event stream (there is a stream to close)."""
-        self._response: httpx.Response | None = None
+        self._response: httpx.Response | LeanStream | None = None
         self._stream_cm: Any = None
         self._pending: deque[ListenEvent] = deque()
         self._decoder = SSEDecoder()
@@ -404,6 +443,10 @@ class ListenStream:
         self.listen_id = request_id
         self.machine = ListenMachine(request_id)
         content = json.dumps(message, separators=(",", ":")).encode()
+        if client._lean_only and client._lean is not None:
+            return await self._open_lean(client._lean, request_id, content, headers)
+        import httpx
+
         request = client._http.build_request(
             "POST",
             client.url,
@@ -442,6 +485,40 @@ class ListenStream:
             response.headers.get("content-encoding"), piece_bytes=STREAM_PIECE_BYTES
         )
         self._chunks = response.aiter_raw()
+        return await self._acknowledged()
+
+    async def _open_lean(
+        self, lean: LeanHttp, request_id: Any, content: bytes, headers: dict[str, str]
+    ) -> Acknowledged:
+        """:meth:`open` through :meth:`LeanHttp.open_stream`: same answers, same errors."""
+        stream = await lean.open_stream(content, headers)
+        self._response = stream
+        content_type = stream.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "text/event-stream":
+            try:
+                body = await stream.read_all(MAX_RESPONSE_BYTES)
+            finally:
+                stream.close()
+            parse_response(
+                stream.status,
+                stream.headers.get("content-type", ""),
+                body,
+                request_id,
+                wire.LISTEN,
+                www_authenticate=stream.headers.get("www-authenticate"),
+            )
+            raise ProtocolViolation("subscriptions/listen was answered with a result, not a stream")
+        if stream.status >= 400:
+            stream.close()
+            raise HttpStatusError(stream.status, "")
+        self.streamed = True
+        self._content = ContentDecoder(
+            stream.headers.get("content-encoding"), piece_bytes=STREAM_PIECE_BYTES
+        )
+        self._chunks = stream.chunks()
+        return await self._acknowledged()
+
+    async def _acknowledged(self) -> Acknowledged:
         event = await self._next()
         if isinstance(event, Acknowledged):
             self.honored = event.honored
@@ -475,7 +552,12 @@ class ListenStream:
                     self._eof = True
                     self._pieces = self._content.flush()
                     continue
-                except httpx.HTTPError as exc:
+                except TransportError as exc:  # the lean stream's only failure
+                    self._ended = self.machine.eof(f"stream broke: {exc.__cause__ or exc}")
+                    continue
+                except Exception as exc:
+                    if not _is_httpx_error(exc):
+                        raise
                     self._ended = self.machine.eof(f"stream broke: {exc or type(exc).__name__}")
                     continue
                 self._pieces = self._content.decode(chunk)
@@ -530,9 +612,14 @@ class ListenStream:
 
     async def aclose(self) -> None:
         """Close from our side; on HTTP that is the unsubscribe (spec §3.5)."""
-        if self._response is not None and not self._response.is_closed:
+        response = self._response
+        if isinstance(response, LeanStream):
+            if not response.is_closed:
+                self.closed_locally = self._ended is None
+                response.close()
+        elif response is not None and not response.is_closed:
             self.closed_locally = self._ended is None
-            await self._response.aclose()
+            await response.aclose()
         if self._ended is None:
             self._ended = Lost("closed locally")
 

@@ -7,6 +7,12 @@ itself, h11 on a kept-alive socket, needs a fraction of that. So for the idempot
 methods on plain ``http://`` URLs with no proxy configured, :class:`McpClient` sends through
 this module instead; TLS, proxies and listen streams stay with httpx.
 
+:meth:`LeanHttp.open_stream` does the same for a listen stream (a POST whose answer is read
+piece by piece for as long as it lasts, on a connection of its own that closing ends): the
+one-shot probe then never imports httpx on plain ``http://`` (a third of its start-up), and
+the daemon's idle listen streams are read by asyncio's own stream reader, which does not
+re-register the socket with the selector around every keep-alive frame as httpcore does.
+
 Scope, on purpose: one origin per instance, POST only, ``Content-Length`` request bodies,
 responses framed by h11 (length or chunked), no content coding (we never send
 ``Accept-Encoding``, so a server has no reason to compress), a body cap. A kept-alive
@@ -20,11 +26,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import h11
 
+from service.mcp.coding import LimitedBody
 from service.mcp.errors import ProtocolViolation, TransportError
 
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
@@ -42,6 +50,61 @@ class LeanResponse:
     headers: dict[str, str]
     """Lower-cased names; a repeated header keeps its last value."""
     body: bytes
+
+
+class LeanStream:
+    """An answer read as it arrives: status and headers now, the body through :meth:`chunks`."""
+
+    __slots__ = ("_conn", "_url", "headers", "status")
+
+    def __init__(self, conn: _Connection, url: str, status: int, headers: dict[str, str]) -> None:
+        self._conn = conn
+        self._url = url
+        self.status = status
+        self.headers = headers
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """Raw body bytes until the answer ends; :class:`TransportError` if the stream breaks."""
+        machine = self._conn.h11
+        while True:
+            try:
+                event = machine.next_event()
+                if event is h11.NEED_DATA:
+                    machine.receive_data(await self._conn.reader.read(READ_CHUNK))
+                    continue
+            except (OSError, h11.RemoteProtocolError) as exc:
+                detail = str(exc) or type(exc).__name__
+                raise TransportError(
+                    f"read error talking to {self._url}: {detail}", kind="read"
+                ) from exc
+            if isinstance(event, h11.Data):
+                yield bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                return
+            elif isinstance(event, h11.ConnectionClosed):
+                raise TransportError(
+                    f"read error talking to {self._url}: server closed the connection",
+                    kind="read",
+                )
+
+    async def read_all(self, limit: int) -> bytes:
+        """The whole (short) body, decoded and refused past ``limit`` bytes (as httpx's path)."""
+        body = LimitedBody(self.headers.get("content-encoding"), limit)
+        async for data in self.chunks():
+            body.feed(data)
+        return body.finish()
+
+    def close(self) -> None:
+        """Close the connection: for a listen stream that is the unsubscribe."""
+        self._conn.close()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._conn.writer.is_closing()
+
+
+class BodyRefused(ProtocolViolation):
+    """``decode=True``: the body's content coding or decoded size was refused."""
 
 
 class _Stale(Exception):
@@ -96,16 +159,40 @@ class LeanHttp:
         self._idle: list[_Connection] = []
         self._closed = False
 
-    async def post(self, content: bytes, headers: dict[str, str]) -> LeanResponse:
-        """POST ``content``; raises :class:`TransportError` (kind connect/read) on failure."""
+    async def post(
+        self, content: bytes, headers: dict[str, str], *, decode: bool = False
+    ) -> LeanResponse:
+        """POST ``content``; raises :class:`TransportError` (kind connect/read) on failure.
+
+        ``decode``: the caller asked for content codings; the body is decoded piece by piece
+        with :class:`LimitedBody` (refusals raise :class:`BodyRefused`), as the httpx path
+        does. Otherwise a content coding is refused (none was asked for).
+        """
         conn, reused = await self._acquire()
         try:
             try:
-                return await self._exchange(conn, content, headers, reused)
+                return await self._exchange(conn, content, headers, reused, decode)
             except _Stale:
                 conn.close()
                 conn, reused = await self._connect(), False
-                return await self._exchange(conn, content, headers, reused)
+                return await self._exchange(conn, content, headers, reused, decode)
+        except BaseException:
+            conn.close()
+            raise
+
+    async def open_stream(self, content: bytes, headers: dict[str, str]) -> LeanStream:
+        """POST ``content`` on a fresh connection of its own; return once the headers are in.
+
+        Never pooled and never sent twice (a listen is not idempotent): the caller reads the
+        body from :meth:`LeanStream.chunks` and closes the stream when done.
+        """
+        conn = await self._connect()
+        try:
+            response = await self._send(conn, content, headers)
+            fields = {
+                name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers
+            }
+            return LeanStream(conn, self.url, response.status_code, fields)
         except BaseException:
             conn.close()
             raise
@@ -139,9 +226,10 @@ class LeanHttp:
         detail = str(exc) or type(exc).__name__
         return TransportError(f"{kind} error talking to {self.url}: {detail}", kind=kind)
 
-    async def _exchange(
-        self, conn: _Connection, content: bytes, headers: dict[str, str], reused: bool
-    ) -> LeanResponse:
+    async def _send(
+        self, conn: _Connection, content: bytes, headers: dict[str, str], reused: bool = False
+    ) -> h11.Response:
+        """Write the request and read up to the response head (its body stays in h11)."""
         machine = conn.h11
         request_headers = [("Host", self.host_header), ("Content-Length", str(len(content)))]
         request_headers += list(headers.items())
@@ -161,8 +249,6 @@ class LeanHttp:
             raise self._error("read", exc) from exc
         except h11.LocalProtocolError as exc:  # a header value h11 refuses (e.g. a newline)
             raise ProtocolViolation(f"cannot send this request: {exc}") from exc
-        response: h11.Response | None = None
-        body = bytearray()
         received = False
         try:
             while True:
@@ -175,14 +261,8 @@ class LeanHttp:
                     machine.receive_data(data)
                     continue
                 if isinstance(event, h11.Response):
-                    response = event
-                elif isinstance(event, h11.Data):
-                    body += event.data
-                    if len(body) > self.max_body:
-                        raise ProtocolViolation(f"response larger than {self.max_body} bytes")
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                elif isinstance(event, h11.ConnectionClosed):
+                    return event
+                if isinstance(event, h11.ConnectionClosed):
                     raise self._error("read", ConnectionError("server closed the connection"))
         except ConnectionError as exc:
             if reused and not received:
@@ -192,15 +272,61 @@ class LeanHttp:
             raise self._error("read", exc) from exc
         except h11.RemoteProtocolError as exc:
             raise self._error("read", exc) from exc
-        assert response is not None
+
+    async def _exchange(
+        self,
+        conn: _Connection,
+        content: bytes,
+        headers: dict[str, str],
+        reused: bool,
+        decode: bool = False,
+    ) -> LeanResponse:
+        response = await self._send(conn, content, headers, reused)
         fields = {
             name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers
         }
-        if fields.get("content-encoding", "identity").lower() != "identity":
+        coding = fields.get("content-encoding", "identity")
+        if not decode and coding.lower() != "identity":
             raise ProtocolViolation(
-                f"response has content-encoding {fields['content-encoding']!r}, "
-                "which was not asked for"
+                f"response has content-encoding {coding!r}, which was not asked for"
             )
+        decoded: LimitedBody | None = None
+        if decode:
+            try:
+                decoded = LimitedBody(fields.get("content-encoding"), self.max_body)
+            except ProtocolViolation as exc:
+                raise BodyRefused(str(exc)) from exc
+        machine = conn.h11
+        body = bytearray()
+        try:
+            while True:
+                event = machine.next_event()
+                if event is h11.NEED_DATA:
+                    machine.receive_data(await conn.reader.read(READ_CHUNK))
+                    continue
+                if isinstance(event, h11.Data):
+                    if decoded is not None:
+                        try:
+                            decoded.feed(event.data)
+                        except ProtocolViolation as exc:
+                            raise BodyRefused(str(exc)) from exc
+                        continue
+                    body += event.data
+                    if len(body) > self.max_body:
+                        raise ProtocolViolation(f"response larger than {self.max_body} bytes")
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                elif isinstance(event, h11.ConnectionClosed):
+                    raise self._error("read", ConnectionError("server closed the connection"))
+        except OSError as exc:
+            raise self._error("read", exc) from exc
+        except h11.RemoteProtocolError as exc:
+            raise self._error("read", exc) from exc
+        if decoded is not None:
+            try:
+                body = bytearray(decoded.finish())
+            except ProtocolViolation as exc:
+                raise BodyRefused(str(exc)) from exc
         self._release(conn)
         return LeanResponse(response.status_code, fields, bytes(body))
 
