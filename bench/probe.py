@@ -30,6 +30,7 @@ import datetime
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -53,6 +54,7 @@ TS_TARGET = 0.35
 """A full probe's median over the official TypeScript SDK client's, at most."""
 TS_CLIENT = REPO_ROOT / "bench" / "compat" / "ts_client.mjs"
 TS_LABEL = "official TypeScript SDK client (same probe)"
+PROBE_LABEL = "mcp-resource-subscriber --url … --uri … --json"
 _LISTENING = re.compile(r"listening on (https?://127\.0\.0\.1:\d+/mcp)")
 
 
@@ -125,9 +127,15 @@ def cli_env(tmp: Path, *, bytecode: bool) -> dict[str, str]:
     return env
 
 
+CPU_S: dict[str, list[float]] = {}
+"""CPU seconds (user + system, from ``RUSAGE_CHILDREN``) of each timed run, by row label."""
+_LAST_CPU = [0.0]
+
+
 def timed(
     argv: list[str], env: dict[str, str], check: Callable[[subprocess.CompletedProcess[str]], None]
 ) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         argv,
@@ -139,6 +147,9 @@ def timed(
         timeout=RUN_TIMEOUT_S,
     )
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    _LAST_CPU[0] = cpu
     check(done)
     return elapsed
 
@@ -244,7 +255,7 @@ NAGLE_NOTE = (
 
 
 def ts_ratio(samples: dict[str, list[float]]) -> float:
-    probe = statistics.median(samples["mcp-resource-subscriber --url … --uri … --json"])
+    probe = statistics.median(samples[PROBE_LABEL])
     return probe / statistics.median(samples[TS_LABEL])
 
 
@@ -291,6 +302,14 @@ def render(
             "",
             f"Full probe ÷ {TS_LABEL}, medians of the same round-robin: **{ratio:.2f}×** "
             f"(target ≤ {TS_TARGET:g}×: {verdict}).",
+        ]
+        probe_cpu = statistics.median(CPU_S[PROBE_LABEL])
+        ts_cpu = statistics.median(CPU_S[TS_LABEL])
+        out += [
+            "",
+            f"CPU (user + system) per run, medians, which the machine's load moves less: "
+            f"probe {probe_cpu * 1000:.0f} ms, TypeScript SDK client {ts_cpu * 1000:.0f} ms "
+            f"({probe_cpu / ts_cpu:.2f}×).",
         ]
     out += [
         "",
@@ -358,6 +377,7 @@ def main() -> int:
         for _ in range(args.runs):
             for label, _, cached, argv in rows:
                 samples[label].append(timed(argv, envs[cached], exit_zero))
+                CPU_S.setdefault(label, []).append(_LAST_CPU[0])
         try:
             phases: dict[str, float] | None = network_phases(url, args.runs)
         except Exception as exc:  # the table matters more than the breakdown
