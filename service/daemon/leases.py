@@ -21,6 +21,7 @@ import os
 import secrets
 import socket
 import time
+from pathlib import Path
 from typing import Protocol
 
 import structlog
@@ -43,8 +44,21 @@ class LinkOwner(Protocol):
     async def reconcile(self) -> None: ...
 
 
-def default_replica_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+def default_replica_id(state_dir: Path | None = None) -> str:
+    """``<host>-<random>``, kept in ``<state_dir>/replica.id``: a replica restarted on the same
+    state dir (a crash, ``systemctl restart``) is the same replica, and takes its own leases
+    (links and deliveries) back at once instead of waiting for them to expire."""
+    path = state_dir / "replica.id" if state_dir is not None else None
+    if path is not None:
+        with contextlib.suppress(OSError):
+            kept = path.read_text().strip()
+            if kept:
+                return kept
+    value = f"{socket.gethostname()}-{secrets.token_hex(4)}"
+    if path is not None:
+        with contextlib.suppress(OSError):
+            path.write_text(value + "\n")
+    return value
 
 
 class LeaseKeeper:
@@ -134,6 +148,9 @@ class LeaseKeeper:
         for server_id in sorted(self.owner.held() - set(held)):
             log.warning("lease gone; stopping the link", server_id=server_id)
             await self.owner.drop(server_id, release=False)
+        orphans = sorted(set(held) - self.owner.held())
+        if orphans:  # ours in the table but not running: a previous run, or stopped locally
+            await self.claim(len(orphans), only=orphans, mine_too=True)
         live, links = await self.store.lease_balance(self.ttl_s)
         self.stats["replicas_live"] = float(live)
         share = math.ceil(links / live) if links else 0
@@ -152,8 +169,12 @@ class LeaseKeeper:
         if self._passes % 100 == 1:
             await self.store.forget_dead_replicas(max(3600.0, self.ttl_s * 20))
 
-    async def claim(self, limit: int, only: list[int] | None = None) -> list[Claimed]:
-        claimed = await self.store.claim_leases(self.replica_id, self.ttl_s, limit, only)
+    async def claim(
+        self, limit: int, only: list[int] | None = None, *, mine_too: bool = False
+    ) -> list[Claimed]:
+        claimed = await self.store.claim_leases(
+            self.replica_id, self.ttl_s, limit, only, mine_too=mine_too
+        )
         for item in claimed:
             self.stats["lease_claims_total"] += 1
             if item.previous_owner not in (None, self.replica_id):

@@ -52,6 +52,8 @@ log = structlog.get_logger("mcpsubd")
 EXIT_CONFIG = 78  # EX_CONFIG
 EXIT_ALREADY_RUNNING = 75  # EX_TEMPFAIL
 EXIT_DB_UNAVAILABLE = 69  # EX_UNAVAILABLE: the database did not answer (restart may help)
+EXIT_NO_INPUT = 66  # EX_NOINPUT: migrate-db found no SQLite database to copy
+EXIT_CANT_CREATE = 73  # EX_CANTCREAT: migrate-db target not empty (or the copy did not verify)
 STATUS_INTERVAL_S = 2.0
 """How often the ``STATUS=`` text is recomputed (it is sent only when it changed)."""
 BLOCK_LOOP_HOOK = "MCPSUB_TEST_BLOCK_LOOP_ON_SIGUSR1"
@@ -441,15 +443,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mcpsubd",
         description="mcpsub daemon: keeps MCP 2026-07-28 subscriptions alive and serves them.",
         epilog="exit codes: 0 stopped cleanly, 69 database unavailable, 75 another mcpsubd "
-        "serves the socket, 78 bad setting or unusable state directory, 130 Ctrl-C",
+        "serves the socket (or runs on the state migrate-db would copy), 66 no SQLite "
+        "database to copy, 73 migrate-db target not empty, 78 bad setting or unusable state "
+        "directory, 130 Ctrl-C",
     )
     parser.add_argument(
         "command",
         nargs="?",
         default="run",
-        choices=["run", "migrate", "backup"],
+        choices=["run", "migrate", "backup", "migrate-db"],
         help="run: serve in the foreground (default); migrate: apply database migrations, "
-        "exit; backup PATH: online copy of the SQLite database to PATH (mode 0600)",
+        "exit; backup PATH: online copy of the SQLite database to PATH (mode 0600); "
+        "migrate-db --to URL: copy the SQLite state into an empty PostgreSQL database",
+    )
+    parser.add_argument(
+        "--to", metavar="URL", help="migrate-db: the PostgreSQL database to copy into"
     )
     parser.add_argument(
         "path", nargs="?", type=Path, help="backup: the file to create (never overwritten)"
@@ -508,6 +516,61 @@ def _backup(settings: Settings, path: Path | None) -> int:
     return 0
 
 
+def _migrate_db(settings: Settings, to: str) -> int:
+    """Copy this state dir's SQLite database into an empty PostgreSQL (docs/scale-out.md)."""
+    from service.store.copy import CopyError, copy_database
+    from service.store.database import DatabaseUrlError, parse, redact
+
+    try:
+        target = parse(to)
+    except DatabaseUrlError as exc:
+        raise ConfigError(str(exc).replace("database_url", "--to")) from exc
+    if not target.is_postgresql:
+        raise ConfigError("--to must be a postgresql:// URL (migrate-db moves SQLite up)")
+    if settings.database_url and parse(settings.database_url).is_postgresql:
+        raise ConfigError("migrate-db copies the SQLite state; database_url is PostgreSQL")
+    if not settings.db_path.exists():
+        print(f"mcpsubd: no SQLite database at {settings.db_path}", file=sys.stderr)
+        return EXIT_NO_INPUT
+    socket_path = settings.api_socket
+    if socket_path is not None and socket_path.exists():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(socket_path))
+        except OSError:
+            pass  # a stale socket from a crash
+        else:
+            print(
+                f"mcpsubd: mcpsubd is running on {settings.state_dir}; stop it first "
+                "(the copy must see a state nobody writes)",
+                file=sys.stderr,
+            )
+            return EXIT_ALREADY_RUNNING
+        finally:
+            probe.close()
+    shown = redact(to)
+    try:
+        upgrade(settings.db_url)
+        upgrade(to)
+        report = asyncio.run(
+            copy_database(settings.db_url, to, lambda table, n: print(f"{table} {n}"))
+        )
+    except CopyError as exc:
+        print(f"mcpsubd: cannot copy into {shown}: {exc}", file=sys.stderr)
+        return EXIT_CANT_CREATE
+    except DATABASE_ERRORS as exc:
+        print(
+            f"mcpsubd: cannot migrate {shown}: {describe(exc)}\n"
+            "hint: is the database running and does the URL name it?",
+            file=sys.stderr,
+        )
+        return EXIT_DB_UNAVAILABLE
+    total = sum(report.counts.values())
+    print(f"copied {total} rows from {settings.db_path} to {shown}; every table's count verified")
+    print(f"next: run every replica with database_url = {shown}")
+    return 0
+
+
 def _main(argv: list[str] | None) -> int:
     # Everything the daemon creates (database, WAL, socket, token) is for its owner only.
     os.umask(0o077)
@@ -535,6 +598,10 @@ def _main(argv: list[str] | None) -> int:
         configure_logging(settings)
         if args.command == "backup":
             return _backup(settings, args.path)
+        if args.command == "migrate-db":
+            if not args.to:
+                parser.error("migrate-db needs the target: mcpsubd migrate-db --to postgresql://…")
+            return _migrate_db(settings, args.to)
         if args.command == "migrate":
             try:
                 upgrade(settings.db_url)

@@ -56,8 +56,9 @@ class Supervisor:
         self.admit_link: Callable[[], None] | None = None
         """Raises ``ResourceLimit`` when a link must not open connections now (descriptors)."""
         self.webhooks = Dispatcher(store, settings.webhook_settings())
-        self.replica_id = settings.replica_id or default_replica_id()
+        self.replica_id = settings.replica_id or default_replica_id(settings.state_dir)
         self.leases = LeaseKeeper(store, self, settings.lease_ttl_s, self.replica_id)
+        self.webhooks.replica_id = self.replica_id
         self._listener: PgListener | None = None
         self._background: set[asyncio.Task[None]] = set()
 

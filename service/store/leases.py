@@ -99,9 +99,11 @@ def claim(
     ttl: float,
     limit: int,
     only: list[int] | None = None,
+    mine_too: bool = False,
 ) -> list[Claimed]:
     """Take up to ``limit`` links that are unowned or whose lease expired (SQLite: every link
-    not held by us), bumping epoch and generation; ``only`` restricts it to these ids."""
+    not held by us), bumping epoch and generation; ``only`` restricts it to these ids.
+    ``mine_too``: also links leased to this replica id (a previous run of ours)."""
     if limit <= 0:
         return []
     now = now_sql(postgresql)
@@ -110,6 +112,8 @@ def claim(
         if postgresql
         else "(s.lease_owner IS NULL OR s.lease_owner != :me)"
     )
+    if mine_too:
+        free = f"({free} OR s.lease_owner = :me)"
     only_sql = " AND s.id IN :only" if only is not None else ""
     pick = (
         f"SELECT s.id, s.lease_owner AS previous FROM servers s WHERE {free} "

@@ -157,6 +157,9 @@ deliveries = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     Column("delivered_at", Float),
+    # Which replica is making the current attempt, until when (scale-out; unused on SQLite).
+    Column("lease_owner", String(128)),
+    Column("lease_until", Float),
     UniqueConstraint("webhook_id", name="uq_deliveries_webhook_id"),
     sqlite_autoincrement=True,
 )

@@ -531,10 +531,18 @@ class Store:
         return await self.in_reader(lambda c: leases.balance(c, pg, ttl))
 
     async def claim_leases(
-        self, replica_id: str, ttl: float, limit: int, only: list[int] | None = None
+        self,
+        replica_id: str,
+        ttl: float,
+        limit: int,
+        only: list[int] | None = None,
+        *,
+        mine_too: bool = False,
     ) -> list[leases.Claimed]:
         pg = self.database.is_postgresql
-        return await self._lease_call(lambda c: leases.claim(c, pg, replica_id, ttl, limit, only))
+        return await self._lease_call(
+            lambda c: leases.claim(c, pg, replica_id, ttl, limit, only, mine_too)
+        )
 
     async def release_leases(self, replica_id: str, server_ids: list[int]) -> int:
         return await self._lease_call(lambda c: leases.release(c, replica_id, server_ids))

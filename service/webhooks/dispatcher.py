@@ -187,6 +187,8 @@ class Dispatcher:
         Targets changed through this process clear it at once; any other way (another
         replica) is seen by the next timed pass, within 5 s."""
         self._target_changes = 0
+        self.replica_id = "mcpsubd"
+        """Set by the supervisor: who holds this dispatcher's delivery leases (PostgreSQL)."""
         self.stats = {"attempts_total": 0, "delivered_total": 0, "failed_total": 0, "dead_total": 0}
         store.on_event.append(self._on_event)
         self.repo.on_target_change.append(self._on_target_change)
@@ -256,6 +258,11 @@ class Dispatcher:
         self._wake.set()
 
     @property
+    def _lease_ttl(self) -> float:
+        """A delivery's lease outlasts its attempt (timeout) and the outcome write after it."""
+        return self.settings.timeout_s + 10.0
+
+    @property
     def _per_target(self) -> int:
         """Deliveries of one target taken by the passes at a time: in its slots, ready behind
         them, or waiting for their outcome to be written. A pass costs O(open deliveries), so
@@ -315,6 +322,12 @@ class Dispatcher:
                     max_body_bytes=self.settings.max_body_bytes,
                 )
                 self._last_pass_full = len(work) >= PASS_LIMIT
+                if work and self.store.database.is_postgresql:
+                    # Several replicas see the same due rows: each attempt is leased to one.
+                    mine = await self.repo.claim_deliveries(
+                        [item.delivery.id for item in work], self.replica_id, self._lease_ttl
+                    )
+                    work = [item for item in work if item.delivery.id in mine]
                 for item in work:
                     self._take(item, epoch, now)
                 if not work and next_due is None and not self._inflight:

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, text
 
 from service.store import Store, schema
 from service.store.hotpath import ORDER_EVENTS, insert_event, order_events
+from service.store.leases import PG_NOW
 from service.store.records import Event
 from service.webhooks.outbox import (
     FINAL_STATES,
@@ -63,6 +64,14 @@ DUE_WORK = text(
     "WHERE r.rank_in_target <= :per_target "
     "ORDER BY d.next_attempt_at, d.id LIMIT :limit"
 ).bindparams(bindparam("exclude", expanding=True))
+CLAIM_DELIVERIES = text(
+    f"WITH picked AS (SELECT id FROM deliveries WHERE id IN :ids"
+    " AND state IN ('pending', 'failed')"
+    f" AND (lease_owner IS NULL OR lease_owner = :me OR lease_until < {PG_NOW})"
+    " FOR UPDATE SKIP LOCKED) "
+    f"UPDATE deliveries SET lease_owner = :me, lease_until = {PG_NOW} + :ttl"
+    " FROM picked WHERE deliveries.id = picked.id RETURNING deliveries.id"
+)
 NEXT_DUE = text(
     "SELECT MIN(d.next_attempt_at) FROM deliveries d JOIN webhook_targets t"
     " ON t.id = d.target_id WHERE d.state IN ('pending', 'failed') AND t.enabled = 1"
@@ -70,12 +79,14 @@ NEXT_DUE = text(
 )
 MARK_DELIVERED = text(
     "UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_status = :status,"
-    " last_error = NULL, delivered_at = :now, updated_at = :now"
+    " last_error = NULL, delivered_at = :now, updated_at = :now,"
+    " lease_owner = NULL, lease_until = NULL"
     " WHERE id = :id AND state IN ('pending', 'failed')"
 )
 MARK_FAILED = text(
     "UPDATE deliveries SET state = :state, attempts = attempts + 1, last_status = :status,"
-    " last_error = :error, next_attempt_at = :next_attempt_at, updated_at = :now"
+    " last_error = :error, next_attempt_at = :next_attempt_at, updated_at = :now,"
+    " lease_owner = NULL, lease_until = NULL"
     " WHERE id = :id AND state IN ('pending', 'failed')"
 )
 TARGET_OK = text(
@@ -348,6 +359,22 @@ class WebhookRepository:
                 max_body_bytes=max_body_bytes,
             )
         )
+
+    async def claim_deliveries(self, ids: Sequence[int], replica_id: str, ttl: float) -> set[int]:
+        """PostgreSQL: lease these due deliveries to this replica for ``ttl`` seconds; returns
+        the ids it got. Rows another replica holds (or is claiming right now: SKIP LOCKED) are
+        left out, so each attempt is made by one replica; an expired lease (a dead or paused
+        replica) can be taken over, and the attempt goes out again with the same webhook-id.
+        SQLite: one daemon, every id is its own."""
+        if not ids or not self.store.database.is_postgresql:
+            return set(ids)
+        statement = CLAIM_DELIVERIES.bindparams(bindparam("ids", expanding=True))
+
+        def claim(conn: Connection) -> set[int]:
+            rows = conn.execute(statement, {"ids": list(ids), "me": replica_id, "ttl": ttl})
+            return {int(r[0]) for r in rows}
+
+        return await self.store.in_writer(claim)
 
     async def apply_outcomes(
         self, results: Sequence[AttemptResult], disable_after_s: float | None = None

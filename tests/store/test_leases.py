@@ -130,3 +130,36 @@ async def _sqlite_takeover(store: Store) -> None:
     assert [c.server_id for c in second] == ids
     assert all(c.previous_owner == "run1" for c in second)
     assert await store.lease_balance(TTL) == (1, 3)
+
+
+async def test_each_delivery_attempt_is_leased_to_one_replica(
+    pg_pair: tuple[Store, Store],
+) -> None:
+    from service.webhooks.repository import WebhookRepository
+
+    a, b = pg_pair
+    repo_a, repo_b = WebhookRepository(a), WebhookRepository(b)
+    await repo_a.create_target("http://127.0.0.1:9/hook")
+    for n in range(6):
+        sub, _ = await a.add_subscription("http://127.0.0.1:1/mcp", f"test://d/{n}")
+        gen = await a.bump_generation(sub.server_id)
+        assert gen is not None
+        await a.record_read(sub.id, sub.server_id, gen, [{"uri": sub.uri, "text": "x"}], "x")
+    ids = [d.id for d in await repo_a.list_deliveries()]
+    assert len(ids) == 6
+    got_a, got_b = await asyncio.gather(
+        repo_a.claim_deliveries(ids, "a", 60), repo_b.claim_deliveries(ids, "b", 60)
+    )
+    assert not got_a & got_b and got_a | got_b == set(ids), "one replica per attempt"
+    assert await repo_a.claim_deliveries(ids, "a", 60) == got_a, "a keeps its own"
+    async with a.engine.begin() as conn:  # a died: its leases expire
+        await conn.execute(text("UPDATE deliveries SET lease_until = 0 WHERE lease_owner = 'a'"))
+    assert await repo_b.claim_deliveries(ids, "b", 60) == set(ids), "b takes them over"
+
+
+def test_the_replica_id_survives_a_restart_on_the_same_state_dir(tmp_path: Path) -> None:
+    from service.daemon.leases import default_replica_id
+
+    first = default_replica_id(tmp_path)
+    assert default_replica_id(tmp_path) == first
+    assert default_replica_id(tmp_path / "other") != first  # no such dir: a fresh id
