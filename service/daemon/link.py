@@ -379,6 +379,11 @@ class ServerLink:
             client_name="mcpsubd",
             http=self._http,
             timeout=self._settings.request_timeout_s,
+            # Plain http://: discover and the listen stream on h11 too. httpcore re-registered
+            # each idle stream's socket with the selector around every keep-alive frame (half
+            # of the daemon's idle CPU with 1,000 links); asyncio's reader does not.
+            lean=self._lean,
+            lean_only=True,
         )
         try:
             async with asyncio.timeout(self._settings.request_timeout_s):
