@@ -28,6 +28,8 @@ from urllib.parse import unquote, urlsplit
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
+from service.pathowner import owner_of
+
 DEFAULT_TIMEOUT_S = 10.0
 WAIT_SLACK_S = 5.0
 """Extra seconds a long-poll request may take beyond the wait it asks the daemon for."""
@@ -109,21 +111,6 @@ def _exists(path: Path) -> bool:
         return True
 
 
-def _owner(path: Path) -> str | None:
-    for candidate in (path, *path.parents):
-        try:
-            uid = candidate.stat().st_uid
-        except OSError:
-            continue
-        try:
-            import pwd
-
-            return pwd.getpwuid(uid).pw_name
-        except (ImportError, KeyError):
-            return f"uid {uid}"
-    return None
-
-
 def permission_problem(socket: Path) -> DaemonError | None:
     """A :class:`DaemonError` when this user may not reach ``socket`` (else None).
 
@@ -139,7 +126,7 @@ def permission_problem(socket: Path) -> DaemonError | None:
         return None
     if allowed:
         return None
-    owner = _owner(socket)
+    owner = owner_of(socket)
     message = f"permission denied on {socket}" + (
         f" (the daemon runs as {owner}?)" if owner else ""
     )

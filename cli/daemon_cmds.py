@@ -281,7 +281,8 @@ def _when_ago(ts: Any, ago: Callable[[Any], str]) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from cli.human import duration, error_text, yes_no
+    from cli.human import error_text, yes_no
+    from service.statusline import duration
 
     def body(client: DaemonClient) -> int:
         st = _wait_ready(client, args) if args.wait_ready else client.status()

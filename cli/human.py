@@ -12,22 +12,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-
-def duration(seconds: Any) -> str:
-    """``45 s``, ``11m41s``, ``3h05m``, ``2d04h``; ``-`` for nothing."""
-    if not isinstance(seconds, (int, float)) or seconds < 0:
-        return "-"
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole} s"
-    minutes, secs = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h{minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h"
+from service.statusline import duration
 
 
 def ago(ts: Any, now: float | None = None) -> str:

@@ -34,7 +34,10 @@ def _delay() -> float:
         return SHOW_AFTER_S
 
 
-def _elapsed(seconds: float) -> str:
+def duration(seconds: Any) -> str:
+    """``45 s``, ``11m41s``, ``3h05m``, ``2d04h``; ``-`` for nothing (also ``mcpsubctl status``)."""
+    if not isinstance(seconds, (int, float)) or seconds < 0:
+        return "-"
     whole = int(seconds)
     if whole < 60:
         return f"{whole} s"
@@ -42,7 +45,10 @@ def _elapsed(seconds: float) -> str:
     if minutes < 60:
         return f"{minutes}m{secs:02d}s"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
 
 
 class _ErasingStream:
@@ -153,7 +159,7 @@ class StatusLine:
         if self.stream is None or not self._phase:
             return
         width = _columns(self.stream)
-        text = f"{self._phase} {_elapsed(time.monotonic() - self._started)}"
+        text = f"{self._phase} {duration(time.monotonic() - self._started)}"
         if len(text) >= width:
             text = text[: max(0, width - 2)] + "…"
         try:

@@ -43,6 +43,7 @@ from service.daemon.logs import set_log_level
 from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
 from service.daemon.supervisor import Supervisor
+from service.pathowner import owner_of
 from service.statusline import StatusLine
 from service.store import Store
 from service.store.database import DATABASE_ERRORS, describe
@@ -107,27 +108,11 @@ def prepare_state_dir(path: Path) -> None:
         raise ConfigError(state_dir_problem(path, PermissionError(errno.EACCES, "denied")))
 
 
-def _owner(path: Path) -> str | None:
-    """The user owning ``path`` or its nearest existing ancestor (for "run as … ?" hints)."""
-    for candidate in (path, *path.parents):
-        try:
-            uid = candidate.stat().st_uid
-        except OSError:
-            continue
-        try:
-            import pwd
-
-            return pwd.getpwuid(uid).pw_name
-        except (ImportError, KeyError):
-            return f"uid {uid}"
-    return None
-
-
 def state_dir_problem(path: Path, exc: OSError) -> str:
     """One line naming the state directory and what is wrong with it."""
     where = f"state directory {path}"
     if isinstance(exc, PermissionError):
-        owner = _owner(path)
+        owner = owner_of(path)
         who = f" (owned by {owner}; run mcpsubd as that user" if owner else " ("
         return f"{where}: permission denied{who} or pass --state-dir)"
     if isinstance(exc, FileExistsError):
