@@ -30,6 +30,7 @@ from service.store import Store
 from service.store.leases import Claimed
 
 log = structlog.get_logger("mcpsubd.leases")
+RECONCILE_EVERY = 10  # lease passes between full reconciles when nothing changed
 
 
 class LinkOwner(Protocol):
@@ -141,6 +142,7 @@ class LeaseKeeper:
 
     async def tick(self) -> None:
         started = time.monotonic()
+        held_before = set(self.owner.held())
         await self.store.lease_heartbeat(self.replica_id, socket.gethostname(), os.getpid())
         held = await self.store.renew_leases(self.replica_id, self.ttl_s)
         self.valid_until = started + self.ttl_s
@@ -163,7 +165,13 @@ class LeaseKeeper:
             for server_id in sorted(mine, reverse=True)[: len(mine) - share]:
                 await self.owner.drop(server_id, release=True)
                 self.stats["lease_releases_total"] += 1
-        await self.owner.reconcile()
+        # Subscriptions added or removed through this replica's API reach its links at once, and
+        # another replica's changes arrive by NOTIFY (``_remote_link_change``). A full reconcile
+        # (it loads every held subscription: most of an idle daemon's CPU at 10,000 of them) is
+        # the safety net for a missed notification: when the held set changed, and every
+        # ``RECONCILE_EVERY`` passes otherwise.
+        if self.owner.held() != held_before or self._passes % RECONCILE_EVERY == 0:
+            await self.owner.reconcile()
         self.stats["leases_held"] = float(len(self.owner.held()))
         self._passes += 1
         if self._passes % 100 == 1:
