@@ -8,51 +8,26 @@ form) is refused here with a 4xx, never found later as a 500 after a partial wri
 from __future__ import annotations
 
 import ipaddress
-import json
 import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
+from service import safejson
 from service.api.errors import ApiError, InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
 
 MAX_URL_LENGTH = 2048
 MAX_URI_LENGTH = 2048
 MAX_ID = 2**63 - 1
 MAX_JSON_DEPTH = 64
-"""Request bodies are flat objects; anything deeper is refused before ``json.loads`` recurses."""
-
-
-def json_depth_exceeds(raw: bytes | str, limit: int) -> bool:
-    """True when brackets nest deeper than ``limit`` (strings are skipped; pure, linear)."""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    depth = 0
-    in_string = False
-    escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in "]}":
-            depth -= 1
-    return False
+"""Request bodies are flat objects; anything deeper is refused (``service.safejson``)."""
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
-    if json_depth_exceeds(raw, MAX_JSON_DEPTH):
-        raise InvalidJson(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
     try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        value = safejson.loads(raw, max_depth=MAX_JSON_DEPTH)
+    except safejson.InvalidJson as exc:
+        if exc.too_deep:
+            raise InvalidJson(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
         raise InvalidJson(f"the body is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise InvalidJson("the body must be a JSON object")
