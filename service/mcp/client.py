@@ -19,7 +19,7 @@ import ssl
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -271,20 +271,7 @@ class McpClient:
                     raise ProtocolViolation(f"{method}: {exc}") from exc
         except httpx.HTTPError as exc:
             raise _transport_error(exc, self.url) from exc
-        result = parse_response(
-            response.status_code,
-            response.headers.get("content-type", ""),
-            body,
-            request_id,
-            method,
-            www_authenticate=response.headers.get("www-authenticate"),
-        )
-        if result.get("resultType", "complete") == "input_required":
-            raise McpError(
-                f"{method}: the server asked for client input (input_required), "
-                "which this client does not provide"
-            )
-        return result
+        return _result_of(response.status_code, response.headers, body, request_id, method)
 
     async def _request_lean(
         self,
@@ -299,20 +286,7 @@ class McpClient:
             response = await lean.post(content, headers, decode=self._lean_only)
         except BodyRefused as exc:
             raise ProtocolViolation(f"{method}: {exc}") from exc
-        result = parse_response(
-            response.status,
-            response.headers.get("content-type", ""),
-            response.body,
-            request_id,
-            method,
-            www_authenticate=response.headers.get("www-authenticate"),
-        )
-        if result.get("resultType", "complete") == "input_required":
-            raise McpError(
-                f"{method}: the server asked for client input (input_required), "
-                "which this client does not provide"
-            )
-        return result
+        return _result_of(response.status, response.headers, response.body, request_id, method)
 
     async def discover(self) -> DiscoverResult:
         """``server/discover``; a server that cannot serve 2026-07-28 raises ProtocolUnsupported."""
@@ -630,3 +604,23 @@ __all__ = [
     "McpClient",
     "make_http_client",
 ]
+
+
+def _result_of(
+    status: int, headers: Mapping[str, str], body: bytes, request_id: Any, method: str
+) -> dict[str, Any]:
+    """One answer, whichever transport carried it: the result, or the error it stands for."""
+    result = parse_response(
+        status,
+        headers.get("content-type", ""),
+        body,
+        request_id,
+        method,
+        www_authenticate=headers.get("www-authenticate"),
+    )
+    if result.get("resultType", "complete") == "input_required":
+        raise McpError(
+            f"{method}: the server asked for client input (input_required), "
+            "which this client does not provide"
+        )
+    return result
