@@ -81,8 +81,18 @@ def when(ts: Any) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-def event_line(event: dict[str, Any]) -> str:
-    parts = [str(event.get("id")), when(event.get("createdAt")), str(event.get("type"))]
+def event_line(event: dict[str, Any], now: float | None = None) -> str:
+    """One event as a line. With ``now`` (stdout is a terminal: a person reads it now) the
+    time is relative, ``12 s ago``, in the units of ``status``/``show``; without it (a pipe,
+    a file: read later, grepped, compared with logs) it stays the absolute local time."""
+    created = event.get("createdAt")
+    if now is None:
+        moment = when(created)
+    else:
+        from cli.human import ago
+
+        moment = ago(created, now)
+    parts = [str(event.get("id")), moment, str(event.get("type"))]
     if event.get("uri"):
         parts.append(str(event["uri"]))
     if event.get("revision") is not None:
@@ -93,6 +103,13 @@ def event_line(event: dict[str, Any]) -> str:
     from service.safetext import shown
 
     return "  ".join(shown(part) for part in parts)
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _sub_rows(subs: list[dict[str, Any]]) -> list[list[Any]]:
@@ -406,8 +423,9 @@ def cmd_events(args: argparse.Namespace) -> int:
         elif not page["events"]:
             _emit("no events" + (f" after {args.since}" if args.since else ""))
         else:
+            human = _stdout_is_terminal()
             for event in page["events"]:
-                _emit(event_line(event))
+                _emit(event_line(event, time.time() if human else None))
         return 0
 
     return _run(args, body)
@@ -420,6 +438,7 @@ def _follow(client: DaemonClient, args: argparse.Namespace) -> int:
     if last is None:
         last = int(client.status().get("lastEventId") or 0)
     seen = 0
+    human = _stdout_is_terminal()
     try:
         while True:
             try:
@@ -434,7 +453,8 @@ def _follow(client: DaemonClient, args: argparse.Namespace) -> int:
                     if args.json:
                         _emit(_dumps(data))
                     else:
-                        _emit(event_line(data) if event_type != "reset" else f"reset {data}")
+                        now = time.time() if human else None
+                        _emit(event_line(data, now) if event_type != "reset" else f"reset {data}")
                     seen += 1
                     if args.max_events is not None and seen >= args.max_events:
                         return 0
@@ -859,7 +879,14 @@ def add_daemon_commands(sub: Any) -> None:
     _common(p)
     p.add_argument("--url", default=None, help="only the link to this server")
 
-    p = sub_parser(sub, "events", help="daemon: the event log (or --follow it)")
+    p = sub_parser(
+        sub,
+        "events",
+        help="daemon: the event log (or --follow it)",
+        description="daemon: the event log (or --follow it). On a terminal each event's "
+        "time reads '12 s ago'; in a pipe or a file it is the absolute local time; --json "
+        "keeps the raw data (createdAt in epoch seconds).",
+    )
     _common(p, follow=True)
     p.add_argument(
         "--follow",

@@ -73,6 +73,9 @@ def render(name: str, parser: argparse.ArgumentParser, summary: str | None = Non
 
 def _command(name: str, node: Command) -> list[str]:
     lines = [f'.SS "{esc(" ".join((name, *node.path)))}"', esc(node.help)]
+    description = " ".join((node.parser.description or "").split())
+    if description and description != node.help:  # it says more than the one-line help
+        lines += [".PP", esc(description)]
     if not node.children:
         lines += [".PP", *_literal(_usage(node.parser))]
     for positional in node.positionals:

@@ -7,7 +7,9 @@ quick commands never flicker); nothing here depends on how long anything takes.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -237,6 +239,40 @@ def test_status_show_and_events_in_human_units(review_lab: LabServer, tmp_path: 
         assert shown.code == 0
         assert "[" not in shown.stdout.split("text:")[0]  # lists as lists, not reprs
         assert " ago (" in shown.stdout  # created: 0 s ago (2026-…)
+    finally:
+        daemon.stop()
+
+
+def test_events_on_a_terminal_say_how_long_ago(review_lab: LabServer, tmp_path: Path) -> None:
+    """A person at a terminal reads ``12 s ago``; a pipe or a file keeps the absolute time
+    (it is read later), and ``--json`` is the same bytes either way."""
+    daemon = Daemon(tmp_path / "state").start()
+    try:
+        daemon.ctl("subscribe", "--url", review_lab.url, "--uri", URI, "--no-wait")
+        env = {"MCPSUB_STATE_DIR": str(daemon.state_dir)}
+        date = re.compile(r"\b20\d\d-\d\d-\d\d \d\d:\d\d:\d\d\b")
+        ago_re = re.compile(r"^1 {2}\d+ s ago {2}subscription\.created {2}" + re.escape(URI))
+
+        _, tty = run_on_pty("mcpsubctl", "events", "--since", "0", env=env, stdout_tty=True)
+        first = tty.replace("\r\n", "\n").splitlines()[0]
+        assert ago_re.match(first), tty
+        assert not date.search(tty), tty
+        piped = daemon.ctl("events", "--since", "0")
+        assert piped.code == 0 and date.search(piped.stdout.splitlines()[0]), piped.stdout
+        assert " ago" not in piped.stdout
+
+        # --follow: the same rule for every line it prints.
+        args = ("events", "--follow", "--since", "0", "--max-events", "1")
+        _, followed = run_on_pty("mcpsubctl", *args, env=env, stdout_tty=True)
+        assert ago_re.match(followed.strip()), followed
+        assert date.search(daemon.ctl(*args).stdout), "a piped --follow keeps absolute times"
+
+        # --json: byte-identical on a terminal and in a pipe, with the raw timestamps.
+        json_args = ("events", "--since", "0", "--limit", "1", "--json")
+        _, tty_json = run_on_pty("mcpsubctl", *json_args, env=env, stdout_tty=True)
+        piped_json = daemon.ctl(*json_args).stdout
+        assert tty_json.replace("\r\n", "\n") == piped_json
+        assert isinstance(json.loads(piped_json)["events"][0]["createdAt"], (int, float))
     finally:
         daemon.stop()
 
