@@ -107,3 +107,50 @@ async def test_notify_wakes_a_replica_that_did_not_write(
         assert hub.last_id == event.id and event.subscription_id == sub.id
     finally:
         await listener.stop()
+
+
+async def test_the_one_statement_revision_write_waits_for_the_order_lock(
+    replicas: tuple[Store, Store],
+) -> None:
+    """On PostgreSQL a revision is written by one statement (``RECORD_READ_PG``); its
+    event-order lock is part of it, so the rule holds for revisions too, and the NOTIFY fires."""
+    a, b = replicas
+    sub, _ = await b.add_subscription("http://127.0.0.1:1/mcp", "test://rev")
+    generation = await b.bump_generation(sub.server_id)
+    hub = EventHub(await b.last_event_id())
+    listener = PgListener(
+        str(b.engine.url.render_as_string(False)), hub.seen, newest_id=b.last_event_id
+    )
+    listener.start()
+    try:
+        await asyncio.wait_for(listener.connected.wait(), 10)
+        async with a.engine.connect() as conn:
+            slow = await conn.begin()
+            first = await conn.run_sync(
+                lambda c: (order_events(c), insert_event(c, "test.slow", time.time()))[1]
+            )
+            contents = [{"uri": sub.uri, "text": "v1"}]
+            write = asyncio.create_task(
+                b.record_read(sub.id, sub.server_id, generation, contents, "v1")
+            )
+
+            async def blocked_or_done() -> None:
+                while not write.done() and not await waiting_for_the_order_lock(b):
+                    await asyncio.sleep(0.01)
+
+            await asyncio.wait_for(blocked_or_done(), 10)
+            assert not write.done(), "the revision write did not wait for the order lock"
+            await slow.commit()
+        revision = await write
+        assert revision is not None and revision.revision == 1
+        [updated] = await b.events_after(first.id)
+        assert updated.type == "resource.updated" and updated.id > first.id
+        assert updated.revision_id == revision.id and updated.uri == sub.uri
+        assert await hub.wait_beyond(first.id, timeout=10), "no NOTIFY for the revision"
+        # unchanged content and a stale generation write nothing, in the same statement
+        assert await b.record_read(sub.id, sub.server_id, generation, contents, "v1") is None
+        stale = [{"uri": sub.uri, "text": "v2"}]
+        assert await b.record_read(sub.id, sub.server_id, generation - 1, stale, "v2") is None
+        assert await b.events_after(updated.id) == []
+    finally:
+        await listener.stop()
