@@ -159,9 +159,16 @@ class ScaleResult:
     api_cpu: CpuMeter | None = None
     batch: ScaleResult | None = None
     """The same measurement with the batch form (one POST per link, all its URIs)."""
+    profiles: list[tuple[str, Any]] = field(default_factory=list)
+    """(title, (samples, functions, packages) or an error string) from ``--py-spy``: the cold
+    start, and a second idle window after the measured one."""
+    smaps: dict[str, int] = field(default_factory=dict)
+    """The daemon's ``/proc/PID/smaps_rollup`` after the idle window (kB)."""
 
 
-async def phase_scale(plan: Plan, children: Children, tmp: Path) -> ScaleResult:
+async def phase_scale(
+    plan: Plan, children: Children, tmp: Path, spy: str | None = None
+) -> ScaleResult:
     res = ScaleResult(links=plan.links, subscriptions=plan.links * URIS_PER_LINK, labs=plan.labs)
     total_links = plan.links + plan.api_links + plan.batch_links
     per_lab = -(-total_links // plan.labs)
@@ -184,7 +191,13 @@ async def phase_scale(plan: Plan, children: Children, tmp: Path) -> ScaleResult:
         seed_subscriptions(daemon, pairs_for(range(plan.links)))
         res.seed_s = time.perf_counter() - started
         t0 = time.perf_counter()
-        start_daemon(children, daemon.state_dir, daemon)
+        children.add(daemon)
+        cold: Profiler | None = None
+        if spy:  # from the interpreter's start: the cold start is what (a) times
+            wait_for_interpreter(daemon.pid)
+            cold = Profiler(spy, daemon.pid, tmp / "scale-cold.txt")
+            cold.start()
+        daemon.wait_ready()
         res.ready_s = time.perf_counter() - t0
         pids = {"mcpsubd": daemon.pid, **{lab.name: lab.pid for lab in labs}}
         res.ramp = CpuMeter(pids)
@@ -214,6 +227,11 @@ async def phase_scale(plan: Plan, children: Children, tmp: Path) -> ScaleResult:
                 await bounded_wait(ramp_done, plan.ramp_timeout_s, 0.5, "all links open and read")
             finally:
                 res.ramp.stop()
+                if cold is not None:
+                    cold.stop()
+                    res.profiles.append(
+                        ("cold start (daemon start → every URI read)", digest(cold))
+                    )
             print(
                 f"    ready {res.ready_s:.1f} s, open {fmt_s(res.open_s)}, "
                 f"active {fmt_s(res.active_s)}, read {fmt_s(res.read_s)}",
@@ -241,6 +259,16 @@ async def phase_scale(plan: Plan, children: Children, tmp: Path) -> ScaleResult:
             res.hwm_kb = status_kb(daemon.pid, "VmHWM")
             res.fds = open_fds(daemon.pid)
             res.threads = status_kb(daemon.pid, "Threads")
+            res.smaps = smaps_rollup(daemon.pid)
+            if spy:  # a second idle window, profiled (the measured one ran without py-spy)
+                idle = Profiler(spy, daemon.pid, tmp / "scale-idle.txt", gil=False)
+                idle.start()
+                await asyncio.sleep(plan.idle_s)
+                idle.stop()
+                title = (
+                    f"idle (a second {plan.idle_s:g} s window after the measured one; all threads)"
+                )
+                res.profiles.append((title, digest(idle)))
             # after the window: still everything open, nothing reconnected?
             # GET /v1/status on the settled daemon: 10 timed calls (the ones during the ramp
             # above compete with the cold start and are not the figure)
@@ -330,6 +358,114 @@ async def api_sample(
             await bounded_wait(done, 120.0, 0.5, "API-added subscriptions active and read")
     finally:
         res.api_cpu = meter.stop()
+
+
+def digest(profiler: Profiler) -> Any:
+    """The profile's tables while its file still exists, or why there are none."""
+    summary = profiler.summary(top=20)
+    if summary is None:
+        return profiler.error or "no samples"
+    return summary[0], summary[1], profiler.packages(), ours_on_stack(profiler.out)
+
+
+def ours_on_stack(raw: Path, top: int = 20) -> list[tuple[str, float]]:
+    """[(function, % of samples with it on the stack)] for the project's own functions
+    (``service/``): which of our calls the time is spent under, callees included."""
+    total: dict[str, int] = {}
+    samples = 0
+    with contextlib.suppress(OSError):
+        for line in raw.read_text(errors="replace").splitlines():
+            stack, _, count_text = line.rpartition(" ")
+            if not stack or not count_text.isdigit():
+                continue
+            samples += int(count_text)
+            names = set()
+            for frame in stack.split(";"):
+                if "(service/" in frame or "(daemon/" in frame or "(store/" in frame:
+                    names.add(
+                        frame.split(" (")[0].strip()
+                        + " ("
+                        + frame.rsplit("(", 1)[-1].split(":")[0]
+                        + ")"
+                    )
+            for name in names:
+                total[name] = total.get(name, 0) + int(count_text)
+    ranked = sorted(total.items(), key=lambda kv: -kv[1])[:top]
+    return [(name, 100.0 * n / max(samples, 1)) for name, n in ranked]
+
+
+def wait_for_interpreter(pid: int, timeout_s: float = 5.0) -> None:
+    """Until ``pid`` runs Python code (its first extension module is mapped): py-spy cannot
+    attach to a process still in exec, and then records nothing."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if "lib-dynload" in Path(f"/proc/{pid}/maps").read_text(errors="replace"):
+                return
+        time.sleep(0.01)
+
+
+def smaps_rollup(pid: int) -> dict[str, int]:
+    """``/proc/PID/smaps_rollup`` in kB (Rss, Anonymous, …): which kind of memory RSS is."""
+    out: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            name, _, rest = line.partition(":")
+            parts = rest.split()
+            if len(parts) == 2 and parts[1] == "kB":
+                out[name.strip()] = int(parts[0])
+    return out
+
+
+def scale_details(scale: ScaleResult) -> list[str]:
+    """(a)'s CPU per unit of work, memory by kind, and the py-spy tables when recorded."""
+    idle, ramp = scale.idle, scale.ramp
+    assert idle is not None and ramp is not None
+    ramp_cpu = ramp.used.get("mcpsubd", 0.0)
+    per_s = idle.used["mcpsubd"] * 1000 / max(idle.elapsed, 1e-9)
+    out = [
+        f"* **Idle**: {scale.links:,} streams each carry a `: keepalive` every 15 s: "
+        f"{per_s:.1f} ms of CPU per second, {per_s / max(scale.links, 1) * 15:.2f} ms "
+        "per link per 15 s.",
+        f"* **Cold start**: {ramp_cpu:.1f} s of CPU for {scale.subscriptions:,} first reads "
+        f"({1000 * ramp_cpu / max(scale.subscriptions, 1):.2f} ms each, discover and listens "
+        "included).",
+    ]
+    if scale.smaps:
+        kb = scale.smaps
+        out.append(
+            f"* **Memory** (`smaps_rollup` after the idle window): Rss {kb.get('Rss', 0) / 1024:.1f} MB "
+            f"= anonymous {kb.get('Anonymous', 0) / 1024:.1f} MB + file-backed "
+            f"{(kb.get('Rss', 0) - kb.get('Anonymous', 0)) / 1024:.1f} MB (shared libraries, "
+            f"bytecode mapped from `.so` files); {1024 * kb.get('Anonymous', 0) / max(scale.links, 1) / 1024:.0f} kB "
+            "anonymous per link."
+        )
+    out.append("")
+    for title, profile in scale.profiles:
+        if isinstance(profile, str):
+            out += [f"py-spy, {title}: unavailable ({profile})", ""]
+            continue
+        samples, rows, packages, ours = profile
+        out += [
+            f"`py-spy record --rate 200` of mcpsubd, {title}: {samples:,} samples. "
+            "By package of the innermost frame:",
+            "",
+            "| package | own % | on the stack % |",
+            "|---|---:|---:|",
+            *(f"| {name} | {own:.1f} | {tot:.1f} |" for name, own, tot in packages),
+            "",
+            "| function | own % | with callees % |",
+            "|---|---:|---:|",
+            *(f"| `{name}` | {own:.1f} | {tot:.1f} |" for name, own, tot in rows),
+            "",
+            "The project's own functions by share of samples with them on the stack:",
+            "",
+            "| function | on the stack % |",
+            "|---|---:|",
+            *(f"| `{name}` | {tot:.1f} |" for name, tot in ours),
+            "",
+        ]
+    return out
 
 
 # ---- phases (b) and (c): throughput and latency -----------------------------------------------
@@ -582,9 +718,9 @@ async def run_steady(
 def render(
     plan: Plan,
     scale: ScaleResult,
-    sequential: SequentialResult,
-    burst: BurstResult,
-    steady: SteadyResult,
+    sequential: SequentialResult | None,
+    burst: BurstResult | None,
+    steady: SteadyResult | None,
     spy: str | None,
     wall_s: float,
     code: str,
@@ -594,7 +730,8 @@ def render(
     out = [
         "# Daemon benchmark",
         "",
-        f"Generated by `bench/daemon.py`{' --quick' if plan.name == 'quick' else ''} on {now} "
+        f"Generated by `bench/daemon.py`{' --quick' if plan.name == 'quick' else ''}"
+        f"{' --phases a' if burst is None else ''} on {now} "
         f"({wall_s:.0f} s in all).",
         f"Machine: {machine()}.",
         f"Code: {code}.",
@@ -602,6 +739,7 @@ def render(
         "Lab servers (`python -m labserver`, 127.0.0.1, log `silent`, keep-alive 15 s) and one",
         "`mcpsubd` with default settings (log level `info`, JSON to a pipe) share the machine",
         "with the bench client; CPU % is of one core (utime+stime from `/proc/PID/stat`).",
+        f"Load average (1/5/15 min) at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}.",
         "",
     ]
     # (a)
@@ -711,6 +849,11 @@ def render(
             + "; ".join(f"`{code}`: {msg}" for code, msg in sorted(scale.link_down_errors.items())),
             "",
         ]
+    out += scale_details(scale)
+    if burst is None or sequential is None or steady is None:
+        out.append(f"Targets missed: {', '.join(missed)}." if missed else "All targets met.")
+        out.append("")
+        return "\n".join(out), missed
     # (b)
     cpu = burst.cpu
     assert cpu is not None
@@ -822,13 +965,6 @@ def render(
             if lab_per_change_ms * TARGET_UPDATES_PER_S / 1000 > 1.0
             else "The lab fits the target rate in one core."
         ),
-        f"* **Idle**: {scale.links:,} streams each carry a `: keepalive` every 15 s and each "
-        "link's loop wakes every `keepalive_s` (15 s) for its watchdog: "
-        f"{idle.used['mcpsubd'] * 1000 / max(idle.elapsed, 1e-9):.1f} ms of CPU per second, "
-        f"{idle.used['mcpsubd'] * 1000 / max(idle.elapsed, 1e-9) / scale.links * 15:.2f} ms "
-        "per link per 15 s.",
-        f"* **Cold start**: {ramp_cpu:.0f} s of CPU for {scale.subscriptions:,} first reads "
-        f"({1000 * ramp_cpu / scale.subscriptions:.0f} ms each, listens included).",
         "",
     ]
     if burst.profile is not None:
@@ -868,8 +1004,12 @@ def render(
     return "\n".join(out), missed
 
 
-async def run(plan: Plan, children: Children, tmp: Path, spy: str | None) -> tuple[Any, ...]:
-    scale = await phase_scale(plan, children, tmp)
+async def run(
+    plan: Plan, children: Children, tmp: Path, spy: str | None, phases: str
+) -> tuple[Any, ...]:
+    scale = await phase_scale(plan, children, tmp, spy if phases == "a" else None)
+    if phases == "a":
+        return scale, None, None, None
     sequential, burst, steady = await phase_flow(plan, children, tmp, spy)
     return scale, sequential, burst, steady
 
@@ -885,10 +1025,23 @@ def main() -> int:
         default=None,
         help="markdown report (default results/daemon.md; --quick: print only)",
     )
-    parser.add_argument("--py-spy", dest="py_spy", help="py-spy binary: profile mcpsubd in (b)")
+    parser.add_argument(
+        "--py-spy",
+        dest="py_spy",
+        help="py-spy binary: profile mcpsubd in (b); with --phases a, its cold start and idle",
+    )
+    parser.add_argument(
+        "--phases",
+        choices=("abc", "a"),
+        default="abc",
+        help="a: the scale phase alone (cold start, RSS, idle CPU, API); default all",
+    )
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
-    out = args.out or (None if args.quick else REPO_ROOT / "results" / "daemon.md")
+    default_out = (
+        REPO_ROOT / "results" / ("daemon.md" if args.phases == "abc" else "daemon-scale.md")
+    )
+    out = args.out or (None if args.quick else default_out)
     spy = find_py_spy(args.py_spy)
     check_hash_prediction()
     signal.signal(signal.SIGTERM, sigterm_to_interrupt)
@@ -896,7 +1049,9 @@ def main() -> int:
     code, fingerprint = code_version(), code_fingerprint()
     with workspace() as (children, tmp):
         try:
-            scale, sequential, burst, steady = asyncio.run(run(plan, children, tmp, spy))
+            scale, sequential, burst, steady = asyncio.run(
+                run(plan, children, tmp, spy, args.phases)
+            )
         except KeyboardInterrupt:
             print("bench: interrupted; stopping everything", file=sys.stderr)
             return 130

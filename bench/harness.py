@@ -586,10 +586,13 @@ class SseFollower:
 class Profiler:
     """``py-spy record --format raw`` of one pid, stopped with SIGINT; summarised by function."""
 
-    def __init__(self, binary: str | None, pid: int, out: Path) -> None:
+    def __init__(self, binary: str | None, pid: int, out: Path, *, gil: bool = True) -> None:
         self.binary = binary
         self.pid = pid
         self.out = out
+        self.gil = gil
+        """``--gil``: only the thread holding the GIL. Off for an idle process, where the
+        few samples py-spy takes with ``--gil`` can all miss (every thread waits)."""
         self._log = out.with_suffix(".log")
         self._log_file: Any = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -612,7 +615,8 @@ class Profiler:
                 "--output",
                 str(self.out),
                 "--nonblocking",
-                "--gil",  # only the thread holding the GIL: Python CPU, not GIL waits
+                # only the thread holding the GIL: Python CPU, not GIL waits
+                *(["--gil"] if self.gil else []),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -52,6 +52,7 @@ from service.mcp.lean import LeanHttp, lean_usable
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
 from service.store import Store
 from service.store.database import DATABASE_ERRORS, describe
+from service.store.linkstate import StateChange
 
 log = structlog.get_logger("mcpsubd.link")
 
@@ -531,7 +532,27 @@ class ServerLink:
                 raise LoginRequired(f"the server refused our credentials: {exc}") from exc
             raise _Restart(f"listen refused: {exc}", "SUBSCRIPTION_FAILED") from exc
         self._acked_this_session = True
-        generation = await self._store.bump_generation(self.server_id, expected=self.generation)
+        honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
+        not_honored = [self.wanted[u] for u in uris if u not in honored and u in self.wanted]
+        try:
+            # The generation bump, the server's "open" and the subscriptions' states: one
+            # transaction (service.store.linkstate), fenced on the generation we hold.
+            generation = await self._store.listen_acknowledged(
+                self.server_id,
+                self.generation,
+                [
+                    StateChange([self.wanted[u] for u in sorted(honored)], "active"),
+                    StateChange(
+                        not_honored,
+                        "not_honored",
+                        "the server's acknowledgement did not include this URI",
+                        "SUBSCRIPTION_NOT_HONORED",
+                    ),
+                ],
+            )
+        except BaseException:
+            await stream.aclose()
+            raise
         if generation is None:
             await stream.aclose()
             raise LeaseLost(f"another replica holds {self.url} now (generation moved on)")
@@ -542,28 +563,14 @@ class ServerLink:
         await self._close_stream(old_stream)
         self._stats["streams_opened_total"] = self._stats.get("streams_opened_total", 0) + 1
         self.listened = set(uris)
-        self.honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
+        self.honored = honored
         self._roots = {}
         for uri in self.honored:
             self._roots.setdefault(uri.rstrip("/"), []).append(uri)
-        not_honored = [self.wanted[u] for u in uris if u not in self.honored and u in self.wanted]
         self.state = "open"
         self.last_error = self.last_error_code = self.last_error_hint = None
         self.backoff_until = None
-        await self._store.set_server_state(
-            self.server_id, "open", connected=True, generation=self.generation
-        )
-        await self._store.set_subscription_state(
-            [self.wanted[u] for u in self.honored], "active", generation=self.generation
-        )
         if not_honored:
-            await self._store.set_subscription_state(
-                not_honored,
-                "not_honored",
-                "the server's acknowledgement did not include this URI",
-                generation=self.generation,
-                code="SUBSCRIPTION_NOT_HONORED",
-            )
             loop = asyncio.get_running_loop()
             loop.call_later(self._settings.not_honored_retry_s, self._retry_not_honored)
         log.info(

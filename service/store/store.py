@@ -39,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from service.store import health, hotpath, leases, schema
+from service.store import health, hotpath, leases, linkstate, schema
 from service.store.database import DATABASE_ERRORS, Database, parse
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
@@ -453,63 +453,33 @@ class Store:
         """
         if not subscription_ids:
             return []
-        changed: list[Event] = []
-        subs = schema.subscriptions
-        async with self._write_lock, self._begin_events() as conn:
-            rows = (
-                await conn.execute(
-                    select(*SUBSCRIPTION_COLUMNS)
-                    .join(schema.servers)
-                    .where(
-                        subs.c.id.in_(list(subscription_ids)),
-                        or_(
-                            subs.c.state != state,
-                            func.coalesce(subs.c.state_reason, "") != (reason or ""),
-                        ),
-                    )
-                )
-            ).all()
-            if rows:
-                query = update(subs).where(subs.c.id.in_([r.id for r in rows]))
-                if generation is not None:
-                    current = (
-                        select(schema.servers.c.generation)
-                        .where(schema.servers.c.id == subs.c.server_id)
-                        .scalar_subquery()
-                    )
-                    query = query.where(current == generation)
-                updated = {
-                    int(i)
-                    for i in (
-                        await conn.execute(
-                            query.values(
-                                state=state,
-                                state_reason=reason,
-                                state_code=code,
-                                updated_at=time.time(),
-                            ).returning(subs.c.id)
-                        )
-                    ).scalars()
-                }
-                rows = [r for r in rows if r.id in updated]
-            for row in rows:
-                changed.append(
-                    await self._insert_event(
-                        conn,
-                        "subscription.state",
-                        subscription_id=row.id,
-                        server_url=row.url,
-                        uri=row.uri,
-                        data={
-                            "state": state,
-                            "reason": reason,
-                            "code": code,
-                            "previous": row.state,
-                        },
-                    )
-                )
+        change = linkstate.StateChange(list(subscription_ids), state, reason, code)
+
+        def transaction(conn: Connection) -> list[Event]:
+            hotpath.order_events(conn)
+            return linkstate.set_states(conn, change, generation, time.time())
+
+        # One call on the writer thread (plain SQL): through the async engine this took one
+        # awaited round trip per statement and per event (see service.store.linkstate).
+        async with self._write_lock:
+            changed = await self.in_writer(transaction)
         self._notify(changed)
         return changed
+
+    async def listen_acknowledged(
+        self, server_id: int, expected: int, changes: Sequence[linkstate.StateChange]
+    ) -> int | None:
+        """A listen was acknowledged: the link's next generation (fenced on ``expected``), the
+        server ``open`` and its subscriptions' states (``changes``, under the new generation),
+        in one transaction. None when another replica claimed the link (nothing written)."""
+
+        def transaction(conn: Connection) -> tuple[int | None, list[Event]]:
+            return linkstate.acknowledged(conn, server_id, expected, changes)
+
+        async with self._write_lock:
+            generation, events = await self.in_writer(transaction)
+        self._notify(events)
+        return generation
 
     # ---- leases (scale-out; trivially held on SQLite) -------------------------------------
     async def _lease_call(self, fn: Callable[[Connection], T]) -> T:

@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from service.store import Store
+from service.store import Event, Store
 from service.store.database import DatabaseUrlError, parse, redact
+from service.store.linkstate import StateChange
 from service.store.migrate import MIGRATIONS_DIR, current
 from service.webhooks.repository import WebhookRepository
 
@@ -175,3 +176,50 @@ async def test_ids_are_never_reused(store: Store) -> None:
     assert target.id > first_target.id
     assert again.id > sub.id
     assert delivery.id > first_delivery.id
+
+
+async def test_an_acknowledged_listen_is_one_fenced_transaction(store: Store) -> None:
+    """``listen_acknowledged``: generation + 1, server open, states and their events together;
+    with a stale ``expected`` generation nothing at all is written."""
+    a, _ = await store.add_subscription(URL, "test://a")
+    b, _ = await store.add_subscription(URL, "test://b")
+    c, _ = await store.add_subscription(URL, "test://c")
+    gen = await store.bump_generation(a.server_id)
+    assert gen is not None
+    await store.set_server_state(a.server_id, "backoff", error="down", error_code="X")
+    seen: list[Event] = []
+    store.on_event.append(seen.append)
+    changes = [
+        StateChange([a.id, b.id], "active"),
+        StateChange([c.id], "not_honored", "not in the ack", "SUBSCRIPTION_NOT_HONORED"),
+    ]
+    assert await store.listen_acknowledged(a.server_id, gen - 1, changes) is None
+    server = await store.get_server(a.server_id)
+    assert server is not None and (server.generation, server.state) == (gen, "backoff")
+    assert {s.state for s in await store.list_subscriptions(a.server_id)} == {"pending"}
+    assert seen == []
+
+    new = await store.listen_acknowledged(a.server_id, gen, changes)
+    assert new == gen + 1
+    server = await store.get_server(a.server_id)
+    assert server is not None
+    assert (server.generation, server.state, server.last_error) == (gen + 1, "open", None)
+    assert server.connected_at is not None
+    states = {s.uri: (s.state, s.state_code) for s in await store.list_subscriptions(a.server_id)}
+    assert states == {
+        "test://a": ("active", None),
+        "test://b": ("active", None),
+        "test://c": ("not_honored", "SUBSCRIPTION_NOT_HONORED"),
+    }
+    assert [(e.type, e.uri, e.data["previous"]) for e in seen] == [
+        ("subscription.state", "test://a", "pending"),
+        ("subscription.state", "test://b", "pending"),
+        ("subscription.state", "test://c", "pending"),
+    ]
+    assert [e.id for e in seen] == sorted(e.id for e in seen)
+    # unchanged states log nothing; the fence is on the generation just set
+    seen.clear()
+    assert await store.listen_acknowledged(a.server_id, gen + 1, changes) == gen + 2
+    assert seen == []
+    assert await store.set_subscription_state([a.id], "error", "x", generation=gen + 1) == []
+    assert len(await store.set_subscription_state([a.id], "error", "x", generation=gen + 2)) == 1
