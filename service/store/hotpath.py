@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -136,6 +137,42 @@ def insert_event(
         data=data or {},
         created_at=created_at,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One read to record: the arguments of :func:`record_read`, computed before the hop."""
+
+    subscription_id: int
+    server_id: int
+    generation: int
+    contents: list[dict[str, Any]]
+    contents_json: str
+    text: str | None
+    digest: str
+    read_at: float
+    trigger: str | None = None
+
+
+def record_reads(
+    conn: Connection,
+    reads: Sequence[Read],
+    sinks: Sequence[Callable[[Connection, Event], object]] = (),
+) -> list[tuple[Revision, Event] | None]:
+    """Group commit: several reads in one transaction (``Store.record_read`` batches them).
+
+    Each read runs exactly the statements :func:`record_read` runs for it, in the order
+    given, so event ids follow that order and every row is fenced on its own: a read that is
+    fenced out (or unchanged) only touches its row and yields None, leaving the others alone.
+    On PostgreSQL the first read's statement takes the event-order lock for the whole batch
+    (it is held to the commit; taking it again is a no-op)."""
+    return [
+        record_read(
+            conn, r.subscription_id, r.server_id, r.generation, r.contents, r.contents_json,
+            r.text, r.digest, r.read_at, sinks, r.trigger,
+        )  # fmt: skip
+        for r in reads
+    ]
 
 
 def record_read(

@@ -107,6 +107,10 @@ def _event(row: Any) -> Event:
     return from_row(Event, row, data=loads_object(row._mapping["data"]))
 
 
+MAX_READ_BATCH = 256
+"""Reads per group-commit transaction: bounds how long one commit holds the write lock (and,
+on PostgreSQL, the event-order lock) while a burst drains."""
+
 EventSink = Callable[[Connection, Event], object]
 """Runs inside the transaction that commits an event (e.g. the webhook outbox)."""
 
@@ -121,6 +125,9 @@ class Store:
         self.database = database or Database("sqlite", str(engine.url))
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcpsub-db-writer")
         self._write_lock = asyncio.Lock()
+        self._pending_reads: list[tuple[hotpath.Read, asyncio.Future[Any]]] = []
+        """Reads waiting for the next group commit (see :meth:`record_read`)."""
+        self._committer: asyncio.Task[None] | None = None
         self.on_event: list[Any] = []
         """Callbacks ``(Event) -> None`` run after an event's transaction commits."""
         self.health = StorageHealth()
@@ -151,6 +158,9 @@ class Store:
         return store
 
     async def close(self) -> None:
+        if self._committer is not None and not self._committer.done():
+            with contextlib.suppress(Exception):  # its callers get the outcome or the error
+                await self._committer
         await self.engine.dispose()
         self._writer.shutdown(wait=True)
         if self.sync_engine is not None:
@@ -544,32 +554,104 @@ class Store:
         Returns the new revision, or None when the content is unchanged or the read is stale
         (its link has re-listened since it started: generation fencing).
 
-        This is the daemon's hot path, so the whole transaction runs as one call on the
-        writer thread with statements compiled once (:mod:`service.store.hotpath`): through
-        the async driver the same transaction took ~20 thread hops and ~5 ms; this way it
-        costs well under 1 ms. The write lock is the same one every other write takes.
+        This is the daemon's hot path. The transaction runs on the writer thread with
+        statements compiled once (:mod:`service.store.hotpath`), and reads are *group
+        committed*: every read recorded in the same loop tick, or while the writer is busy,
+        goes to the writer in one hand-off and commits in one transaction
+        (:meth:`_commit_reads`). One thread hop per read was most of the daemon's time at
+        500 reads/s on a loaded machine (py-spy: ``ThreadPoolExecutor.submit``, see
+        ``results/hotpath.md``). Each read is still fenced on its own row, and its revision,
+        event and outbox rows commit together; a storage failure fails every read of the
+        batch with the error its own transaction would have had.
         """
-        digest = content_hash(contents)
-        read_at = time.time() if read_at is None else read_at
-        payload = json.dumps(contents, ensure_ascii=False)
-
-        def transaction(conn: Connection) -> tuple[Revision, Event] | None:
-            return hotpath.record_read(
-                conn, subscription_id, server_id, generation, contents, payload, text, digest,
-                read_at, self.event_sinks, trigger,
-            )  # fmt: skip
-
+        read = hotpath.Read(
+            subscription_id,
+            server_id,
+            generation,
+            contents,
+            json.dumps(contents, ensure_ascii=False),
+            text,
+            content_hash(contents),
+            time.time() if read_at is None else read_at,
+            trigger,
+        )
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[Revision, Event] | None] = loop.create_future()
+        self._pending_reads.append((read, future))
+        if self._committer is None or self._committer.done():
+            self._committer = loop.create_task(self._commit_reads())
         try:
-            async with self._write_lock:
-                outcome = await self.in_writer(transaction)
+            outcome = await future
         finally:
             if self.health.pending_events:
                 await self.record_storage_events()
-        if outcome is None:
-            return None
-        revision, created = outcome
-        self._notify([created])
-        return revision
+        return None if outcome is None else outcome[0]
+
+    async def _commit_reads(self) -> None:
+        """Commit the queued reads, a batch per writer call, until none are left.
+
+        The task starts on the loop's next turn, so the first batch is every read queued in
+        the tick that started it; later batches are what queued while the writer was busy.
+        Committed events are published in id order, even for callers that went away."""
+        while self._pending_reads:
+            batch = [
+                item for item in self._pending_reads[:MAX_READ_BATCH] if not item[1].done()
+            ]  # a caller cancelled before its turn: not written, as before group commit
+            del self._pending_reads[:MAX_READ_BATCH]
+            if not batch:
+                continue
+            try:
+                async with self._write_lock:
+                    outcomes = await self._write_reads(batch)
+            except Exception as exc:
+                for _read, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            except BaseException:  # cancelled (the store is closing): fail the queue, not hang it
+                for _read, future in [*batch, *self._pending_reads]:
+                    future.cancel()
+                self._pending_reads.clear()
+                raise
+            self._notify([outcome[1] for outcome in outcomes if outcome is not None])
+            for (_read, future), outcome in zip(batch, outcomes, strict=True):
+                if not future.done():
+                    future.set_result(outcome)
+
+    async def _write_reads(
+        self, batch: list[tuple[hotpath.Read, asyncio.Future[Any]]]
+    ) -> list[tuple[Revision, Event] | None]:
+        """One transaction for the batch (callers hold the write lock).
+
+        If it fails for a storage reason (disk full) every read fails with that error, and
+        ``health`` counts one failed write per read, as when each had its own transaction.
+        Any other failure is one read's: the reads are then written one transaction each,
+        so the others are stored and only the failing read gets its error."""
+        reads = [read for read, _future in batch]
+        sinks = self.event_sinks
+        try:
+            return await self.in_writer(lambda conn: hotpath.record_reads(conn, reads, sinks))
+        except Exception as exc:
+            if len(batch) == 1:
+                raise
+            if health.is_storage_failure(exc):
+                for _ in batch[1:]:
+                    self.health.failed(exc)
+                raise
+        outcomes: list[tuple[Revision, Event] | None] = []
+        for read, future in batch:
+
+            def alone(conn: Connection, read: hotpath.Read = read) -> list[Any]:
+                return hotpath.record_reads(conn, [read], sinks)
+
+            try:
+                outcome = (await self.in_writer(alone))[0]
+            except Exception as exc:
+                outcome = None
+                if not future.done():
+                    future.set_exception(exc)
+            outcomes.append(outcome)
+        return outcomes
 
     async def in_writer(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn`` in one write transaction (callers hold the write lock).

@@ -1,0 +1,211 @@
+"""Group commit of reads (``Store.record_read``), on both backends.
+
+Reads recorded in the same loop tick go to the writer in one hand-off and commit in one
+transaction. Every test first checks that its reads really shared one writer call, then that
+the batch kept the rules a read had on its own: each row fenced on its own, event ids in the
+order of the calls and published in that order, a bad row costing only itself, and a storage
+failure failing every read of the batch the way it fails one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection
+
+from service.store import Store
+from service.store.health import FAULT_FILE_ENV, is_storage_failure
+from service.store.records import Event, Revision
+from service.webhooks.repository import WebhookRepository
+
+pytestmark = pytest.mark.anyio
+URL = "http://127.0.0.1:1/mcp"
+OTHER = "http://127.0.0.1:2/mcp"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[Store]:
+    s = Store.open(database_url)
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+def contents(text: str, uri: str) -> list[dict[str, str]]:
+    return [{"uri": uri, "mimeType": "text/plain", "text": text}]
+
+
+def count_writer_calls(store: Store) -> list[int]:
+    """Wrap ``store.in_writer``: the list grows by one per writer call."""
+    calls: list[int] = []
+    original = store.in_writer
+
+    async def counted(fn: Callable[[Connection], Any]) -> Any:
+        calls.append(1)
+        return await original(fn)
+
+    store.in_writer = counted  # type: ignore[method-assign]
+    return calls
+
+
+def published(store: Store) -> list[Event]:
+    seen: list[Event] = []
+    store.on_event.append(seen.append)
+    return seen
+
+
+async def subscriptions(store: Store, url: str, count: int) -> list[tuple[int, int]]:
+    """``count`` subscriptions on the server ``url``: [(subscription id, server id)]."""
+    added = await store.add_subscriptions(url, [f"test://{url[-5]}/{n}" for n in range(count)])
+    return [(sub.id, sub.server_id) for sub, _ in added]
+
+
+async def test_a_fenced_row_in_a_batch_leaves_the_other_rows_alone(store: Store) -> None:
+    a = await subscriptions(store, URL, 3)
+    b = await subscriptions(store, OTHER, 2)
+    gen_a = await store.bump_generation(a[0][1])
+    stale_b = await store.bump_generation(b[0][1])
+    current_b = await store.bump_generation(b[0][1])  # link b re-listened: stale_b is fenced
+    seen = published(store)
+    calls = count_writer_calls(store)
+    plan = [(a[0], gen_a), (b[0], stale_b), (a[1], gen_a), (b[1], current_b), (a[2], gen_a)]
+    results = await asyncio.gather(
+        *(
+            store.record_read(sid, server, gen, contents(f"n{i}", f"u{i}"), f"n{i}")
+            for i, ((sid, server), gen) in enumerate(plan)
+        )
+    )
+    assert len(calls) == 1, "the five reads were meant to share one transaction"
+    assert results[1] is None, "a read from an old generation must not be stored"
+    stored = [r for r in results if r is not None]
+    assert [r.subscription_id for r in stored] == [a[0][0], a[1][0], b[1][0], a[2][0]]
+    assert all(r.revision == 1 for r in stored)
+    assert await store.current_revision(b[0][0]) is None
+    assert [e.revision_id for e in seen] == [r.id for r in stored]
+    # the fenced read is re-issued under the current generation and then stored
+    again = await store.record_read(b[0][0], b[0][1], current_b, contents("n1", "u1"), "n1")
+    assert again is not None and again.generation == current_b
+
+
+async def test_event_ids_follow_the_calls_within_and_across_batches(store: Store) -> None:
+    subs = await subscriptions(store, URL, 40)
+    gen = await store.bump_generation(subs[0][1])
+    before = await store.last_event_id()
+    seen = published(store)
+    calls = count_writer_calls(store)
+
+    def read(i: int, tag: str) -> Any:
+        sid, server = subs[i]
+        return store.record_read(sid, server, gen, contents(f"{tag}{i}", "u"), f"{tag}{i}")
+
+    first = [asyncio.ensure_future(read(i, "x")) for i in range(20)]
+    await asyncio.sleep(0)  # the committer takes the first twenty ...
+    second = [asyncio.ensure_future(read(i, "y")) for i in range(20, 40)]  # ... and then these
+    results: list[Revision | None] = list(await asyncio.gather(*first, *second))
+    assert len(calls) == 2, "twenty reads per tick, two ticks: two transactions"
+    ids = [e.id for e in seen]
+    assert ids == list(range(before + 1, before + 41)), "contiguous, in commit order"
+    assert [e.subscription_id for e in seen] == [sid for sid, _ in subs]
+    assert [e.revision_id for e in seen] == [r.id for r in results if r is not None]
+    stored = await store.events_after(before, limit=100)
+    assert [e.id for e in stored] == ids
+
+
+async def test_a_failing_row_costs_only_itself(store: Store) -> None:
+    repo = WebhookRepository(store)
+    await repo.create_target("http://127.0.0.1:9/hook", uri_patterns=["test://*"])
+    subs = await subscriptions(store, URL, 3)
+    gen = await store.bump_generation(subs[0][1])
+    bad = subs[1][0]
+
+    def refuse(_conn: Connection, event: Event) -> None:
+        if event.subscription_id == bad:
+            raise RuntimeError("this row's sink failed")
+
+    store.event_sinks.append(refuse)
+    seen = published(store)
+    calls = count_writer_calls(store)
+    results = await asyncio.gather(
+        *(
+            store.record_read(sid, server, gen, contents(f"v{sid}", "u"), f"v{sid}")
+            for sid, server in subs
+        ),
+        return_exceptions=True,
+    )
+    assert len(calls) == 1 + 3, "the batch, then each read in a transaction of its own"
+    assert isinstance(results[1], RuntimeError)
+    ok = [r for r in (results[0], results[2]) if isinstance(r, Revision)]
+    assert [r.subscription_id for r in ok] == [subs[0][0], subs[2][0]]
+    assert await store.current_revision(bad) is None
+    assert [e.subscription_id for e in seen] == [subs[0][0], subs[2][0]]
+    deliveries = await repo.list_deliveries()
+    assert sorted(d.revision_id for d in deliveries) == sorted(r.id for r in ok)
+
+
+async def test_a_storage_failure_fails_every_read_of_the_batch(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full = tmp_path / "disk-full"
+    monkeypatch.setenv(FAULT_FILE_ENV, str(full))
+    store = Store.open(database_url)
+    try:
+        subs = await subscriptions(store, URL, 4)
+        gen = await store.bump_generation(subs[0][1])
+        before = await store.last_event_id()
+        seen = published(store)
+        calls = count_writer_calls(store)
+        full.touch()
+        results = await asyncio.gather(
+            *(
+                store.record_read(sid, server, gen, contents("v1", "u"), "v1")
+                for sid, server in subs
+            ),
+            return_exceptions=True,
+        )
+        assert len(calls) == 1, "one batch, one failed transaction: nothing retried row by row"
+        assert all(isinstance(r, Exception) and is_storage_failure(r) for r in results), results
+        assert store.health.failing and store.health.failures_total >= 4, "one per read (at least)"
+        assert seen == []
+        full.unlink()
+        assert await store.last_event_id() == before
+        assert [await store.current_revision(sid) for sid, _ in subs] == [None] * 4
+        # as after a full disk on its own: each reader tries again, and every read is stored
+        again = await asyncio.gather(
+            *(
+                store.record_read(sid, server, gen, contents("v1", "u"), "v1")
+                for sid, server in subs
+            )
+        )
+        assert all(r is not None and r.revision == 1 for r in again)
+        assert not store.health.failing
+    finally:
+        await store.close()
+
+
+async def test_a_caller_that_leaves_before_its_turn_is_not_written(store: Store) -> None:
+    subs = await subscriptions(store, URL, 2)
+    gen = await store.bump_generation(subs[0][1])
+    seen = published(store)
+    async with store._write_lock:  # the writer is busy: both reads wait in the queue
+        kept = asyncio.ensure_future(
+            store.record_read(subs[0][0], subs[0][1], gen, contents("k", "u"), "k")
+        )
+        left = asyncio.ensure_future(
+            store.record_read(subs[1][0], subs[1][1], gen, contents("l", "u"), "l")
+        )
+        await asyncio.sleep(0)
+        left.cancel()
+    revision = await kept
+    assert revision is not None and left.cancelled()
+    assert await store.current_revision(subs[1][0]) is None
+    assert [e.subscription_id for e in seen] == [subs[0][0]]
