@@ -166,13 +166,14 @@ def record_reads(
     fenced out (or unchanged) only touches its row and yields None, leaving the others alone.
     On PostgreSQL the first read's statement takes the event-order lock for the whole batch
     (it is held to the commit; taking it again is a no-op)."""
-    return [
-        record_read(
+    outcomes: list[tuple[Revision, Event] | None] = []
+    for r in reads:
+        outcome = record_read(
             conn, r.subscription_id, r.server_id, r.generation, r.contents, r.contents_json,
             r.text, r.digest, r.read_at, sinks, r.trigger,
         )  # fmt: skip
-        for r in reads
-    ]
+        outcomes.append(outcome)
+    return outcomes
 
 
 def record_read(
