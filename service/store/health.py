@@ -94,6 +94,15 @@ class StorageHealth:
         }
 
 
+def _writes(statement: str) -> bool:
+    """Whether a statement writes: it starts with a write, or it is a ``WITH`` whose parts
+    write (PostgreSQL's one-statement revision write, ``hotpath.RECORD_READ_PG``)."""
+    lowered = statement.lstrip().lower()
+    if lowered.startswith(_WRITES):
+        return True
+    return lowered.startswith("with") and any(f"{w} " in lowered for w in ("insert into", "update"))
+
+
 def install(engine: Any, health: StorageHealth) -> None:
     """Report storage failures of ``engine`` (a sync Engine) to ``health``; add the fault hook
     when the test environment asks for it."""
@@ -108,7 +117,7 @@ def install(engine: Any, health: StorageHealth) -> None:
     if fault_file:
 
         def fault(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-            if statement.lstrip().lower().startswith(_WRITES) and os.path.exists(fault_file):
+            if _writes(statement) and os.path.exists(fault_file):
                 raise sqlite3.OperationalError("database or disk is full")
 
         event.listen(engine, "before_cursor_execute", fault)
