@@ -255,8 +255,9 @@ class McpClient:
         content = json.dumps(message, separators=(",", ":")).encode()
         if self._lean is not None and (self._lean_only or method in LEAN_METHODS):
             if not self._lean_only:
-                # The shared lean path refuses content codings, so it asks for none; a
-                # lean-only client decodes them as the httpx path does (same answers).
+                # The shared lean path (the daemon's reads, --follow) asks for no coding:
+                # inflating costs CPU on every re-read. A server that compresses anyway is
+                # decoded under the same bound (one layer, 16 MiB), not refused.
                 headers["Accept-Encoding"] = "identity"
             return await self._request_lean(self._lean, method, request_id, content, headers)
         import httpx
@@ -283,7 +284,7 @@ class McpClient:
     ) -> dict[str, Any]:
         """:meth:`request` through :class:`LeanHttp`: same answers, same errors, less CPU."""
         try:  # request() bounds the whole exchange
-            response = await lean.post(content, headers, decode=self._lean_only)
+            response = await lean.post(content, headers)
         except BodyRefused as exc:
             raise ProtocolViolation(f"{method}: {exc}") from exc
         return _result_of(response.status, response.headers, response.body, request_id, method)

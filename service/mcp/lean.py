@@ -14,8 +14,11 @@ the daemon's idle listen streams are read by asyncio's own stream reader, which 
 re-register the socket with the selector around every keep-alive frame as httpcore does.
 
 Scope, on purpose: one origin per instance, POST only, ``Content-Length`` request bodies,
-responses framed by h11 (length or chunked), no content coding (we never send
-``Accept-Encoding``, so a server has no reason to compress), a body cap. A kept-alive
+responses framed by h11 (length or chunked), a body cap on the decoded bytes. The shared
+path asks for ``Accept-Encoding: identity``, but a server that compresses anyway (some
+frameworks and proxies gzip every JSON answer) is still understood: one layer of
+gzip/deflate is undone through :class:`~service.mcp.coding.LimitedBody`, the same bounded
+decoder as the httpx path, so a bomb is refused the same way and nothing else changes. A kept-alive
 connection the server closed while idle is noticed before reuse, and a request that found
 such a connection dead before any byte of the answer is sent again once on a fresh one
 (only idempotent methods come here).
@@ -32,7 +35,7 @@ from urllib.parse import urlsplit
 
 import h11
 
-from service.mcp.coding import LimitedBody
+from service.mcp.coding import LimitedBody, codings
 from service.mcp.errors import ProtocolViolation, TransportError
 
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
@@ -104,7 +107,7 @@ class LeanStream:
 
 
 class BodyRefused(ProtocolViolation):
-    """``decode=True``: the body's content coding or decoded size was refused."""
+    """The body's content coding (stacked, unknown, broken) or decoded size was refused."""
 
 
 class _Stale(Exception):
@@ -159,23 +162,21 @@ class LeanHttp:
         self._idle: list[_Connection] = []
         self._closed = False
 
-    async def post(
-        self, content: bytes, headers: dict[str, str], *, decode: bool = False
-    ) -> LeanResponse:
+    async def post(self, content: bytes, headers: dict[str, str]) -> LeanResponse:
         """POST ``content``; raises :class:`TransportError` (kind connect/read) on failure.
 
-        ``decode``: the caller asked for content codings; the body is decoded piece by piece
-        with :class:`LimitedBody` (refusals raise :class:`BodyRefused`), as the httpx path
-        does. Otherwise a content coding is refused (none was asked for).
+        A body with a content coding is decoded piece by piece with :class:`LimitedBody`
+        (refusals raise :class:`BodyRefused`), whether or not the request asked for one:
+        a server that ignores ``Accept-Encoding: identity`` is answered, not failed.
         """
         conn, reused = await self._acquire()
         try:
             try:
-                return await self._exchange(conn, content, headers, reused, decode)
+                return await self._exchange(conn, content, headers, reused)
             except _Stale:
                 conn.close()
                 conn, reused = await self._connect(), False
-                return await self._exchange(conn, content, headers, reused, decode)
+                return await self._exchange(conn, content, headers, reused)
         except BaseException:
             conn.close()
             raise
@@ -279,19 +280,13 @@ class LeanHttp:
         content: bytes,
         headers: dict[str, str],
         reused: bool,
-        decode: bool = False,
     ) -> LeanResponse:
         response = await self._send(conn, content, headers, reused)
         fields = {
             name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers
         }
-        coding = fields.get("content-encoding", "identity")
-        if not decode and coding.lower() != "identity":
-            raise ProtocolViolation(
-                f"response has content-encoding {coding!r}, which was not asked for"
-            )
         decoded: LimitedBody | None = None
-        if decode:
+        if codings(fields.get("content-encoding")):  # identity stays on the plain loop below
             try:
                 decoded = LimitedBody(fields.get("content-encoding"), self.max_body)
             except ProtocolViolation as exc:

@@ -24,6 +24,9 @@ with one resource, ``hostile://<mode>/doc``; ``<mode>`` picks the misbehaviour:
 ``no-ack``          listen streams send keep-alives but never acknowledge
 ``flaky``           every read of a new text fails with -32603 FLAKY times, then succeeds
 ``notfound``        reads answer -32602 (unknown URI)
+``gzip``            behaves, but every JSON answer is gzipped (one layer) whatever the
+                    request's ``Accept-Encoding`` says (``identity`` included)
+``deflate``         the same with raw deflate (no zlib wrapper), as some servers send it
 ==================  ==========================================================================
 
 ``GET`` on any path naming ``bomb``, ``bomb1`` or ``deep-read`` (OAuth discovery: the RFC 9728
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import gzip
 import json
 import os
@@ -106,6 +110,17 @@ def bomb_body(request_id: Any, layers: int, megabytes: int) -> bytes:
     return body
 
 
+_CODING: contextvars.ContextVar[str | None] = contextvars.ContextVar("coding", default=None)
+"""The content coding the current request's JSON answers get (modes ``gzip``/``deflate``)."""
+
+
+def encode(body: bytes, coding: str) -> bytes:
+    if coding == "gzip":
+        return gzip.compress(body)
+    packer = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)  # raw deflate
+    return packer.compress(body) + packer.flush()
+
+
 class Doc:
     def __init__(self) -> None:
         self.text = "initial"
@@ -149,6 +164,9 @@ class Hostile:
         content_type: str = "application/json",
         extra: str = "",
     ) -> None:
+        coding = _CODING.get()
+        if coding is not None and content_type == "application/json":
+            body, extra = encode(body, coding), extra + f"Content-Encoding: {coding}\r\n"
         writer.write(
             f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n{extra}\r\n".encode()
@@ -180,6 +198,8 @@ class Hostile:
             await self.respond(writer, b"not found", status=404, content_type="text/plain")
             return
         mode = parts[0]
+        if mode in ("gzip", "deflate"):
+            _CODING.set(mode)
         message = json.loads(body)
         self.stats[f"{mode}.{message.get('method')}"] += 1
         if mode == "trickle-discover":

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 from service.mcp.client import McpClient
 from service.mcp.errors import ProtocolViolation, TransportError
-from service.mcp.lean import LeanHttp, lean_usable
+from service.mcp.lean import BodyRefused, LeanHttp, lean_usable
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 OK_BODY = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","contents":[]}}'
@@ -145,16 +147,30 @@ def test_an_oversized_body_is_refused() -> None:
     asyncio.run(scenario())
 
 
-def test_an_unrequested_content_encoding_is_refused() -> None:
-    async def gzip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
-        writer.write(reply(b"\x1f\x8b\x08\x00", b"content-encoding: gzip\r\n"))
+def test_a_content_encoding_sent_anyway_is_decoded_under_the_bounds() -> None:
+    """We ask for identity; a server that gzips anyway is understood (one layer, bounded),
+    while stacked layers, a body that does not inflate, and a bomb are refused."""
+
+    async def post(body: bytes, coding: str, max_body: int = 1 << 20) -> bytes:
+        async def coded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+            writer.write(reply(body, f"content-encoding: {coding}\r\n".encode()))
+
+        async with serve(coded) as (url, _):
+            lean = LeanHttp(url, max_body=max_body)
+            try:
+                return (await lean.post(b"{}", {"accept-encoding": "identity"})).body
+            finally:
+                await lean.aclose()
 
     async def scenario() -> None:
-        async with serve(gzip) as (url, _):
-            lean = LeanHttp(url)
-            with pytest.raises(ProtocolViolation, match="content-encoding 'gzip'"):
-                await lean.post(b"{}", {})
-            await lean.aclose()
+        assert await post(gzip.compress(b'{"ok":1}'), "gzip") == b'{"ok":1}'
+        assert await post(zlib.compress(b'{"ok":2}'), "deflate") == b'{"ok":2}'
+        with pytest.raises(BodyRefused, match="2 stacked content codings"):
+            await post(gzip.compress(gzip.compress(b"{}")), "gzip, gzip")
+        with pytest.raises(BodyRefused, match="does not inflate"):
+            await post(b"this is not gzip", "gzip")
+        with pytest.raises(BodyRefused, match="larger than 4096 bytes"):
+            await post(gzip.compress(b"A" * 5000), "gzip", max_body=4096)
 
     asyncio.run(scenario())
 
