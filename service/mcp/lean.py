@@ -37,6 +37,7 @@ import h11
 
 from service.mcp.coding import LimitedBody, codings
 from service.mcp.errors import ProtocolViolation, TransportError
+from service.netguard import AddressCheck, resolve_checked
 
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
 READ_CHUNK = 65536
@@ -147,7 +148,11 @@ class LeanHttp:
         connect_timeout: float | None = 30.0,
         max_idle: int = 2,
         max_body: int = 16 * 1024 * 1024,
+        address_check: AddressCheck | None = None,
     ) -> None:
+        """``address_check``: resolve the host ourselves, refuse the connection if any of its
+        addresses fails the check (:mod:`service.netguard`, webhook targets) and connect to
+        the address that was judged."""
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"lean HTTP serves plain http:// URLs only, not {url!r}")
@@ -159,6 +164,7 @@ class LeanHttp:
         self.connect_timeout = connect_timeout
         self.max_idle = max_idle
         self.max_body = max_body
+        self.address_check = address_check
         self._idle: list[_Connection] = []
         self._closed = False
 
@@ -216,12 +222,29 @@ class LeanHttp:
     async def _connect(self) -> _Connection:
         try:
             async with asyncio.timeout(self.connect_timeout):
-                reader, writer = await asyncio.open_connection(self.host, self.port)
+                if self.address_check is None:
+                    reader, writer = await asyncio.open_connection(self.host, self.port)
+                else:
+                    reader, writer = await self._connect_checked(self.address_check)
         except TimeoutError as exc:
             raise self._error("timeout", exc) from exc
         except OSError as exc:
             raise self._error("connect", exc) from exc
         return _Connection(reader, writer)
+
+    async def _connect_checked(
+        self, check: AddressCheck
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect to an address of the host that passed ``check`` (AddressRefused, an
+        OSError, when any did not); each is tried in turn, as open_connection would."""
+        failure: OSError | None = None
+        for address in await resolve_checked(self.host, self.port, check):
+            try:
+                return await asyncio.open_connection(address, self.port)
+            except OSError as exc:
+                failure = exc
+        assert failure is not None  # getaddrinfo never answers with no address
+        raise failure
 
     def _error(self, kind: str, exc: BaseException) -> TransportError:
         detail = str(exc) or type(exc).__name__

@@ -134,6 +134,7 @@ webhook_targets = Table(
     Column("last_success_at", Float),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    Column("allow_private_target", Integer, nullable=False, server_default="0"),
     sqlite_autoincrement=True,
 )
 

@@ -34,6 +34,7 @@ import structlog
 from service._version import __version__
 from service.mcp.errors import McpError
 from service.mcp.lean import LeanHttp, lean_usable
+from service.netguard import AddressRefused, address_problem, guard_httpx, refused_in
 from service.store import Store
 from service.webhooks.outbox import Delivery
 from service.webhooks.repository import (
@@ -71,6 +72,8 @@ class Outcome:
     error: str
     retry_after_s: float | None = None
     disable_reason: str | None = None
+    permanent: bool = False
+    """Retrying cannot help (the target resolves to a refused address): dead at once."""
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -96,6 +99,21 @@ def attempt_outcome(status: int, headers: Mapping[str, str], now: float) -> Outc
         parse_retry_after(headers.get("retry-after"), now) if status in (429, 503) else None
     )
     return Outcome(False, status, f"HTTP {status}", retry_after_s=retry_after)
+
+
+PRIVATE_TARGET_HINT = (
+    "re-add the target with --allow-private-target (allowPrivateTarget: true) if you mean it"
+)
+
+
+def refused_outcome(exc: BaseException) -> Outcome | None:
+    """``PRIVATE_TARGET`` when the attempt failed because the target's host resolved to a
+    refused address: permanent (the delivery is dead at once, not retried for days)."""
+    refused: AddressRefused | None = refused_in(exc)
+    if refused is None:
+        return None
+    error = f"PRIVATE_TARGET: {refused}; {PRIVATE_TARGET_HINT}"
+    return Outcome(False, None, error[:300], permanent=True)
 
 
 def next_attempt_time(
@@ -227,10 +245,12 @@ class Dispatcher:
         self._retiring.discard(client)
         await client.aclose()
 
-    def _client(self, target_id: int) -> httpx.AsyncClient:
+    def _client(self, target_id: int, allow_private: bool = False) -> httpx.AsyncClient:
         """The target's own pool, as many connections as it has slots. With one pool for
         every target, httpcore scans all its connections (and checks each one's socket) on
-        every request it assigns: with 40 connections that cost more than the request."""
+        every request it assigns: with 40 connections that cost more than the request.
+        Its connections go only to addresses the private-target rule allows, unless the
+        target was registered with ``allowPrivateTarget`` (:mod:`service.netguard`)."""
         if self._shared_http:
             return self._http
         client = self._clients.get(target_id)
@@ -241,16 +261,22 @@ class Dispatcher:
                 follow_redirects=False,
                 limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
             )
+            if not allow_private:
+                guard_httpx(client, address_problem)
         return client
 
-    def _lean_for(self, target_id: int, url: str) -> LeanHttp | None:
-        """The target's lean sender, when its URL allows one and no client was injected."""
+    def _lean_for(self, target_id: int, url: str, allow_private: bool = False) -> LeanHttp | None:
+        """The target's lean sender, when its URL allows one and no client was injected;
+        it resolves the host itself and judges the addresses unless ``allow_private``."""
         if self._shared_http or not lean_usable(url):
             return None
         lean = self._lean.get(target_id)
         if lean is None or lean.url != url:
             lean = self._lean[target_id] = LeanHttp(
-                url, connect_timeout=self.settings.timeout_s, max_idle=self.settings.concurrency
+                url,
+                connect_timeout=self.settings.timeout_s,
+                max_idle=self.settings.concurrency,
+                address_check=None if allow_private else address_problem,
             )
         return lean
 
@@ -444,13 +470,14 @@ class Dispatcher:
     async def _attempt(self, item: Work, epoch: int = 0) -> Outcome:
         delivery = item.delivery
         url, secrets_in_use = item.url, item.secrets
+        allow_private = item.allow_private_target
         if self._target_changed_at.get(delivery.target_id, -1) > epoch:
             # The target changed after the pass read it (disabled, removed, rotated, or
             # re-created): read it again rather than use what the pass saw.
             target = await self.repo.get_target(delivery.target_id)
             if target is None or not target.enabled:
                 return Outcome(False, None, "target disabled or removed")
-            url = target.url
+            url, allow_private = target.url, target.allow_private_target
             secrets_in_use = tuple(await self.repo.signing_secrets(target.id))
         timestamp = int(time.time())
         headers = {
@@ -463,24 +490,34 @@ class Dispatcher:
             ),
         }
         self.stats["attempts_total"] += 1
-        lean = self._lean_for(delivery.target_id, url)
+        return await self._post(delivery.target_id, url, allow_private, item.body, headers)
+
+    async def _post(
+        self, target_id: int, url: str, allow_private: bool, body: bytes, headers: dict[str, str]
+    ) -> Outcome:
+        """One POST on the target's lean sender or httpx pool, as an :class:`Outcome`."""
+        lean = self._lean_for(target_id, url, allow_private)
         if lean is not None:
             try:
                 async with asyncio.timeout(self.settings.timeout_s):
-                    answer = await lean.post(item.body, headers)
+                    answer = await lean.post(body, headers)
             except TimeoutError:
                 return Outcome(
                     False, None, f"ReadTimeout: no answer in {self.settings.timeout_s} s"
                 )
             except McpError as exc:
-                return Outcome(False, None, f"{type(exc).__name__}: {exc}"[:300])
+                return refused_outcome(exc) or Outcome(
+                    False, None, f"{type(exc).__name__}: {exc}"[:300]
+                )
             return attempt_outcome(answer.status, answer.headers, time.time())
         try:
-            response = await self._client(delivery.target_id).post(
-                url, content=item.body, headers=headers
+            response = await self._client(target_id, allow_private).post(
+                url, content=body, headers=headers
             )
         except httpx.HTTPError as exc:
-            return Outcome(False, None, f"{type(exc).__name__}: {exc}"[:300])
+            return refused_outcome(exc) or Outcome(
+                False, None, f"{type(exc).__name__}: {exc}"[:300]
+            )
         await response.aclose()
         return attempt_outcome(response.status_code, response.headers, time.time())
 
@@ -509,12 +546,7 @@ class Dispatcher:
                 await self.repo.signing_secrets(target_id), webhook_id, timestamp, body
             ),
         }
-        try:
-            response = await self._http.post(target.url, content=body, headers=headers)
-        except httpx.HTTPError as exc:
-            return Outcome(False, None, f"{type(exc).__name__}: {exc}"[:300])
-        await response.aclose()
-        return attempt_outcome(response.status_code, response.headers, time.time())
+        return await self._post(target.id, target.url, target.allow_private_target, body, headers)
 
     # ---- outcomes: queued, written in batches by one task -------------------------------
     def _queue_outcome(self, delivery: Delivery, outcome: Outcome) -> None:
@@ -523,8 +555,16 @@ class Dispatcher:
             result = AttemptResult(delivery, True, outcome.status or 200)
         else:
             self.stats["failed_total"] += 1
-            retry_at = next_attempt_time(
-                self.settings, delivery.attempts + 1, time.time(), outcome.retry_after_s, self._rng
+            retry_at = (
+                None
+                if outcome.permanent
+                else next_attempt_time(
+                    self.settings,
+                    delivery.attempts + 1,
+                    time.time(),
+                    outcome.retry_after_s,
+                    self._rng,
+                )
             )
             if retry_at is None or outcome.disable_reason:
                 self.stats["dead_total"] += 1

@@ -47,6 +47,9 @@ class Target:
     failing_since: float | None
     last_success_at: float | None
     created_at: float
+    allow_private_target: bool = False
+    """Registered with ``allowPrivateTarget``: exempt from the private-target rule, at
+    registration and at delivery (:mod:`service.netguard`)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)  # the secret is not a field: it is shown once, at creation
@@ -86,6 +89,7 @@ def target_from_row(row: Any) -> Target:
         Target,
         row,
         enabled=bool(m["enabled"]),
+        allow_private_target=bool(m["allow_private_target"]),
         uri_patterns=list(json.loads(m["uri_patterns"] or "[]")),
         subscription_ids=[int(i) for i in json.loads(m["subscription_ids"] or "[]")],
     )

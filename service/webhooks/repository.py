@@ -54,7 +54,8 @@ DUE_WORK = text(
     "SELECT d.id, d.target_id, d.webhook_id, d.event_id, d.revision_id, d.subscription_id, d.uri,"
     " d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.created_at,"
     " d.delivered_at, t.url AS target_url, t.mode AS target_mode, t.secret, t.previous_secret,"
-    " t.previous_secret_until, t.consecutive_failures, v.revision AS rev_number,"
+    " t.previous_secret_until, t.consecutive_failures, t.allow_private_target,"
+    " v.revision AS rev_number,"
     " v.content_hash AS rev_hash, v.contents AS rev_contents, v.generation AS rev_generation,"
     " v.read_at AS rev_read_at, e.server_url AS event_server_url "
     "FROM ranked r JOIN deliveries d ON d.id = r.id"
@@ -120,6 +121,7 @@ class Work:
     secrets: tuple[str, ...]
     body: bytes
     consecutive_failures: int
+    allow_private_target: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +231,7 @@ def due_work_sync(
                     max_body_bytes=max_body_bytes,
                 ),
                 consecutive_failures=int(row.consecutive_failures or 0),
+                allow_private_target=bool(row.allow_private_target),
             )
         )
     next_due = conn.execute(NEXT_DUE, {"now": now}).scalar()
@@ -400,6 +403,7 @@ class WebhookRepository:
         subscription_ids: Sequence[int] = (),
         mode: str = "all",
         secret: str | None = None,
+        allow_private_target: bool = False,
     ) -> tuple[Target, str]:
         """Returns the target and its secret: the only time the secret leaves the store."""
         secret = secret or generate_secret()
@@ -413,6 +417,7 @@ class WebhookRepository:
                     mode=mode,
                     uri_patterns=json.dumps(list(uri_patterns)),
                     subscription_ids=json.dumps([int(i) for i in subscription_ids]),
+                    allow_private_target=1 if allow_private_target else 0,
                     created_at=now,
                     updated_at=now,
                 )

@@ -7,7 +7,6 @@ deliveries wakes the dispatcher, so a retry or a re-enabled target goes out at o
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import time
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from service.api import openapi, validate
 from service.api.errors import ApiError, InvalidParameter
 from service.api.state import ApiState, api_state
 from service.api.views import camel
+from service.netguard import METADATA_HOSTS, address_problem
 from service.webhooks.outbox import FINAL_STATES, MODES, OPEN_STATES, Delivery, Target
 from service.webhooks.repository import ROTATION_OVERLAP_S
 from service.webhooks.signing import InvalidSecret as BadSecret
@@ -73,39 +73,20 @@ def delivery_json(delivery: Delivery) -> dict[str, Any]:
 
 
 # ---- input checks (pure) ---------------------------------------------------------------
-METADATA_ADDRESSES = frozenset(
-    {
-        ipaddress.ip_address("169.254.169.254"),  # AWS, GCP, Azure, OpenStack
-        ipaddress.ip_address("fd00:ec2::254"),  # AWS over IPv6
-        ipaddress.ip_address("100.100.100.200"),  # Alibaba Cloud
-    }
-)
-METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
-
-
 def private_target_problem(url: str) -> str | None:
     """Why ``url`` points at a link-local or cloud-metadata address (None when it does not).
 
     Loopback targets are allowed: the daemon serves one user on one machine, and a receiver
     on 127.0.0.1 is the common case. Link-local (169.254.0.0/16, fe80::/10) and metadata
     addresses hold credentials a webhook body must never be able to reach by accident.
-    Only literal addresses and well-known metadata names are judged (no DNS lookup here).
+    Only literal addresses and well-known metadata names are judged here (no DNS lookup);
+    a name is judged after resolution, at every delivery (:mod:`service.netguard`).
     """
     host = (urlsplit(url).hostname or "").rstrip(".").lower()
     if host in METADATA_HOSTS:
         return f"{host} is a cloud metadata service"
     address = validate.host_address(url)
-    if address is None:
-        return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if address in METADATA_ADDRESSES:
-        return f"{address} is a cloud metadata address"
-    if address.is_link_local:
-        return f"{address} is a link-local address"
-    if address.is_unspecified:
-        return f"{address} is the unspecified address"
-    return None
+    return None if address is None else address_problem(address)
 
 
 def webhook_url(value: Any, *, allow_private: bool = False) -> str:
@@ -294,9 +275,8 @@ async def create_webhook(request: Request) -> dict[str, Any]:
     """A new target; the answer holds its ``secret``, which is never shown again."""
     state = api_state(request)
     body = await _json_body(request, state)
-    url = webhook_url(
-        body.get("url"), allow_private=flag(body.get("allowPrivateTarget"), "allowPrivateTarget")
-    )
+    allow_private = flag(body.get("allowPrivateTarget"), "allowPrivateTarget")
+    url = webhook_url(body.get("url"), allow_private=allow_private)
     patterns = uri_patterns(body.get("uriPatterns"))
     sub_ids = subscription_ids(body.get("subscriptionIds"))
     chosen_mode = mode(body.get("mode"))
@@ -304,6 +284,7 @@ async def create_webhook(request: Request) -> dict[str, Any]:
     dispatcher = state.supervisor.webhooks
     target, created_secret = await dispatcher.repo.create_target(
         url,
+        allow_private_target=allow_private,
         uri_patterns=patterns,
         subscription_ids=sub_ids,
         mode=chosen_mode,

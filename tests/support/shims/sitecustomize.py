@@ -1,23 +1,66 @@
-"""Test-only start-up hook for CLI subprocesses (put on PYTHONPATH by tests/support/cli.py).
+"""Test-only start-up hook for CLI and daemon subprocesses (put on PYTHONPATH by
+tests/support/cli.py). Tests must never send traffic off this machine.
 
-Tests must never send traffic off this machine, yet the CLI's DNS_LOOKUP_FAILED path has to
-be driven through the real binary. With ``MCPSUB_TEST_UNRESOLVABLE=host1,host2`` set, name
-resolution of exactly those hosts fails here, locally, the way a resolver's NXDOMAIN does,
-and nothing is sent to any DNS server.
+``MCPSUB_TEST_UNRESOLVABLE=host1,host2``: name resolution of exactly those hosts fails here,
+locally, the way a resolver's NXDOMAIN does (the CLI's DNS_LOOKUP_FAILED path).
+
+``MCPSUB_TEST_RESOLVE=name=address,…``: those names resolve, here, to those addresses (a DNS
+answer pointing a webhook host at 169.254.x, say), and nothing is asked of any DNS server.
+With it set, every ``connect`` to an address that is not loopback fails with ENETUNREACH
+before a packet is sent, so code that forgot to refuse such an address fails the test
+instead of reaching the network.
 """
 
+import errno
+import ipaddress
 import os
 import socket
 
-_hosts = {h for h in os.environ.get("MCPSUB_TEST_UNRESOLVABLE", "").split(",") if h}
-if _hosts:
-    _real = socket.getaddrinfo
+_real = socket.getaddrinfo
+_unresolvable = {h for h in os.environ.get("MCPSUB_TEST_UNRESOLVABLE", "").split(",") if h}
+_answers = dict(
+    item.split("=", 1)
+    for item in os.environ.get("MCPSUB_TEST_RESOLVE", "").split(",")
+    if "=" in item
+)
 
-    def _getaddrinfo(host, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if isinstance(host, bytes):
-            host = host.decode()
-        if host in _hosts:
+if _unresolvable or _answers:
+
+    def _getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):  # type: ignore[no-untyped-def]
+        name = host.decode() if isinstance(host, bytes) else host
+        if name in _unresolvable:
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-        return _real(host, *args, **kwargs)
+        if name in _answers:
+            address = _answers[name]
+            number = int(port or 0) if not isinstance(port, str) or port.isdigit() else 0
+            if ":" in address:
+                return [(socket.AF_INET6, type or socket.SOCK_STREAM, proto or 6, "",
+                         (address, number, 0, 0))]  # fmt: skip
+            return [(socket.AF_INET, type or socket.SOCK_STREAM, proto or 6, "", (address, number))]
+        return _real(host, port, family, type, proto, flags)
 
     socket.getaddrinfo = _getaddrinfo
+
+if _answers:
+    _connect = socket.socket.connect
+    _connect_ex = socket.socket.connect_ex
+
+    def _check(address):  # type: ignore[no-untyped-def]
+        if isinstance(address, tuple):
+            try:
+                ip = ipaddress.ip_address(str(address[0]).split("%", 1)[0])
+            except ValueError:
+                return
+            if not ip.is_loopback:
+                raise OSError(errno.ENETUNREACH, f"test shim: {ip} is off this machine")
+
+    def connect(self, address):  # type: ignore[no-untyped-def]
+        _check(address)
+        return _connect(self, address)
+
+    def connect_ex(self, address):  # type: ignore[no-untyped-def]
+        _check(address)
+        return _connect_ex(self, address)
+
+    socket.socket.connect = connect
+    socket.socket.connect_ex = connect_ex

@@ -1,0 +1,159 @@
+"""Where a webhook may be sent: the private-target rule, on literals and on resolved names.
+
+Link-local (169.254.0.0/16, fe80::/10) and cloud-metadata addresses hold credentials that a
+webhook body must never reach by accident, so a target pointing at one is refused unless it
+was registered with ``allowPrivateTarget``. Loopback stays allowed: the daemon serves one
+user on one machine and a receiver on 127.0.0.1 is the common case (tests use it too).
+
+The API judges the URL when a target is registered (:func:`address_problem` on a literal
+address, :data:`METADATA_HOSTS` for well-known names), with no DNS lookup. That leaves a
+*name* that resolves, now or after a DNS change, to a refused address. So the dispatcher
+applies the same rule again at delivery time, after resolution: :func:`resolve_checked`
+resolves the host once, refuses the attempt if any address is refused, and hands back the
+addresses to connect to, so the connection goes to exactly the address that was judged (no
+second lookup a rebinding DNS server could answer differently). Both HTTP paths use it:
+:class:`~service.mcp.lean.LeanHttp` (plain ``http://``) in its connect, and httpx through
+:func:`guard_httpx` (a network backend that connects to the checked address; TLS still
+verifies the certificate for the name). Through a proxy the proxy resolves the name, so only
+the proxy's own address is judged.
+
+The rule itself (:func:`address_problem`) is pure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+AddressCheck = Callable[[IPAddress], "str | None"]
+"""Why an address is refused (None: allowed)."""
+
+METADATA_ADDRESSES = frozenset(
+    {
+        ipaddress.ip_address("169.254.169.254"),  # AWS, GCP, Azure, OpenStack
+        ipaddress.ip_address("fd00:ec2::254"),  # AWS over IPv6
+        ipaddress.ip_address("100.100.100.200"),  # Alibaba Cloud
+    }
+)
+METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
+
+
+def address_problem(address: IPAddress) -> str | None:
+    """Why ``address`` is not a webhook target (None when it may be one). Pure."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address in METADATA_ADDRESSES:
+        return f"{address} is a cloud metadata address"
+    if address.is_link_local:
+        return f"{address} is a link-local address"
+    if address.is_unspecified:
+        return f"{address} is the unspecified address"
+    return None
+
+
+class AddressRefused(OSError):
+    """A target's host resolved to an address the private-target rule refuses.
+
+    An ``OSError`` so that code which treats connect failures alike still catches it; the
+    dispatcher looks for it by type (:func:`refused_in`) to record ``PRIVATE_TARGET``.
+    """
+
+    def __init__(self, host: str, problem: str) -> None:
+        self.host = host
+        self.problem = problem
+        super().__init__(f"{host} resolved to a refused address: {problem}")
+
+
+def refused_in(exc: BaseException | None) -> AddressRefused | None:
+    """The :class:`AddressRefused` behind ``exc`` (itself, or in its cause/context chain)."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, AddressRefused):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def judge(host: str, addresses: Iterable[str], check: AddressCheck) -> list[str]:
+    """The addresses to try, in order; :class:`AddressRefused` if *any* is refused (a name
+    mixing a public and a metadata address is an attack, not a fallback). Pure."""
+    ordered: list[str] = []
+    for text in addresses:
+        address = ipaddress.ip_address(text.split("%", 1)[0])
+        problem = check(address)
+        if problem is not None:
+            raise AddressRefused(host, problem)
+        if text not in ordered:
+            ordered.append(text)
+    return ordered
+
+
+async def resolve_checked(host: str, port: int, check: AddressCheck) -> list[str]:
+    """Resolve ``host`` once (an IP literal resolves to itself) and judge every address."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return judge(host, (str(info[4][0]) for info in infos), check)
+
+
+def guard_httpx(client: httpx.AsyncClient, check: AddressCheck) -> httpx.AsyncClient:
+    """Make every connection ``client`` opens go through :func:`resolve_checked`."""
+    import httpcore
+
+    class _Refused(httpcore.ConnectError):
+        """httpx maps httpcore's ConnectError to its own; the AddressRefused rides along as
+        the cause, where :func:`refused_in` finds it."""
+
+    class GuardedBackend(httpcore.AsyncNetworkBackend):
+        def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
+            self._inner = inner
+
+        async def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> httpcore.AsyncNetworkStream:
+            try:
+                async with asyncio.timeout(timeout):
+                    addresses = await resolve_checked(host, port, check)
+            except AddressRefused as exc:
+                raise _Refused(str(exc)) from exc
+            except TimeoutError as exc:
+                raise httpcore.ConnectTimeout(f"resolving {host} timed out") from exc
+            except OSError as exc:  # gaierror: let it read as the inner backend's would
+                raise httpcore.ConnectError(str(exc)) from exc
+            failure: Exception | None = None
+            for address in addresses:
+                try:
+                    return await self._inner.connect_tcp(
+                        address, port, timeout, local_address, socket_options
+                    )
+                except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                    failure = exc
+            assert failure is not None  # getaddrinfo never answers with no address
+            raise failure
+
+        async def connect_unix_socket(
+            self, path: str, timeout: float | None = None, socket_options: Any = None
+        ) -> httpcore.AsyncNetworkStream:
+            return await self._inner.connect_unix_socket(path, timeout, socket_options)
+
+        async def sleep(self, seconds: float) -> None:
+            await self._inner.sleep(seconds)
+
+    transports = [client._transport, *client._mounts.values()]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        if pool is not None and not isinstance(pool._network_backend, GuardedBackend):
+            pool._network_backend = GuardedBackend(pool._network_backend)
+    return client
