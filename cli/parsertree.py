@@ -18,6 +18,8 @@ class Option:
     takes_value: bool
     choices: tuple[str, ...] = ()
     metavar: str | None = None
+    repeatable: bool = False
+    """May be given more than once (``append``/``count``: ``--uri A --uri B``)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ def command_tree(
                     action.nargs != 0,
                     choices,
                     str(action.metavar or action.dest.upper()) if action.nargs != 0 else None,
+                    isinstance(action, (argparse._AppendAction, argparse._CountAction)),
                 )
             )
         else:
