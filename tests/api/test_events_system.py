@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -97,3 +98,18 @@ async def test_openapi(client: httpx.AsyncClient) -> None:
     body = spec["paths"]["/v1/subscriptions"]["post"]["requestBody"]
     forms = body["content"]["application/json"]["schema"]["oneOf"]
     assert [form["required"] for form in forms] == [["url", "uri"], ["url", "uris"]]
+
+
+def test_status_json_falls_back_for_values_orjson_refuses() -> None:
+    """``/v1/status`` is written with orjson; a server's capabilities may hold what orjson
+    refuses (an integer past 64 bits, nesting past 254 levels): same JSON, via json."""
+    import json
+
+    from service.api.routes.system import dumps
+
+    deep: Any = 0
+    for _ in range(300):
+        deep = [deep]
+    for value in ({"big": 2**70, "text": "é\u202e"}, {"deep": deep}, {"plain": [1, "é", None]}):
+        assert json.loads(dumps(value)) == value
+    assert dumps({"text": "é"}) == '{"text":"é"}'.encode()

@@ -77,6 +77,93 @@ async def test_subscriptions_are_idempotent_and_logged(store: Store) -> None:
     assert await store.first_event_id() == events[0].id
 
 
+async def test_a_batch_of_requests_is_one_idempotent_write(store: Store) -> None:
+    """``add_subscriptions_batch`` (concurrent POSTs written together): each request gets
+    its own answers in its own order; a (server, URI) named twice, in one request or in
+    two, is one subscription, created once; other servers' URIs stay apart."""
+    before, _ = await store.add_subscription(URL, "test://old")
+    other = "http://127.0.0.1:1/other"
+    results = await store.add_subscriptions_batch(
+        [
+            (URL, ["test://b", "test://old", "test://a"]),
+            (other, ["test://a"]),
+            (URL, ["test://a", "test://c", "test://c"]),
+        ]
+    )
+    shape = [[(s.server_url, s.uri, created) for s, created in r] for r in results]
+    assert shape == [
+        [(URL, "test://b", True), (URL, "test://old", False), (URL, "test://a", True)],
+        [(other, "test://a", True)],
+        [(URL, "test://a", False), (URL, "test://c", True), (URL, "test://c", False)],
+    ]
+    first, second, third = results
+    assert first[1][0].id == before.id and third[0][0].id == first[2][0].id
+    assert third[1][0].id == third[2][0].id
+    assert second[0][0].server_id != before.server_id
+    assert all(s.state == "pending" for r in results for s, _ in r)
+    created = [e for e in await store.events_after(0) if e.type == "subscription.created"]
+    assert [(e.server_url, e.uri) for e in created] == [
+        (URL, "test://old"),
+        (URL, "test://b"),
+        (URL, "test://a"),
+        (other, "test://a"),
+        (URL, "test://c"),
+    ]
+    assert (await store.counts())["subscriptions"] == 5
+
+
+async def test_status_counts_follow_every_change(store: Store) -> None:
+    """``GET /v1/status`` reads all its figures in one go (``status_counts``)."""
+    empty = await store.status_counts()
+    assert empty.rows == {"servers": 0, "subscriptions": 0, "revisions": 0, "events": 0}
+    assert (empty.subscription_states, empty.last_event_id, empty.deliveries) == ({}, 0, {})
+    assert (empty.targets, empty.targets_enabled) == (0, 0)
+    repo = WebhookRepository(store)
+    target, _ = await repo.create_target("http://127.0.0.1:9/hook", uri_patterns=["test://*"])
+    await repo.create_target("http://127.0.0.1:9/off", uri_patterns=["test://none"])
+    await repo.set_enabled(target.id + 1, False)
+    (added,) = await store.add_subscriptions_batch([(URL, ["test://a", "test://b"])])
+    (a, _), (b, _) = added
+    gen = await store.bump_generation(a.server_id)
+    await store.set_subscription_state([a.id], "active", generation=gen)
+    await store.record_read(a.id, a.server_id, gen, contents("x"), "x")
+    counts = await store.status_counts()
+    events = len(await store.events_after(0))
+    assert counts.rows == {"servers": 1, "subscriptions": 2, "revisions": 1, "events": events}
+    assert counts.subscription_states == {"active": 1, "pending": 1}
+    assert counts.last_event_id == await store.last_event_id()
+    assert counts.deliveries == {"pending": 1}
+    assert (counts.targets, counts.targets_enabled) == (2, 1)
+    await store.remove_subscription(b.id)
+    after = await store.status_counts()
+    assert after.subscription_states == {"active": 1}
+    assert after.rows["subscriptions"] == 1 and after.last_event_id > counts.last_event_id
+
+
+async def test_state_changes_are_fenced_and_logged_once(store: Store) -> None:
+    (added,) = await store.add_subscriptions_batch([(URL, ["test://a", "test://b"])])
+    ids = [s.id for s, _ in added]
+    gen = await store.bump_generation(added[0][0].server_id)
+    changed = await store.set_subscription_state(ids, "active", generation=gen)
+    assert [(e.subscription_id, e.data["previous"]) for e in changed] == [
+        (ids[0], "pending"),
+        (ids[1], "pending"),
+    ]
+    assert await store.set_subscription_state(ids, "active", generation=gen) == []
+    assert await store.set_subscription_state(ids, "error", "x", generation=gen - 1) == []
+    again = await store.set_subscription_state(ids[1:], "error", "gone", code="READ_FAILED")
+    assert [(e.uri, e.data) for e in again] == [
+        (
+            "test://b",
+            {"state": "error", "reason": "gone", "code": "READ_FAILED", "previous": "active"},
+        )
+    ]
+    states = {
+        s.id: (s.state, s.state_reason, s.state_code) for s in await store.list_subscriptions()
+    }
+    assert states == {ids[0]: ("active", None, None), ids[1]: ("error", "gone", "READ_FAILED")}
+
+
 async def test_a_read_becomes_a_revision_only_if_new_and_fenced(store: Store) -> None:
     sub, _ = await store.add_subscription(URL, "test://a")
     gen = await store.bump_generation(sub.server_id)

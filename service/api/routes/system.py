@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -13,7 +14,7 @@ from service._version import __version__
 from service.api import validate
 from service.api.metrics import uptime
 from service.api.state import api_state
-from service.webhooks.repository import WebhookRepository
+from service.webhooks.outbox import FINAL_STATES, OPEN_STATES
 
 router = APIRouter(tags=["system"])
 
@@ -22,23 +23,35 @@ router = APIRouter(tags=["system"])
 async def status(request: Request) -> Response:
     supervisor = api_state(request).supervisor
     store = supervisor.store
+    # One reader hop for every figure (it was ~10 queries, one thread hop each).
+    counts = await store.status_counts()
     body = {
         "version": __version__,
         "ready": supervisor.ready,
         "uptimeSeconds": round(uptime(supervisor.started_at), 3),
         "links": supervisor.link_status(),
-        "counts": await store.counts(),
-        "subscriptionsByState": dict(sorted((await store.subscription_states()).items())),
-        "lastEventId": await store.last_event_id(),
-        "deliveries": await supervisor.webhooks.repo.counts(),
-        "webhooks": await _webhook_counts(supervisor.webhooks.repo),
+        "counts": counts.rows,
+        "subscriptionsByState": dict(sorted(counts.subscription_states.items())),
+        "lastEventId": counts.last_event_id,
+        "deliveries": {
+            state: counts.deliveries.get(state, 0) for state in (*OPEN_STATES, *FINAL_STATES)
+        },
+        "webhooks": {"targets": counts.targets, "enabled": counts.targets_enabled},
         "storage": store.health.to_json(),
     }
-    # Plain JSON types already: json.dumps directly, not FastAPI's recursive encoder
-    # (with 1,000 links that encoder was most of the request).
-    return Response(
-        json.dumps(body, ensure_ascii=False, separators=(",", ":")), media_type="application/json"
-    )
+    return Response(dumps(body), media_type="application/json")
+
+
+def dumps(body: dict[str, Any]) -> bytes:
+    """Plain JSON types already, so no FastAPI encoder (with 1,000 links its recursive walk
+    was most of the request), and orjson rather than ``json.dumps``: the 650 KB of 1,000
+    links took 5-13 ms in ``json.dumps`` here, 0.5-1 ms in orjson. A value orjson refuses
+    (an integer past 64 bits, nesting past 254 levels, in a server's capabilities) falls
+    back to ``json.dumps``; both write UTF-8 unescaped, compact."""
+    try:
+        return orjson.dumps(body)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @router.post("/v1/resubscribe")
@@ -51,11 +64,6 @@ async def resubscribe(request: Request, url: str | None = None) -> dict[str, Any
     if url is not None:
         validate.server_url(url)
     return {"rechecked": api_state(request).supervisor.recheck(url)}
-
-
-async def _webhook_counts(repo: WebhookRepository) -> dict[str, int]:
-    targets = await repo.list_targets()
-    return {"targets": len(targets), "enabled": sum(1 for t in targets if t.enabled)}
 
 
 @router.get("/healthz")
@@ -92,5 +100,6 @@ async def readyz(request: Request) -> JSONResponse:
 async def metrics(request: Request) -> Response:
     state = api_state(request)
     store = state.supervisor.store
-    text = state.metrics.render(await store.counts(), await store.last_event_id())
+    counts = await store.status_counts()
+    text = state.metrics.render(counts.rows, counts.last_event_id)
     return Response(text, media_type=CONTENT_TYPE_LATEST)

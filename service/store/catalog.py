@@ -1,0 +1,158 @@
+"""Adding subscriptions and counting rows, as plain SQL compiled once (both backends).
+
+``POST /v1/subscriptions`` and ``GET /v1/status`` run these. Built as SQLAlchemy Core
+expressions on every call, the add cost ~0.6 ms of Python per URI in SQL compilation and
+caching alone, and the status counts took one thread hop per statement; here the statements
+are ``text()`` built at import (SQLAlchemy only binds parameters) and each function is one
+call on a sync ``Connection``: the writer thread's (``Store.in_writer``) or a reader's
+(``Store.in_reader``), so one request is one hop, whatever its size.
+
+The SQL is standard (SQLite ≥ 3.35 and PostgreSQL): new ids come back with ``RETURNING``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, text
+
+from service.store import hotpath
+from service.store.records import Event
+
+FIND_SERVER = text("SELECT id FROM servers WHERE url = :url AND credential_key = :key")
+INSERT_SERVER = text(
+    "INSERT INTO servers (url, credential_key, created_at, updated_at) "
+    "VALUES (:url, :key, :now, :now) RETURNING id"
+)
+FIND_SUBSCRIPTIONS = text(
+    "SELECT uri, id FROM subscriptions WHERE server_id = :server_id AND uri IN :uris"
+).bindparams(bindparam("uris", expanding=True))
+INSERT_SUBSCRIPTION = text(
+    "INSERT INTO subscriptions (server_id, uri, created_at, updated_at) "
+    "VALUES (:server_id, :uri, :now, :now) RETURNING id"
+)
+SUBSCRIPTION_ROWS = text(
+    "SELECT s.id, s.server_id, v.url, s.uri, s.state, s.state_reason, s.state_code, "
+    "s.content_hash, s.revision, s.last_read_at, s.created_at "
+    "FROM subscriptions s JOIN servers v ON v.id = s.server_id WHERE s.id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+
+IN_CHUNK = 500
+"""Values per ``IN (...)``: well under every backend's bound-parameter limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """One request's outcome: ``(subscription id, created)`` in the order of its URIs."""
+
+    server_id: int
+    ids: list[tuple[int, bool]]
+
+
+def add_subscriptions(
+    conn: Connection,
+    requests: Sequence[tuple[str, Sequence[str]]],
+    credential_key: str,
+    now: float,
+) -> tuple[list[Added], list[Event], list[Any]]:
+    """Every ``(url, uris)`` of ``requests`` in this one transaction, idempotent on
+    (server, URI): a URI already stored (or added earlier in the same call) is not new.
+
+    Returns each request's ids, the ``subscription.created`` events written, and the rows
+    of every subscription named (``SUBSCRIPTION_ROWS`` columns)."""
+    hotpath.order_events(conn)  # it inserts events (PostgreSQL: commit-ordered ids)
+    outcomes: list[Added] = []
+    events: list[Event] = []
+    servers: dict[str, int] = {}
+    known: dict[tuple[int, str], int] = {}
+    touched: set[int] = set()
+    for url, uris in requests:
+        server_id = servers.get(url)
+        if server_id is None:
+            params = {"url": url, "key": credential_key, "now": now}
+            found = conn.execute(FIND_SERVER, params).scalar()
+            if found is None:
+                found = conn.execute(INSERT_SERVER, params).scalar_one()
+            server_id = servers[url] = int(found)
+        unknown = [uri for uri in dict.fromkeys(uris) if (server_id, uri) not in known]
+        for start in range(0, len(unknown), IN_CHUNK):
+            chunk = unknown[start : start + IN_CHUNK]
+            for uri, sub_id in conn.execute(
+                FIND_SUBSCRIPTIONS, {"server_id": server_id, "uris": chunk}
+            ):
+                known[(server_id, uri)] = int(sub_id)
+        ids: list[tuple[int, bool]] = []
+        for uri in uris:
+            existing = known.get((server_id, uri))
+            if existing is not None:
+                ids.append((existing, False))
+                continue
+            new_id = int(
+                conn.execute(
+                    INSERT_SUBSCRIPTION, {"server_id": server_id, "uri": uri, "now": now}
+                ).scalar_one()
+            )
+            known[(server_id, uri)] = new_id
+            touched.add(server_id)
+            ids.append((new_id, True))
+            events.append(
+                hotpath.insert_event(
+                    conn,
+                    "subscription.created",
+                    now,
+                    subscription_id=new_id,
+                    server_url=url,
+                    uri=uri,
+                )
+            )
+        outcomes.append(Added(server_id, ids))
+    if hotpath.is_postgresql(conn):
+        for server_id in sorted(touched):  # the replica holding the link re-reads its set
+            conn.execute(hotpath.NOTIFY_LINK, {"id": str(server_id)})
+    wanted = sorted({sub_id for outcome in outcomes for sub_id, _ in outcome.ids})
+    rows: list[Any] = []
+    for start in range(0, len(wanted), IN_CHUNK):
+        rows.extend(conn.execute(SUBSCRIPTION_ROWS, {"ids": wanted[start : start + IN_CHUNK]}))
+    return outcomes, events, rows
+
+
+COUNT_TABLES = ("servers", "subscriptions", "revisions", "events")
+STATE_COUNTS = text("SELECT state, count(*) FROM subscriptions GROUP BY state")
+LAST_EVENT_ID = text("SELECT max(id) FROM events")
+DELIVERY_COUNTS = text("SELECT state, count(*) FROM deliveries GROUP BY state")
+TARGET_COUNTS = text(
+    "SELECT count(*), coalesce(sum(CASE WHEN enabled != 0 THEN 1 ELSE 0 END), 0) "
+    "FROM webhook_targets"
+)
+_COUNTS = {name: text(f"SELECT count(*) FROM {name}") for name in COUNT_TABLES}
+
+
+def row_counts(conn: Connection) -> dict[str, int]:
+    """Rows per table (``/metrics``' ``mcpsub_store_rows``)."""
+    return {name: int(conn.execute(query).scalar() or 0) for name, query in _COUNTS.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class StatusCounts:
+    """Every figure ``GET /v1/status`` reads from the database, read in one go."""
+
+    rows: dict[str, int]
+    subscription_states: dict[str, int]
+    last_event_id: int
+    deliveries: dict[str, int]
+    targets: int
+    targets_enabled: int
+
+
+def status_counts(conn: Connection) -> StatusCounts:
+    targets, enabled = conn.execute(TARGET_COUNTS).one()
+    return StatusCounts(
+        rows=row_counts(conn),
+        subscription_states={str(s): int(n) for s, n in conn.execute(STATE_COUNTS)},
+        last_event_id=int(conn.execute(LAST_EVENT_ID).scalar() or 0),
+        deliveries={str(s): int(n) for s, n in conn.execute(DELIVERY_COUNTS)},
+        targets=int(targets or 0),
+        targets_enabled=int(enabled or 0),
+    )
