@@ -28,6 +28,7 @@ import structlog
 
 from service.store import Store
 from service.store.leases import Claimed
+from service.store.records import Subscription
 
 log = structlog.get_logger("mcpsubd.leases")
 RECONCILE_EVERY = 10  # lease passes between full reconciles when nothing changed
@@ -38,7 +39,7 @@ class LinkOwner(Protocol):
 
     def held(self) -> set[int]: ...
 
-    async def adopt(self, claimed: Claimed) -> None: ...
+    async def adopt(self, claimed: Claimed, subs: list[Subscription] | None = None) -> None: ...
 
     async def drop(self, server_id: int, *, release: bool) -> None: ...
 
@@ -162,9 +163,14 @@ class LeaseKeeper:
         elif len(mine) > share:
             # Release the newest links beyond the share: stop first, then release, so the
             # next owner never overlaps with us.
-            for server_id in sorted(mine, reverse=True)[: len(mine) - share]:
-                await self.owner.drop(server_id, release=True)
-                self.stats["lease_releases_total"] += 1
+            # next owner never overlaps with us. One release statement for all of them: a
+            # statement per link made a pass that hands 500 links over outlast the TTL on a
+            # busy host (bench/scaleout.py), so our own heartbeat lapsed meanwhile.
+            extra = sorted(mine, reverse=True)[: len(mine) - share]
+            for server_id in extra:
+                await self.owner.drop(server_id, release=False)
+            await self.store.release_leases(self.replica_id, extra)
+            self.stats["lease_releases_total"] += len(extra)
         # Subscriptions added or removed through this replica's API reach its links at once, and
         # another replica's changes arrive by NOTIFY (``_remote_link_change``). A full reconcile
         # (it loads every held subscription: most of an idle daemon's CPU at 10,000 of them) is
@@ -183,6 +189,14 @@ class LeaseKeeper:
         claimed = await self.store.claim_leases(
             self.replica_id, self.ttl_s, limit, only, mine_too=mine_too
         )
+        # The claimed links' subscriptions in one query, not one per link: with a query per
+        # link, claiming 1,000 links took one pass longer than the TTL on a busy host, the
+        # next heartbeat came too late, the other replicas counted this one dead and took
+        # the links back, and the replicas passed all the links to and fro (bench/scaleout.py).
+        subs: dict[int, list[Subscription]] = {item.server_id: [] for item in claimed}
+        if claimed:
+            for sub in await self.store.list_subscriptions(server_ids=list(subs)):
+                subs[sub.server_id].append(sub)
         for item in claimed:
             self.stats["lease_claims_total"] += 1
             if item.previous_owner not in (None, self.replica_id):
@@ -193,6 +207,6 @@ class LeaseKeeper:
                 epoch=item.epoch,
                 previous=item.previous_owner,
             )
-            await self.owner.adopt(item)
+            await self.owner.adopt(item, subs[item.server_id])
         self.stats["leases_held"] = float(len(self.owner.held()))
         return claimed

@@ -114,9 +114,11 @@ class Supervisor:
     def held(self) -> set[int]:
         return set(self.links)
 
-    async def adopt(self, claimed: Claimed) -> None:
-        """Start the link we just leased, under the generation the claim gave it."""
-        subs = await self.store.list_subscriptions(claimed.server_id)
+    async def adopt(self, claimed: Claimed, subs: list[Subscription] | None = None) -> None:
+        """Start the link we just leased, under the generation the claim gave it (``subs``:
+        its subscriptions when the caller read them already)."""
+        if subs is None:
+            subs = await self.store.list_subscriptions(claimed.server_id)
         stale = self.links.pop(claimed.server_id, None)
         if stale is not None:  # an old run of ours, fenced out by the claim: stop it
             await stale.stop()

@@ -163,3 +163,67 @@ def test_the_replica_id_survives_a_restart_on_the_same_state_dir(tmp_path: Path)
     first = default_replica_id(tmp_path)
     assert default_replica_id(tmp_path) == first
     assert default_replica_id(tmp_path / "other") != first  # no such dir: a fresh id
+
+
+class RecordingOwner:
+    """The keeper's link owner, recording what it was handed (no links are started)."""
+
+    def __init__(self) -> None:
+        self.links: dict[int, list[str]] = {}
+        self.dropped: list[int] = []
+
+    def held(self) -> set[int]:
+        return set(self.links)
+
+    async def adopt(self, claimed, subs=None) -> None:  # type: ignore[no-untyped-def]
+        assert subs is not None, "the keeper reads the claimed links' subscriptions itself"
+        self.links[claimed.server_id] = [s.uri for s in subs]
+
+    async def drop(self, server_id: int, *, release: bool) -> None:
+        self.links.pop(server_id)
+        self.dropped.append(server_id)
+
+    async def reconcile(self) -> None:
+        pass
+
+
+async def test_a_pass_claims_and_releases_many_links_in_a_few_statements(
+    pg_pair: tuple[Store, Store],
+) -> None:
+    """One query for every claimed link's subscriptions and one release statement, however
+    many links move: a statement per link made a pass that takes or hands over hundreds of
+    links outlast the TTL on a busy host, the heartbeat lapsed, and the replicas passed the
+    links to and fro (found by bench/scaleout.py at 1,000 links)."""
+    from service.daemon.leases import LeaseKeeper
+
+    a, b = pg_pair
+    ids = await add_links(a, 12)
+    await a.add_subscription("http://127.0.0.1:1/mcp0", "test://b")
+    reads: list[object] = []
+    list_subscriptions = a.list_subscriptions
+
+    async def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(kwargs.get("server_ids", args))
+        return await list_subscriptions(*args, **kwargs)
+
+    a.list_subscriptions = counted  # type: ignore[method-assign]
+    owner = RecordingOwner()
+    keeper = LeaseKeeper(a, owner, TTL, "replica-a")
+    await keeper.tick()  # alone: claims every link
+    assert owner.held() == set(ids)
+    assert sorted(owner.links[ids[0]]) == ["test://a", "test://b"]
+    assert len(reads) == 1, "one query for the subscriptions of all the claimed links"
+    await b.lease_heartbeat("replica-b", "host", 2)  # a second live replica: share 6
+    released = []
+    release_leases = a.release_leases
+
+    async def counted_release(replica: str, server_ids: list[int]) -> None:
+        released.append(list(server_ids))
+        await release_leases(replica, server_ids)
+
+    a.release_leases = counted_release  # type: ignore[method-assign]
+    await keeper.tick()
+    assert len(owner.held()) == 6 and len(owner.dropped) == 6
+    assert released == [sorted(owner.dropped, reverse=True)], "stopped first, one release"
+    claimed = await b.claim_leases("replica-b", TTL, 12)
+    assert sorted(c.server_id for c in claimed) == sorted(owner.dropped)
