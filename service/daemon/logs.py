@@ -80,6 +80,12 @@ def _entry_key(event_dict: MutableMapping[str, Any]) -> str:
     return repr(sorted((k, str(v)[:200]) for k, v in event_dict.items() if k not in skip))
 
 
+def enabled(level: int) -> bool:
+    """Whether a line at ``level`` would be written: the hot path asks before it builds a
+    debug line (dropping one in :func:`level_filter` raises and catches ``DropEvent``)."""
+    return level >= _min_level[0]
+
+
 def level_filter(_logger: Any, method_name: str, event_dict: Any) -> Any:
     # A processor rather than make_filtering_bound_logger(level): loggers are cached on first
     # use, so only a processor can follow a log level changed by a reload.

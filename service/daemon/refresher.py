@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from service.daemon import logs
 from service.failures import classify_read_failure
 from service.mcp import wire
 from service.mcp.errors import JsonRpcError, McpError
@@ -140,12 +142,13 @@ class UriRefresher:
                     self._stats["revisions_total"] = self._stats.get("revisions_total", 0) + 1
                     # debug: at info this line cost more than the revision's own SQL; the
                     # count is mcpsub_revisions_total in /metrics
-                    log.debug(
-                        "revision",
-                        uri=self.target.uri,
-                        revision=revision.revision,
-                        generation=generation,
-                    )
+                    if logs.enabled(logging.DEBUG):
+                        log.debug(
+                            "revision",
+                            uri=self.target.uri,
+                            revision=revision.revision,
+                            generation=generation,
+                        )
             except asyncio.CancelledError:
                 raise
             except McpError as exc:

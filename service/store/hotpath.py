@@ -24,15 +24,14 @@ FENCED_UPDATE = text(
     "read_generation = :generation, last_read_at = :read_at, updated_at = :read_at "
     "WHERE id = :subscription_id AND server_id = :server_id "
     "AND (SELECT generation FROM servers WHERE id = :server_id) = :generation "
-    "AND (content_hash IS NULL OR content_hash != :digest)"
+    "AND (content_hash IS NULL OR content_hash != :digest) "
+    # what the revision and its event need, from the row just written (SQLite ≥ 3.35):
+    # a separate SELECT for it was a quarter of the transaction's statements
+    "RETURNING revision, uri, (SELECT url FROM servers WHERE id = :server_id) AS url"
 )
 TOUCH = text(
     "UPDATE subscriptions SET last_read_at = :read_at WHERE id = :subscription_id "
     "AND (SELECT generation FROM servers WHERE id = :server_id) = :generation"
-)
-CURRENT = text(
-    "SELECT s.revision, s.uri, v.url FROM subscriptions s JOIN servers v ON v.id = s.server_id "
-    "WHERE s.id = :subscription_id"
 )
 INSERT_REVISION = text(
     "INSERT INTO revisions (subscription_id, revision, content_hash, contents, text, generation, "
@@ -208,10 +207,10 @@ def record_read(
             return None
         revision_id, revision_number, event = written
     else:
-        if conn.execute(FENCED_UPDATE, params).rowcount != 1:
+        row = conn.execute(FENCED_UPDATE, params).one_or_none()
+        if row is None:
             conn.execute(TOUCH, params)
             return None
-        row = conn.execute(CURRENT, {"subscription_id": subscription_id}).one()
         revision_id = conn.execute(
             INSERT_REVISION,
             {**params, "revision": row.revision, "contents": contents_json, "text": text_value},
