@@ -360,6 +360,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat
 
 
+def run_queue_wait_seconds(pid: int) -> float:
+    """Time the threads of ``pid`` spent runnable but waiting for a CPU (the second field of
+    ``/proc/PID/task/TID/schedstat``), summed, in seconds; threads that ended are not counted.
+
+    On a shared machine this says whether a process was slow because it had too much to do
+    or because it was not given a CPU to do it on."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
+
+
 def status_kb(pid: int, key: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key + ":"):

@@ -53,6 +53,7 @@ from bench.harness import (
     markdown_table,
     percentile,
     predict_hash,
+    run_queue_wait_seconds,
     seed_subscriptions,
     sigterm_to_interrupt,
     start_daemon,
@@ -114,6 +115,10 @@ class RatePhase:
     seconds: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)
+    waited_s: float = 0.0
+    """mcpsubd's threads: runnable, waiting for a CPU (schedstat), summed."""
+    wall_s: float = 0.0
+    """From the first change sent until the SSE stream went quiet (the CPU window)."""
     last_delivered: bool = False
 
     def per_revision_ms(self, who: str) -> float:
@@ -248,6 +253,7 @@ async def rate_phase(
     phase = RatePhase(name, rate)
     prefix = f"{name}-"
     cpu0 = {who: cpu_seconds(pid) for who, pid in pids.items()}
+    waited0 = run_queue_wait_seconds(pids["mcpsubd"])
     t0 = time.time()
     sent = await run_changes(peer, uris, count, rate, prefix)
     last_text = {uri: text for uri, text, _ in sent}
@@ -255,6 +261,8 @@ async def rate_phase(
     phase.last_delivered = await follower.wait_for(finals, 60.0)
     await follower.wait_quiet(0.5, 10.0)
     phase.cpu = {who: cpu_seconds(pid) - cpu0[who] for who, pid in pids.items()}
+    phase.waited_s = run_queue_wait_seconds(pids["mcpsubd"]) - waited0
+    phase.wall_s = time.time() - t0
     phase.changes = len(sent)
     last_arrival = t0
     for uri, text, sent_at in sent:
@@ -429,6 +437,12 @@ def render(
                 p50,
                 p99,
                 f"{phase.per_revision_ms('mcpsubd'):.2f}",
+                (
+                    f"{100 * phase.cpu.get('mcpsubd', 0.0) / phase.wall_s:.0f} / "
+                    f"{100 * phase.waited_s / phase.wall_s:.0f}"
+                    if phase.wall_s > 0
+                    else "—"
+                ),
                 f"{phase.per_revision_ms('peer'):.3f}",
                 f"{phase.per_revision_ms('bench'):.3f}",
                 "yes" if phase.last_delivered else "**no**",
@@ -446,6 +460,7 @@ def render(
             "p50 ms",
             "p99 ms",
             "mcpsubd CPU ms / rev",
+            "mcpsubd % on a CPU / % waiting for one",
             "peer",
             "bench (SSE client)",
             "last text of every URI",
@@ -453,7 +468,7 @@ def render(
             "met?",
         ],
         rows,
-        "lrrrrrrrrrlll",
+        "lrrrrrrrrrrlll",
     )
     out += [
         "",
@@ -461,7 +476,10 @@ def render(
         "machine. *Coalesced*: a change whose own revision never came because a later read "
         "already covered it (the refresher keeps one read in flight plus one trailing read per "
         f"URI; every URI's last text must still arrive). RSS of mcpsubd after the phases: "
-        f"{rss_mb:.1f} MB.",
+        f"{rss_mb:.1f} MB. *% on a CPU / % waiting for one*: mcpsubd's CPU time and its "
+        "threads' time runnable but not running (`/proc/PID/task/*/schedstat`), as % of the "
+        "phase's wall time: a daemon that falls behind while it waits for a CPU more than it "
+        "runs is short of CPU share on the machine, not of speed.",
         "",
     ]
     for label, profiler in profilers.items():
