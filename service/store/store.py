@@ -19,7 +19,6 @@ import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,6 +42,7 @@ from service.store import catalog, health, hotpath, leases, linkstate, schema
 from service.store.database import DATABASE_ERRORS, Database, parse
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
+from service.store.writer import WriterThread
 
 T = TypeVar("T")
 
@@ -123,7 +123,7 @@ class Store:
         self.sync_engine = sync_engine
         """SQLite only: the writer thread's engine (PostgreSQL runs everything on asyncpg)."""
         self.database = database or Database("sqlite", str(engine.url))
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcpsub-db-writer")
+        self._writer = WriterThread("mcpsub-db-writer")
         self._write_lock = asyncio.Lock()
         self._pending_reads: list[tuple[hotpath.Read, asyncio.Future[Any]]] = []
         """Reads waiting for the next group commit (see :meth:`record_read`)."""
@@ -162,7 +162,7 @@ class Store:
             with contextlib.suppress(Exception):  # its callers get the outcome or the error
                 await self._committer
         await self.engine.dispose()
-        self._writer.shutdown(wait=True)
+        self._writer.shutdown()
         if self.sync_engine is not None:
             self.sync_engine.dispose()
 
@@ -626,7 +626,7 @@ class Store:
             with sync_engine.begin() as conn:
                 return fn(conn)
 
-        result = await asyncio.get_running_loop().run_in_executor(self._writer, run)
+        result = await self._writer.run(run)
         self.health.succeeded()
         return result
 
