@@ -172,7 +172,7 @@ class Supervisor:
 
     def _remote_event(self, event_id: int) -> None:
         self.events.seen(event_id)
-        self.webhooks.wake()  # its outbox rows may be ours to deliver
+        self.webhooks.remote_events()  # its outbox rows may be ours to deliver
 
     def _remote_link_change(self, server_id: int) -> None:
         if server_id in self.links:

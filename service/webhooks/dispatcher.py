@@ -283,6 +283,16 @@ class Dispatcher:
     def wake(self) -> None:
         self._wake.set()
 
+    def remote_events(self) -> None:
+        """Events any replica committed, heard by LISTEN/NOTIFY (PostgreSQL; our own too).
+
+        While no target is enabled none of them can have enqueued a delivery, so they do not
+        wake the loop: otherwise every replica ran a pass (three queries) for every event of
+        the cluster. A target enabled on another replica is seen by the next timed pass
+        (within 5 s), as for local events."""
+        if not self._no_targets:
+            self._wake.set()
+
     @property
     def _lease_ttl(self) -> float:
         """A delivery's lease outlasts its attempt (timeout) and the outcome write after it."""

@@ -242,3 +242,39 @@ async def test_breaker_opens_after_consecutive_failures_then_probes(database_url
         await dispatcher.stop()
         rx.close()
         await sup.store.close()
+
+
+async def test_remote_events_wake_the_dispatcher_only_when_a_target_can_want_them(
+    database_url: str,
+) -> None:
+    """On PostgreSQL every replica hears every event of the cluster (NOTIFY). With no enabled
+    target they cannot have enqueued anything: no pass for them; once a target exists, they
+    wake the loop (the deliveries may be ours to make)."""
+    sup = await make_supervisor(database_url)
+    dispatcher = Dispatcher(sup.store, WebhookSettings())
+    passes = asyncio.Event()
+    due_work = dispatcher.repo.due_work
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        passes.set()
+        return await due_work(*args, **kwargs)
+
+    dispatcher.repo.due_work = counted  # type: ignore[method-assign]
+    dispatcher.start()
+    try:
+        await asyncio.wait_for(passes.wait(), 10)
+        for _ in range(100):  # the first pass finds no target
+            if dispatcher._no_targets:
+                break
+            await asyncio.sleep(0.01)
+        assert dispatcher._no_targets
+        dispatcher._wake.clear()
+        dispatcher.remote_events()
+        assert not dispatcher._wake.is_set(), "woken for events no target can want"
+        await dispatcher.repo.create_target("http://127.0.0.1:9/hook")
+        dispatcher._wake.clear()
+        dispatcher.remote_events()
+        assert dispatcher._wake.is_set()
+    finally:
+        await dispatcher.stop()
+        await sup.store.close()
