@@ -196,6 +196,24 @@ class ServerLink:
         if self._lean is not None:
             await self._lean.aclose()
 
+    def status_key(self) -> tuple[Any, ...]:
+        """Everything :meth:`status` reads, cheap to compare: the supervisor serialises a
+        link's status again only when this changed (keep the two methods in step)."""
+        return (
+            self.state,
+            self.generation,
+            self.last_error,
+            self.last_error_code,
+            self.last_error_hint,
+            self.backoff_until,
+            self.reconnects,
+            self.relistens,
+            self.stream is not None,
+            tuple(self.honored),
+            self.capabilities,
+            tuple(self.wanted),
+        )
+
     def status(self) -> dict[str, Any]:
         circuit = {"open": "closed", "backoff": "open", "connecting": "half_open"}.get(
             self.state,

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from service.jsonout import dumps
 from service.store.eventhub import EventHub
 from service.store.migrate import upgrade
 from service.store.records import Revision, Subscription
@@ -54,6 +55,9 @@ class FakeSupervisor:
 
     def link_status(self) -> list[dict[str, Any]]:
         return list(self._links.values())
+
+    def link_status_json(self) -> bytes:
+        return dumps(self.link_status())
 
     def recheck(self, url: str | None = None) -> list[str]:
         return [str(link["url"]) for link in self._links.values() if url in (None, link["url"])]

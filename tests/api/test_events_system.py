@@ -105,7 +105,7 @@ def test_status_json_falls_back_for_values_orjson_refuses() -> None:
     refuses (an integer past 64 bits, nesting past 254 levels): same JSON, via json."""
     import json
 
-    from service.api.routes.system import dumps
+    from service.jsonout import dumps
 
     deep: Any = 0
     for _ in range(300):

@@ -1,0 +1,65 @@
+"""``Supervisor.link_status_json`` keeps each link's JSON until the link changes; whatever
+changed on a link must show in the very next ``/v1/status``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from service.daemon.config import Settings
+from service.daemon.link import ServerLink
+from service.daemon.supervisor import Supervisor
+from tests.api.fakes import migrated_store
+
+
+def test_link_status_json_follows_every_change(tmp_path: Path) -> None:
+    async def run() -> None:
+        store = migrated_store(tmp_path / "mcpsub.db")
+        supervisor = Supervisor(store, Settings(state_dir=tmp_path, replica_id="test"))
+        links = [
+            ServerLink(
+                n,
+                f"http://127.0.0.1:1/mcp?link={n}",
+                store,
+                supervisor.settings,
+                supervisor._new_http_client(),
+                asyncio.Semaphore(1),
+                {},
+            )
+            for n in (1, 2)
+        ]
+        for link in links:
+            supervisor.links[link.server_id] = link
+
+        def same() -> None:
+            assert json.loads(supervisor.link_status_json()) == supervisor.link_status()
+
+        try:
+            same()
+            one, two = links
+            one.want("test://a", 10)
+            same()
+            one.want("test://b", 11)
+            one.unwant("test://a")
+            same()
+            one.want("test://a", 10)  # same set, other order: still right
+            same()
+            two.state, two.generation, two.reconnects = "backoff", 3, 1
+            two.last_error, two.last_error_code = "refused \u202e", "CONNECTION_REFUSED"
+            same()
+            one.honored = {"test://a"}
+            same()
+            one.honored = {"test://b"}  # same size, other URI
+            same()
+            two.capabilities = {"subscribe": True, "huge": 2**70}  # orjson refuses this one
+            same()
+            del supervisor.links[1]
+            same()
+            assert list(supervisor._status_json) == [2], "a dropped link's JSON is dropped"
+        finally:
+            for link in links:
+                await link.stop()
+            await store.close()
+
+    asyncio.run(run())
