@@ -81,6 +81,36 @@ class _Throttled(Exception):
         self.wait_s = wait_s
 
 
+READS_PER_LINK = 2
+"""Reads in flight per link (``read_concurrency`` bounds all links together). A listen
+acknowledgement re-reads every URI of the link at once; unbounded, each of those reads opened
+its own connection (ten per link at a cold start, closed again but for the idle ones), and
+connecting was ~9 % of a cold start's CPU. Two keep the link's kept-alive connection busy."""
+
+
+class _ReadSlot:
+    """One of the link's read slots, then one of the daemon-wide ones: a read waiting for its
+    link holds no global slot that a read of another link could use."""
+
+    __slots__ = ("_global", "_link")
+
+    def __init__(self, link: asyncio.Semaphore, shared: asyncio.Semaphore) -> None:
+        self._link = link
+        self._global = shared
+
+    async def __aenter__(self) -> None:
+        await self._link.acquire()
+        try:
+            await self._global.acquire()
+        except BaseException:
+            self._link.release()
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._global.release()
+        self._link.release()
+
+
 class LeaseLost(Exception):
     """A fenced write was rejected: another replica claimed this link (scale-out)."""
 
@@ -100,7 +130,7 @@ class ServerLink:
         url: str,
         store: Store,
         settings: Settings,
-        http: httpx.AsyncClient,
+        http: Callable[[], httpx.AsyncClient],
         limiter: asyncio.Semaphore,
         stats: dict[str, int],
         token_provider: TokenProvider | None = None,
@@ -109,12 +139,16 @@ class ServerLink:
         self.url = url
         self._store = store
         self._settings = settings
-        self._http = http
+        self._new_http = http
+        self._http_client: httpx.AsyncClient | None = None
+        """Made on first use: a link on plain http:// never needs one (all lean)."""
         self._lean = (
-            LeanHttp(url, connect_timeout=settings.connect_timeout_s) if lean_usable(url) else None
+            LeanHttp(url, connect_timeout=settings.connect_timeout_s, max_idle=1)
+            if lean_usable(url)
+            else None
         )
         """Re-reads on plain http:// go through h11 directly (see :mod:`service.mcp.lean`)."""
-        self._limiter = limiter
+        self._limiter = _ReadSlot(asyncio.Semaphore(READS_PER_LINK), limiter)
         self._stats = stats
         self._tokens = token_provider
         self.backoff = Backoff(
@@ -158,6 +192,16 @@ class ServerLink:
         self.on_lease_lost: Callable[[int], object] | None = None
         """Called with the server id when a fenced write shows another replica owns the link."""
 
+    def _http(self) -> httpx.AsyncClient | None:
+        """The link's httpx client, or None on plain http:// where every request this link
+        sends (discover, listen, read) goes through :mod:`service.mcp.lean`. ~6.5 kB per
+        link that a daemon watching 1,000 servers does not spend."""
+        if self._lean is not None:
+            return None
+        if self._http_client is None:
+            self._http_client = self._new_http()
+        return self._http_client
+
     # ---- control from the supervisor ----------------------------------------------------
     def want(self, uri: str, subscription_id: int) -> None:
         if self.wanted.get(uri) == subscription_id:
@@ -192,7 +236,8 @@ class ServerLink:
         await self._close_stream(self.stream)
         self.stream = None
         self.state = "stopped"
-        await self._http.aclose()
+        if self._http_client is not None:
+            await self._http_client.aclose()
         if self._lean is not None:
             await self._lean.aclose()
 
@@ -396,7 +441,7 @@ class ServerLink:
             self.url,
             token=token,
             client_name="mcpsubd",
-            http=self._http,
+            http=self._http(),
             timeout=self._settings.request_timeout_s,
             # Plain http://: discover and the listen stream on h11 too. httpcore re-registered
             # each idle stream's socket with the selector around every keep-alive frame (half
@@ -718,7 +763,7 @@ class ServerLink:
             self.url,
             token=self._session_token,
             client_name="mcpsubd",
-            http=self._http,
+            http=self._http(),
             timeout=self._settings.request_timeout_s,
             lean=self._lean,
         )

@@ -25,7 +25,7 @@ from service.jsonout import dumps
 from service.store import Store, Subscription
 from service.store.database import DATABASE_ERRORS
 from service.store.eventhub import EventHub
-from service.store.leases import Claimed
+from service.store.leases import Claimed, uri_set_digest
 from service.store.notify import PgListener
 from service.webhooks.dispatcher import Dispatcher
 
@@ -130,7 +130,7 @@ class Supervisor:
             claimed.url,
             self.store,
             self.settings,
-            self._new_http_client(),
+            self._new_http_client,
             self._limiter,
             self.stats,
             self._tokens,
@@ -153,15 +153,26 @@ class Supervisor:
 
     async def reconcile(self) -> None:
         """Bring the held links' URI sets in line with the database (a subscription may have
-        been added or removed through another replica's API)."""
+        been added or removed through another replica's API).
+
+        One digest row per link first (count, id sum, URI length sum); only links whose
+        digest differs from what they hold are reloaded. Loading all 10,000 subscriptions of
+        an idle daemon on every reconcile was most of its CPU (results/daemon.md)."""
         async with self._lock:
-            held = sorted(self.links)
-            if not held:
+            if not self.links:
                 return
-            wanted: dict[int, dict[str, int]] = {server_id: {} for server_id in held}
-            for sub in await self.store.list_subscriptions(server_ids=held):
+            digests = await self.store.uri_set_digests(self.replica_id)
+            stale = sorted(
+                server_id
+                for server_id, link in self.links.items()
+                if digests.get(server_id, (0, 0, 0)) != uri_set_digest(link.wanted)
+            )
+            if not stale:
+                return
+            wanted: dict[int, dict[str, int]] = {server_id: {} for server_id in stale}
+            for sub in await self.store.list_subscriptions(server_ids=stale):
                 wanted.setdefault(sub.server_id, {})[sub.uri] = sub.id
-            for server_id in held:
+            for server_id in stale:
                 link = self.links.get(server_id)
                 if link is None:
                     continue

@@ -135,3 +135,19 @@ async def test_a_trigger_while_retrying_is_kept_and_read_under_the_new_generatio
     assert store.texts == ["v2"]
     assert seen == [2]
     assert errors == []
+
+
+async def test_an_idle_refresher_keeps_no_finished_task() -> None:
+    """10,000 idle refreshers kept 10,000 done tasks; a finished read leaves none behind,
+    and the next trigger still reads."""
+    refresher, store, _ = make(["one", "two"])
+    refresher.trigger()
+    task = refresher._task
+    assert task is not None
+    await task
+    await asyncio.sleep(0)  # the done callback
+    assert refresher._task is None and not refresher.busy
+    refresher.trigger()
+    assert refresher._task is not None
+    await refresher._task
+    assert store.texts == ["one", "two"]
