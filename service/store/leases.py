@@ -19,6 +19,8 @@ own), so leases cost nothing there.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, text
@@ -68,6 +70,53 @@ def renew(conn: Connection, postgresql: bool, replica_id: str, ttl: float) -> di
         {"me": replica_id, "ttl": ttl},
     ).all()
     return {int(r.id): int(r.lease_epoch) for r in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class Renewed:
+    """What a renew changed relative to the links the replica runs: only the differences
+    come back from the database (a pass over 1,000 held links returned 1,000 rows)."""
+
+    lost: list[int]
+    """Running here, but no longer leased to us: another replica owns them now."""
+    orphans: list[int]
+    """Leased to us but not running here (a previous run of ours, or stopped locally)."""
+
+
+_RENEW = "UPDATE servers SET lease_until = {now} + :ttl WHERE lease_owner = :me RETURNING id"
+RENEW_CHANGES_PG = text(
+    f"WITH renewed AS ({_RENEW.format(now=PG_NOW)}), "
+    "running AS (SELECT unnest(CAST(:running AS integer[])) AS id) "
+    "SELECT id, 1 AS orphan FROM renewed WHERE id NOT IN (SELECT id FROM running) "
+    "UNION ALL SELECT id, 0 AS orphan FROM running WHERE id NOT IN (SELECT id FROM renewed)"
+)
+RENEW_SQLITE = text(_RENEW.format(now=SQLITE_NOW).removesuffix(" RETURNING id"))
+CHANGES_SQLITE = text(
+    "WITH running AS (SELECT CAST(value AS INTEGER) AS id FROM json_each(:running)) "
+    "SELECT id, 1 AS orphan FROM servers WHERE lease_owner = :me "
+    "AND id NOT IN (SELECT id FROM running) "
+    "UNION ALL SELECT id, 0 AS orphan FROM running WHERE id NOT IN "
+    "(SELECT id FROM servers WHERE lease_owner = :me)"
+)
+
+
+def renew_changes(
+    conn: Connection, postgresql: bool, replica_id: str, ttl: float, running: Collection[int]
+) -> Renewed:
+    """Extend every lease this replica holds, like :func:`renew`, but return only how the
+    leases differ from ``running`` (the links the replica runs)."""
+    params = {"me": replica_id, "ttl": ttl}
+    if postgresql:
+        rows = conn.execute(RENEW_CHANGES_PG, {**params, "running": sorted(running)}).all()
+    else:
+        conn.execute(RENEW_SQLITE, params)
+        rows = conn.execute(
+            CHANGES_SQLITE, {"me": replica_id, "running": json.dumps(sorted(running))}
+        ).all()
+    return Renewed(
+        lost=sorted(int(r.id) for r in rows if not r.orphan),
+        orphans=sorted(int(r.id) for r in rows if r.orphan),
+    )
 
 
 def balance(conn: Connection, postgresql: bool, ttl: float) -> tuple[int, int]:
@@ -158,6 +207,30 @@ def claim(
                 Claimed(int(row.id), row.url, int(row.generation), int(row.lease_epoch), r.previous)
             )
     return sorted(claimed, key=lambda c: c.server_id)
+
+
+URI_SET_DIGESTS = text(
+    "SELECT s.server_id, COUNT(*) AS n, SUM(s.id) AS ids, SUM(LENGTH(s.uri)) AS chars "
+    "FROM subscriptions s JOIN servers v ON v.id = s.server_id "
+    "WHERE v.lease_owner = :me GROUP BY s.server_id"
+)
+
+
+def uri_set_digest(wanted: dict[str, int]) -> tuple[int, int, int]:
+    """The in-memory side of :func:`uri_set_digests`: (count, sum of ids, sum of URI lengths)."""
+    return len(wanted), sum(wanted.values()), sum(len(uri) for uri in wanted)
+
+
+def uri_set_digests(conn: Connection, replica_id: str) -> dict[int, tuple[int, int, int]]:
+    """Per link leased to ``replica_id``: (subscriptions, sum of their ids, sum of their URIs'
+    lengths). One row per link instead of one per subscription: the lease keeper's periodic
+    reconcile compares these with what its links hold and reloads only the links that differ.
+
+    Subscription ids are never reused on PostgreSQL (a sequence); on SQLite the one replica
+    applies every change its own API makes at once, so the digest only has to catch what
+    another replica changed without a notification reaching us."""
+    rows = conn.execute(URI_SET_DIGESTS, {"me": replica_id}).all()
+    return {int(r.server_id): (int(r.n), int(r.ids), int(r.chars)) for r in rows}
 
 
 def release(conn: Connection, replica_id: str, server_ids: list[int]) -> int:

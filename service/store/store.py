@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -462,9 +462,23 @@ class Store:
         pg = self.database.is_postgresql
         return await self._lease_call(lambda c: leases.renew(c, pg, replica_id, ttl))
 
+    async def renew_lease_changes(
+        self, replica_id: str, ttl: float, running: Collection[int]
+    ) -> leases.Renewed:
+        """Renew every lease of ``replica_id``; only the differences from ``running`` come
+        back (:func:`leases.renew_changes`)."""
+        pg = self.database.is_postgresql
+        return await self._lease_call(
+            lambda c: leases.renew_changes(c, pg, replica_id, ttl, running)
+        )
+
     async def lease_balance(self, ttl: float) -> tuple[int, int]:
         pg = self.database.is_postgresql
         return await self.in_reader(lambda c: leases.balance(c, pg, ttl))
+
+    async def uri_set_digests(self, replica_id: str) -> dict[int, tuple[int, int, int]]:
+        """Per link this replica leases: a digest of its URI set (:func:`leases.uri_set_digests`)."""
+        return await self.in_reader(lambda c: leases.uri_set_digests(c, replica_id))
 
     async def claim_leases(
         self,

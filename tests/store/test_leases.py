@@ -227,3 +227,35 @@ async def test_a_pass_claims_and_releases_many_links_in_a_few_statements(
     assert released == [sorted(owner.dropped, reverse=True)], "stopped first, one release"
     claimed = await b.claim_leases("replica-b", TTL, 12)
     assert sorted(c.server_id for c in claimed) == sorted(owner.dropped)
+
+
+@pytest.fixture
+async def one_store(database_url: str) -> AsyncIterator[Store]:
+    s = Store.open(database_url)
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+async def test_a_renew_returns_only_what_differs_from_the_running_links(one_store: Store) -> None:
+    """The lease pass's renew: every lease extended, and back come only the links running here
+    that are not ours any more and the ones ours that do not run here (both backends)."""
+    store = one_store
+    ids = await add_links(store, 3)
+    claimed = await store.claim_leases("a", TTL, 2)
+    mine = [c.server_id for c in claimed]
+    assert mine == ids[:2]
+    async with store.engine.begin() as conn:
+        await conn.execute(text("UPDATE servers SET lease_until = 1"))
+    quiet = await store.renew_lease_changes("a", TTL, set(mine))
+    assert (quiet.lost, quiet.orphans) == ([], [])
+    async with store.engine.connect() as conn:
+        until = (await conn.execute(text("SELECT id, lease_until FROM servers"))).all()
+    assert {r.id for r in until if r.lease_until and r.lease_until > 1} == set(mine)
+    gone = await store.renew_lease_changes("a", TTL, {*mine, ids[2]})
+    assert (gone.lost, gone.orphans) == ([ids[2]], [])
+    orphan = await store.renew_lease_changes("a", TTL, {mine[0]})
+    assert (orphan.lost, orphan.orphans) == ([], [mine[1]])
+    none_running = await store.renew_lease_changes("a", TTL, set())
+    assert (none_running.lost, none_running.orphans) == ([], mine)
