@@ -47,7 +47,7 @@ from service.pathowner import owner_of
 from service.statusline import StatusLine
 from service.store import Store
 from service.store.database import DATABASE_ERRORS, describe
-from service.store.migrate import upgrade
+from service.store.migrate import upgrade, upgrade_if_needed
 
 log = structlog.get_logger("mcpsubd")
 EXIT_CONFIG = 78  # EX_CONFIG
@@ -298,7 +298,7 @@ async def _serve(
     open_files, _hard = raise_open_file_limit()
     progress.phase(f"mcpsubd: migrating {settings.db_display}")
     try:
-        await asyncio.to_thread(upgrade, settings.db_url)
+        await asyncio.to_thread(upgrade_if_needed, settings.db_url)
     except DATABASE_ERRORS as exc:
         log.error("database unavailable", database=settings.db_display, error=describe(exc))
         return EXIT_DB_UNAVAILABLE

@@ -1,0 +1,61 @@
+"""The daemon's start-up migration check: Alembic only when the stored revision is not the
+newest script's (importing it kept ~9 MB of the daemon's memory for nothing)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from sqlalchemy import Connection
+
+from service.store.migrate import (
+    _on_connection,
+    alembic_config,
+    current,
+    script_head,
+    upgrade_if_needed,
+)
+
+CHECK = """
+import sys
+from service.store.migrate import upgrade_if_needed
+upgrade_if_needed(sys.argv[1])
+loaded = sorted(m for m in sys.modules if m == "alembic" or m.startswith("alembic."))
+print(",".join(loaded) or "none")
+"""
+
+
+def test_the_head_read_from_the_scripts_is_alembics() -> None:
+    from alembic.script import ScriptDirectory
+
+    assert (
+        script_head() == ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    )
+
+
+def test_a_current_database_is_checked_without_alembic(database_url: str) -> None:
+    assert current(database_url) == script_head()  # the fixture's database is migrated
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK, database_url], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "none"
+
+
+def test_an_older_or_new_database_is_migrated(database_url: str, tmp_path: Path) -> None:
+    _on_connection(database_url, lambda conn: _downgrade(conn, database_url, "0005"))
+    assert current(database_url) == "0005"
+    upgrade_if_needed(database_url)
+    assert current(database_url) == script_head()
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    upgrade_if_needed(fresh)
+    assert current(fresh) == script_head()
+
+
+def _downgrade(conn: Connection, url: str, revision: str) -> None:
+    from alembic import command
+
+    config = alembic_config(url)
+    config.attributes["connection"] = conn
+    command.downgrade(config, revision)
