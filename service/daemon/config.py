@@ -48,6 +48,9 @@ class Settings:
     lease_ttl_s: float = 15.0
     """How long a link's lease lasts unrenewed (renewed every third of it); a dead replica's
     links are re-listened by the others within about this long."""
+    handover_timeout_s: float = 5.0
+    """On SIGTERM, how long the other replicas get to listen to this replica's links and take
+    them (make-before-break) before the rest are stopped and released; PostgreSQL only."""
     log_level: str = "info"
     log_format: str = "auto"
     """``json``, ``console`` or ``auto`` (JSON when stdout is not a TTY)."""

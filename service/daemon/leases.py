@@ -1,9 +1,14 @@
 """The replica's lease loop: heartbeat, renew, rebalance, and stop links before they expire.
 
-Every third of the TTL one pass: heartbeat, renew every held lease (the database returns the
-ones we still hold; any other link is stopped at once, because another replica owns it now),
-then move towards the fair share ``ceil(links / live replicas)``: claim when below it, release
-(stop first, then release) when above. A renew that fails keeps being retried; if none has
+Every third of the TTL (or at once when another replica asks over ``NOTIFY``) one pass:
+heartbeat, renew every held lease (the database returns the ones we still hold; any other link
+is stopped at once, because another replica owns it now), then move towards the fair share
+``ceil(links / live replicas)``. Below it: claim unowned or expired links, then request links
+other replicas offer and listen to them in standby. Above it: offer the newest links beyond
+the share. A handover is make-before-break: the offering replica keeps running a link until
+the successor's own listen is acknowledged and it takes the lease (one fenced statement, see
+:mod:`service.store.leases`); on SIGTERM (:meth:`LeaseKeeper.hand_over`) every link is offered
+and the replica waits, bounded, until they are taken. A renew that fails keeps being retried; if none has
 succeeded for two thirds of the TTL every link is stopped locally, so no link runs on after
 its lease could have expired (the database would fence its writes anyway, see
 :mod:`service.store.leases`). The time base is the start of the last successful renew, which
@@ -27,7 +32,7 @@ from typing import Protocol
 import structlog
 
 from service.store import Store
-from service.store.leases import Claimed
+from service.store.leases import Claimed, Requested
 from service.store.records import Subscription
 
 log = structlog.get_logger("mcpsubd.leases")
@@ -44,6 +49,18 @@ class LinkOwner(Protocol):
     async def drop(self, server_id: int, *, release: bool) -> None: ...
 
     async def reconcile(self) -> None: ...
+
+    def standby(self) -> set[int]:
+        """Links listened to in standby, waiting to take their lease."""
+        ...
+
+    async def prepare(self, requested: Requested) -> None:
+        """Listen to a requested link in standby; take its lease once acknowledged."""
+        ...
+
+    async def abandon(self, server_id: int) -> None:
+        """Stop a standby link whose request is gone."""
+        ...
 
 
 def default_replica_id(state_dir: Path | None = None) -> str:
@@ -73,8 +90,11 @@ class LeaseKeeper:
         """Monotonic time by which the held leases may have expired (no renew since)."""
         self.stats: dict[str, float] = {
             "leases_held": 0.0,
+            "leases_standby": 0.0,
             "lease_claims_total": 0.0,
             "lease_handovers_total": 0.0,
+            "lease_takeovers_total": 0.0,
+            "lease_offers_total": 0.0,
             "lease_releases_total": 0.0,
             "lease_expired_locally_total": 0.0,
             "lease_renew_failures_total": 0.0,
@@ -82,27 +102,76 @@ class LeaseKeeper:
             "replicas_live": 0.0,
         }
         self._task: asyncio.Task[None] | None = None
+        self._renewer: asyncio.Task[None] | None = None
         self._stopping = False
+        self._handing_over = False
+        self._handed_over = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._offered: set[int] = set()
+        """Links we offered and still hold: when one goes, it was handed over, not lost."""
         self._passes = 0
+        self._orphans: set[int] = set()
+        """Links the last renew found ours in the database but not running here."""
 
     @property
     def interval_s(self) -> float:
         return self.ttl_s / 3
 
     async def start(self) -> None:
-        """Register and take a first share before the API says ready."""
+        """Register and take a first share before the API says ready; then ask the others to
+        rebalance now (they offer what is above the new share) rather than at their next pass."""
         await self.store.lease_heartbeat(self.replica_id, socket.gethostname(), os.getpid())
         await self.tick()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="leases")
+        await self.store.wake_replicas()
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._run(), name="leases")
+        self._renewer = loop.create_task(self._renew_forever(), name="lease-renew")
+
+    def wake(self) -> None:
+        """Run a pass now (another replica offered links, or took one of ours)."""
+        self._wake.set()
+
+    async def hand_over(self, timeout_s: float) -> int:
+        """Graceful stop, make-before-break: offer every held link and keep running them until
+        the other replicas have taken them (each after its own listen was acknowledged), at
+        most ``timeout_s``. Returns how many links are still held (the caller stops and
+        releases them: break-before-make for those). Nothing to do without another live
+        replica (SQLite always)."""
+        if not self.store.database.is_postgresql or not self.owner.held():
+            return len(self.owner.held())
+        try:
+            live, _ = await self.store.lease_balance(self.ttl_s)
+            if live <= 1:
+                return len(self.owner.held())
+            self._handing_over = True
+            await self.store.lease_heartbeat(
+                self.replica_id, socket.gethostname(), os.getpid(), stopping=True
+            )
+            offered = await self.store.offer_leases(self.replica_id, None)
+        except Exception as exc:
+            log.warning("could not offer the links for hand-over", error=str(exc))
+            return len(self.owner.held())
+        self._offered.update(offered)
+        self.stats["lease_offers_total"] += len(offered)
+        log.info("handing the links over", links=len(self.owner.held()), timeout_s=timeout_s)
+        self.wake()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._handed_over.wait()
+        left = len(self.owner.held())
+        if left:
+            log.warning("hand-over incomplete; stopping the rest", links=left)
+        return left
 
     async def stop(self) -> None:
-        """Graceful stop: announce it (the others stop counting us), then the caller stops the
-        links and :meth:`leave` releases every lease."""
+        """Announce the stop (the others stop counting us); the caller then stops the links
+        and :meth:`leave` releases every lease still held."""
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        for task in (self._task, self._renewer):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         try:
             await self.store.lease_heartbeat(
                 self.replica_id, socket.gethostname(), os.getpid(), stopping=True
@@ -117,9 +186,31 @@ class LeaseKeeper:
             log.warning("could not release the leases", error=str(exc))
 
     async def _run(self) -> None:
+        """The balance loop: a pass every third of the TTL, or at once when woken."""
+        woken = False
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                if woken:  # one of our links may have been taken: renew (and drop it) first
+                    await self.tick()
+                else:
+                    await self.balance(self._orphans)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("lease pass failed", error=str(exc))
+            woken = False
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.interval_s):
+                    woken = await self._wake.wait()
+
+    async def _renew_forever(self) -> None:
+        """Renewing on its own timer: a slow pass (claiming and starting a hundred links after
+        a failover, a reconcile) must not delay the renew past the TTL. Under load that made
+        leases lapse, the others claim them, the claims add load: a replica-wide flap."""
         while not self._stopping:
             try:
-                await self.tick()
+                await self.renew()
                 delay = self.interval_s
             except asyncio.CancelledError:
                 raise
@@ -141,38 +232,76 @@ class LeaseKeeper:
         for server_id in sorted(held):
             await self.owner.drop(server_id, release=False)
 
-    async def tick(self) -> None:
+    async def renew(self) -> set[int]:
+        """Heartbeat and renew; stop the links the database no longer lists as ours. Returns
+        the links the database lists as ours that do not run here."""
         started = time.monotonic()
         held_before = set(self.owner.held())
-        await self.store.lease_heartbeat(self.replica_id, socket.gethostname(), os.getpid())
+        await self.store.lease_heartbeat(
+            self.replica_id, socket.gethostname(), os.getpid(), stopping=self._handing_over
+        )
         # Only the differences come back: a pass over 1,000 held links returned 1,000 rows.
         renewed = await self.store.renew_lease_changes(self.replica_id, self.ttl_s, held_before)
         self.valid_until = started + self.ttl_s
         self.stats["lease_renew_seconds"] = time.monotonic() - started
-        # Against what runs now: a link adopted or dropped during the renew is neither.
+        # Against what runs now: a link adopted (an API subscribe, a standby link's take) or
+        # dropped during the renew is neither.
         for server_id in [i for i in renewed.lost if i in self.owner.held()]:
-            log.warning("lease gone; stopping the link", server_id=server_id)
+            if server_id in self._offered:
+                log.info("link handed over", server_id=server_id)
+            else:
+                log.warning("lease gone; stopping the link", server_id=server_id)
             await self.owner.drop(server_id, release=False)
-        orphans = [i for i in renewed.orphans if i not in self.owner.held()]
+        self._offered &= self.owner.held()
+        if self._handing_over and not self.owner.held():
+            self._handed_over.set()
+        self.stats["leases_held"] = float(len(self.owner.held()))
+        self._orphans = set(renewed.orphans)
+        return self._orphans
+
+    async def tick(self) -> None:
+        """One pass: renew, then move towards the fair share."""
+        await self.balance(await self.renew())
+
+    async def balance(self, orphans_seen: set[int]) -> None:
+        """Claim, request or offer towards the fair share; ``orphans_seen``: links the last
+        renew found ours in the database but not running here (the renew loop keeps it)."""
+        if self._handing_over:
+            return
+        held_before = set(self.owner.held())
+        orphans = sorted(i for i in orphans_seen if i not in self.owner.held())
         if orphans:  # ours in the table but not running: a previous run, or stopped locally
             await self.claim(len(orphans), only=orphans, mine_too=True)
         live, links = await self.store.lease_balance(self.ttl_s)
         self.stats["replicas_live"] = float(live)
         share = math.ceil(links / live) if links else 0
         mine = self.owner.held()
-        if len(mine) < share:
-            await self.claim(share - len(mine))
-        elif len(mine) > share:
-            # Release the newest links beyond the share: stop first, then release, so the
-            # next owner never overlaps with us.
-            # next owner never overlaps with us. One release statement for all of them: a
-            # statement per link made a pass that hands 500 links over outlast the TTL on a
-            # busy host (bench/scaleout.py), so our own heartbeat lapsed meanwhile.
-            extra = sorted(mine, reverse=True)[: len(mine) - share]
-            for server_id in extra:
-                await self.owner.drop(server_id, release=False)
-            await self.store.release_leases(self.replica_id, extra)
-            self.stats["lease_releases_total"] += len(extra)
+        standby = self.owner.standby()
+        if standby:  # a request may have been withdrawn or overtaken by a plain claim
+            for server_id in sorted(standby - await self.store.requested_leases(self.replica_id)):
+                await self.owner.abandon(server_id)
+            standby = self.owner.standby()
+        if len(mine) + len(standby) < share:
+            claimed = await self.claim(share - len(mine) - len(standby))
+            need = share - len(mine) - len(standby) - len(claimed)
+            if need > 0 and self.store.database.is_postgresql:
+                for item in await self.store.request_leases(self.replica_id, self.ttl_s, need):
+                    log.info("listening in standby", server_id=item.server_id, owner=item.owner)
+                    await self.owner.prepare(item)
+        if len(mine) > share:
+            # Offer the newest links beyond the share; we keep running them until a replica
+            # below its share has listened and taken them (make-before-break).
+            excess = sorted(mine - self._offered, reverse=True)[
+                : len(mine) - share - len(self._offered)
+            ]
+            if excess:
+                offered = await self.store.offer_leases(self.replica_id, excess)
+                self._offered.update(offered)
+                self.stats["lease_offers_total"] += len(offered)
+        elif self._offered and len(mine) <= share:
+            # No longer above the share: take back the offers nobody requested yet.
+            await self.store.withdraw_offers(self.replica_id)
+            self._offered.clear()
         # Subscriptions added or removed through this replica's API reach its links at once, and
         # another replica's changes arrive by NOTIFY (``_remote_link_change``). A full reconcile
         # (it loads every held subscription: most of an idle daemon's CPU at 10,000 of them) is
@@ -181,6 +310,7 @@ class LeaseKeeper:
         if self.owner.held() != held_before or self._passes % RECONCILE_EVERY == 0:
             await self.owner.reconcile()
         self.stats["leases_held"] = float(len(self.owner.held()))
+        self.stats["leases_standby"] = float(len(self.owner.standby()))
         self._passes += 1
         if self._passes % 100 == 1:
             await self.store.forget_dead_replicas(max(3600.0, self.ttl_s * 20))
@@ -212,3 +342,21 @@ class LeaseKeeper:
             await self.owner.adopt(item, subs[item.server_id])
         self.stats["leases_held"] = float(len(self.owner.held()))
         return claimed
+
+    async def take(self, server_id: int) -> Claimed | None:
+        """A standby link's listen was acknowledged: take its lease (fencing the previous
+        owner from this commit on). None when the request is gone."""
+        taken = await self.store.take_lease(self.replica_id, self.ttl_s, server_id)
+        if taken is None:
+            return None
+        self.stats["lease_claims_total"] += 1
+        self.stats["lease_takeovers_total"] += 1
+        if taken.previous_owner not in (None, self.replica_id):
+            self.stats["lease_handovers_total"] += 1
+        log.info(
+            "lease taken over",
+            server_id=server_id,
+            epoch=taken.epoch,
+            previous=taken.previous_owner,
+        )
+        return taken

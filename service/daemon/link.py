@@ -191,6 +191,10 @@ class ServerLink:
         self._stopping = False
         self.on_lease_lost: Callable[[int], object] | None = None
         """Called with the server id when a fenced write shows another replica owns the link."""
+        self.takeover: Callable[[], Awaitable[int | None]] | None = None
+        """Set on a standby link (make-before-break handover, see :mod:`service.daemon.leases`):
+        it writes nothing until its first listen is acknowledged, then this takes the lease
+        and returns the generation to write under (None: the request is gone)."""
 
     def _http(self) -> httpx.AsyncClient | None:
         """The link's httpx client, or None on plain http:// where every request this link
@@ -357,14 +361,21 @@ class ServerLink:
 
     async def _lease_lost(self, reason: str) -> None:
         """Fenced out: another replica claimed this link. Stop touching it at once."""
-        log.warning(
-            "lease lost; giving the link up", server_id=self.server_id, url=self.url, reason=reason
-        )
+        if self.takeover is not None:
+            log.info("standby link dropped", server_id=self.server_id, reason=reason)
+        else:
+            log.warning(
+                "lease lost; giving the link up",
+                server_id=self.server_id,
+                url=self.url,
+                reason=reason,
+            )
         self._stopping = True
         await self._close_stream(self.stream)
         self.stream = None
         self.state = "released"
-        self._stats["leases_lost_total"] = self._stats.get("leases_lost_total", 0) + 1
+        if self.takeover is None:
+            self._stats["leases_lost_total"] = self._stats.get("leases_lost_total", 0) + 1
         if self.on_lease_lost is not None:
             self.on_lease_lost(self.server_id)
 
@@ -384,6 +395,8 @@ class ServerLink:
             error=message,
             retry_in=round(delay, 3),
         )
+        if self.takeover is not None:
+            return  # in standby the link's rows are the current owner's: write nothing
         try:
             held = await self._store.set_server_state(
                 self.server_id,
@@ -595,6 +608,20 @@ class ServerLink:
                 raise LoginRequired(f"the server refused our credentials: {exc}") from exc
             raise _Restart(f"listen refused: {exc}", "SUBSCRIPTION_FAILED") from exc
         self._acked_this_session = True
+        if self.takeover is not None:
+            # Standby: our listen is acknowledged while the current owner still listens; take
+            # the lease now. From this commit on the owner's writes are fenced, and our re-read
+            # below covers any update it missed (make-before-break handover).
+            try:
+                taken = await self.takeover()
+            except BaseException:
+                await stream.aclose()
+                raise
+            if taken is None:
+                await stream.aclose()
+                raise LeaseLost(f"the hand-over of {self.url} was withdrawn")
+            self.takeover = None
+            self.generation = taken
         honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
         not_honored = [self.wanted[u] for u in uris if u not in honored and u in self.wanted]
         try:

@@ -357,6 +357,12 @@ async def _serve(
         notifier.stopping()
         log.info("stopping", reason="signal")
         try:
+            # Make-before-break: the other replicas listen and take our links first; bounded
+            # by handover_timeout_s inside (the rest is stopped and released below).
+            await supervisor.hand_over()
+        except Exception as exc:
+            log.warning("hand-over failed; stopping the links", error=str(exc))
+        try:
             # Bounded: systemd (TimeoutStopSec=15) and launchd (ExitTimeOut 20) kill us after.
             async with asyncio.timeout(settings.shutdown_timeout_s):
                 await supervisor.stop()

@@ -25,7 +25,7 @@ from service.jsonout import dumps
 from service.store import Store, Subscription
 from service.store.database import DATABASE_ERRORS
 from service.store.eventhub import EventHub
-from service.store.leases import Claimed, uri_set_digest
+from service.store.leases import OFFERED, Claimed, Requested, uri_set_digest
 from service.store.notify import PgListener
 from service.webhooks.dispatcher import Dispatcher
 
@@ -48,6 +48,8 @@ class Supervisor:
         self.started_at = time.time()
         self.ready = False
         self.links: dict[int, ServerLink] = {}
+        self.standby_links: dict[int, ServerLink] = {}
+        """Links listened to in standby (make-before-break handover): not ours until taken."""
         self.stats: dict[str, int] = {}
         self._tokens = token_provider
         self._limiter = asyncio.Semaphore(settings.read_concurrency)
@@ -87,6 +89,7 @@ class Supervisor:
                 self._remote_event,
                 self._remote_link_change,
                 newest_id=self.store.last_event_id,
+                on_lease=self._remote_lease,
             )
             self._listener.start()
         self._prune_task = asyncio.get_running_loop().create_task(self._prune_forever())
@@ -95,9 +98,18 @@ class Supervisor:
         self.ready = True
         log.info("supervisor started", links=len(self.links))
 
+    async def hand_over(self) -> None:
+        """SIGTERM, first step (PostgreSQL with other live replicas): offer every link and keep
+        running them until the other replicas have listened and taken them, at most
+        ``handover_timeout_s`` (make-before-break). :meth:`stop` then stops what is left."""
+        self.ready = False
+        for server_id in sorted(self.standby_links):
+            await self.abandon(server_id)
+        await self.leases.hand_over(self.settings.handover_timeout_s)
+
     async def stop(self) -> None:
-        """Graceful handover: stop renewing, close every stream, then release the leases so
-        the other replicas claim the links at their next pass."""
+        """Stop renewing, close every stream, then release the leases still held (after
+        :meth:`hand_over`, none unless it timed out) so the others claim them at once."""
         self.ready = False
         if self._prune_task is not None:
             self._prune_task.cancel()
@@ -107,8 +119,9 @@ class Supervisor:
         if self._listener is not None:
             await self._listener.stop()
         async with self._lock:
-            links = list(self.links.values())
+            links = [*self.links.values(), *self.standby_links.values()]
             self.links.clear()
+            self.standby_links.clear()
         await asyncio.gather(*(link.stop() for link in links), return_exceptions=True)
         await self.leases.leave()
         await self.webhooks.stop()
@@ -117,17 +130,13 @@ class Supervisor:
     def held(self) -> set[int]:
         return set(self.links)
 
-    async def adopt(self, claimed: Claimed, subs: list[Subscription] | None = None) -> None:
-        """Start the link we just leased, under the generation the claim gave it (``subs``:
-        its subscriptions when the caller read them already)."""
-        if subs is None:
-            subs = await self.store.list_subscriptions(claimed.server_id)
-        stale = self.links.pop(claimed.server_id, None)
-        if stale is not None:  # an old run of ours, fenced out by the claim: stop it
-            await stale.stop()
+    def standby(self) -> set[int]:
+        return set(self.standby_links)
+
+    def _new_link(self, server_id: int, url: str, subs: list[Subscription]) -> ServerLink:
         link = ServerLink(
-            claimed.server_id,
-            claimed.url,
+            server_id,
+            url,
             self.store,
             self.settings,
             self._new_http_client,
@@ -135,13 +144,77 @@ class Supervisor:
             self.stats,
             self._tokens,
         )
-        link.generation = claimed.generation
-        link.on_lease_lost = self._lease_lost
         link.admit = self.admit_link
         for sub in subs:
             link.want(sub.uri, sub.id)
+        return link
+
+    async def adopt(self, claimed: Claimed, subs: list[Subscription] | None = None) -> None:
+        """Start the link we just leased, under the generation the claim gave it (``subs``:
+        its subscriptions when the caller read them already)."""
+        if subs is None:
+            subs = await self.store.list_subscriptions(claimed.server_id)
+        for stale in (
+            self.links.pop(claimed.server_id, None),  # an old run of ours, fenced by the claim
+            self.standby_links.pop(claimed.server_id, None),  # its request overtaken
+        ):
+            if stale is not None:
+                await stale.stop()
+        link = self._new_link(claimed.server_id, claimed.url, subs)
+        link.generation = claimed.generation
+        link.on_lease_lost = self._lease_lost
         self.links[claimed.server_id] = link
         link.start()
+
+    async def prepare(self, requested: Requested) -> None:
+        """Listen to a link another replica offered, in standby: it writes nothing until its
+        listen is acknowledged, then takes the lease (:meth:`_take`) and re-reads every URI
+        while the previous owner is told to close its stream."""
+        if requested.server_id in self.links or requested.server_id in self.standby_links:
+            return
+        subs = await self.store.list_subscriptions(requested.server_id)
+        link = self._new_link(requested.server_id, requested.url, subs)
+
+        async def take() -> int | None:
+            return await self._take(link)
+
+        def dropped(server_id: int) -> None:
+            if self.standby_links.get(server_id) is link:
+                del self.standby_links[server_id]
+
+        link.takeover = take
+        link.on_lease_lost = dropped
+        self.standby_links[requested.server_id] = link
+        link.start()
+
+    async def _take(self, link: ServerLink) -> int | None:
+        if self.standby_links.get(link.server_id) is not link:
+            return None  # abandoned meanwhile
+        taken = await self.leases.take(link.server_id)
+        if taken is None:
+            return None
+        if self.standby_links.get(link.server_id) is link:
+            del self.standby_links[link.server_id]
+        stale = self.links.get(link.server_id)
+        if stale is not None and stale is not link:
+            self.links.pop(link.server_id)
+            await stale.stop()
+        link.on_lease_lost = self._lease_lost
+        self.links[link.server_id] = link
+        # A subscription added or removed through another replica while we stood by: its
+        # NOTIFY found no held link here, so bring the URI set in line now.
+        subs = await self.store.list_subscriptions(link.server_id)
+        uris = {sub.uri: sub.id for sub in subs}
+        for uri in set(link.wanted) - set(uris):
+            link.unwant(uri)
+        for uri, subscription_id in uris.items():
+            link.want(uri, subscription_id)
+        return taken.generation
+
+    async def abandon(self, server_id: int) -> None:
+        link = self.standby_links.pop(server_id, None)
+        if link is not None:
+            await link.stop()
 
     async def drop(self, server_id: int, *, release: bool) -> None:
         """Stop a link; with ``release`` hand its lease back afterwards (never before)."""
@@ -193,6 +266,10 @@ class Supervisor:
             task = asyncio.get_running_loop().create_task(self.reconcile())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+
+    def _remote_lease(self, whom: str) -> None:
+        if whom in (self.replica_id, OFFERED):
+            self.leases.wake()
 
     def _lease_lost(self, server_id: int) -> None:
         link = self.links.pop(server_id, None)

@@ -30,7 +30,7 @@ TABLES: tuple[Table, ...] = (
     schema.deliveries,
 )
 """In foreign-key order."""
-RESET_ON_COPY = {"lease_owner": None, "lease_until": None}
+RESET_ON_COPY = {"lease_owner": None, "lease_until": None, "lease_successor": None}
 BATCH = 1000
 
 

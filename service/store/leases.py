@@ -12,6 +12,15 @@ Every write a link makes is already conditional on its generation (the revision 
 bumped by the holder of the current lease (:data:`BUMP_FENCED`), so a replica that was paused
 past its lease finds every write rejected by the database and gives the link up.
 
+Make-before-break handover (PostgreSQL): a replica that stops, or holds more than its share,
+*offers* links (``lease_successor = '*'``) and keeps running them. A replica below its share
+*requests* offered links (``lease_successor = <its id>``, ``SKIP LOCKED`` so two requesters
+never pick the same one), opens and acknowledges its own listen stream in standby, writing
+nothing, and only then *takes* the lease (:func:`take`): owner, epoch and generation change in
+one statement, so from that commit on every write of the previous owner is fenced, and the
+previous owner is told over ``NOTIFY`` to close its stream. A plain claim (expired or unowned
+link) clears any offer or request.
+
 On SQLite there is one daemon per database (its API socket makes sure of it): it claims every
 link it does not hold, whatever the previous owner's expiry (a previous run's leases are its
 own), so leases cost nothing there.
@@ -25,6 +34,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, text
 
+LEASES_CHANNEL = "mcpsub_leases"
+"""NOTIFY channel: a replica id (or ``*`` for every replica) whose lease keeper should run a
+pass now: links were offered, or one of its links was taken."""
+OFFERED = "*"
 PG_NOW = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
 SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
@@ -173,7 +186,7 @@ def claim(
         params["only"] = list(only)
     set_lease = (
         f"lease_owner = :me, lease_until = {now} + :ttl, lease_epoch = lease_epoch + 1, "
-        "generation = generation + 1"
+        "generation = generation + 1, lease_successor = NULL"
     )
     if postgresql:
         statement = text(
@@ -259,3 +272,126 @@ def forget_dead(conn: Connection, postgresql: bool, older_than_s: float) -> int:
         {"age": older_than_s},
     )
     return int(result.rowcount or 0)
+
+
+def wake(conn: Connection, postgresql: bool, whom: str) -> None:
+    """Ask ``whom`` (a replica id, or ``*``: every replica) to run a lease pass at commit."""
+    if postgresql:
+        conn.execute(
+            text("SELECT pg_notify(:channel, :whom)"), {"channel": LEASES_CHANNEL, "whom": whom}
+        )
+
+
+def offer(
+    conn: Connection, postgresql: bool, replica_id: str, server_ids: list[int] | None
+) -> list[int]:
+    """Offer these links (``None``: every link we hold) to any replica; we keep running them
+    until one takes them. Returns the ids offered now (links already offered or requested
+    keep their state)."""
+    only = " AND id IN :ids" if server_ids is not None else ""
+    statement = text(
+        f"UPDATE servers SET lease_successor = '{OFFERED}' "
+        f"WHERE lease_owner = :me AND lease_successor IS NULL{only} RETURNING id"
+    )
+    params: dict[str, object] = {"me": replica_id}
+    if server_ids is not None:
+        if not server_ids:
+            return []
+        statement = statement.bindparams(bindparam("ids", expanding=True))
+        params["ids"] = list(server_ids)
+    ids = sorted(int(r.id) for r in conn.execute(statement, params))
+    if ids:
+        wake(conn, postgresql, OFFERED)
+    return ids
+
+
+def withdraw(conn: Connection, replica_id: str) -> int:
+    """Take back offers nobody has requested yet (we are no longer above our share)."""
+    result = conn.execute(
+        text(
+            "UPDATE servers SET lease_successor = NULL "
+            f"WHERE lease_owner = :me AND lease_successor = '{OFFERED}'"
+        ),
+        {"me": replica_id},
+    )
+    return int(result.rowcount or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Requested:
+    server_id: int
+    url: str
+    owner: str | None
+
+
+def request(
+    conn: Connection, postgresql: bool, replica_id: str, ttl: float, limit: int
+) -> list[Requested]:
+    """Become the successor of up to ``limit`` offered links (PostgreSQL only): links offered
+    by a live owner, or requested by a replica that is no longer live. The owner keeps
+    running them until :func:`take`."""
+    if limit <= 0 or not postgresql:
+        return []
+    live = (
+        f"SELECT 1 FROM replicas r WHERE r.id = s.lease_successor AND r.stopping = 0 "
+        f"AND r.heartbeat_at > {PG_NOW} - :ttl"
+    )
+    rows = conn.execute(
+        text(
+            "WITH picked AS (SELECT s.id, s.lease_owner FROM servers s "
+            f"WHERE s.lease_successor IS NOT NULL AND s.lease_successor <> :me "
+            f"AND (s.lease_successor = '{OFFERED}' OR NOT EXISTS ({live})) "
+            f"AND s.lease_owner <> :me AND s.lease_until >= {PG_NOW} AND {_HAS_SUBSCRIPTIONS} "
+            "ORDER BY s.id LIMIT :limit FOR UPDATE OF s SKIP LOCKED) "
+            "UPDATE servers SET lease_successor = :me FROM picked WHERE servers.id = picked.id "
+            "RETURNING servers.id, servers.url, picked.lease_owner"
+        ),
+        {"me": replica_id, "ttl": ttl, "limit": limit},
+    ).all()
+    return sorted(
+        (Requested(int(r.id), r.url, r.lease_owner) for r in rows), key=lambda r: r.server_id
+    )
+
+
+def requested(conn: Connection, replica_id: str) -> set[int]:
+    """Links this replica is still the successor of (an offer can be withdrawn, a request
+    overtaken by a plain claim after the owner's lease expired)."""
+    rows = conn.execute(
+        text("SELECT id FROM servers WHERE lease_successor = :me"), {"me": replica_id}
+    )
+    return {int(r.id) for r in rows}
+
+
+def take(
+    conn: Connection, postgresql: bool, replica_id: str, ttl: float, server_id: int
+) -> Claimed | None:
+    """The successor's listen is acknowledged: take the lease. Owner, epoch and generation
+    change in this one statement, so the previous owner's writes are fenced from its commit
+    on; the previous owner is woken to close its stream. None when we are no longer the
+    successor (the offer was withdrawn, or the link was claimed after its lease expired)."""
+    now = now_sql(postgresql)
+    row = conn.execute(
+        text(
+            "SELECT lease_owner FROM servers WHERE id = :id AND lease_successor = :me"
+            + (" FOR UPDATE" if postgresql else "")
+        ),
+        {"id": server_id, "me": replica_id},
+    ).one_or_none()
+    if row is None:
+        return None
+    taken = conn.execute(
+        text(
+            f"UPDATE servers SET lease_owner = :me, lease_until = {now} + :ttl, "
+            "lease_epoch = lease_epoch + 1, generation = generation + 1, lease_successor = NULL "
+            "WHERE id = :id AND lease_successor = :me "
+            "RETURNING id, url, generation, lease_epoch"
+        ),
+        {"id": server_id, "me": replica_id, "ttl": ttl},
+    ).one_or_none()
+    if taken is None:
+        return None
+    if row.lease_owner not in (None, replica_id):
+        wake(conn, postgresql, row.lease_owner)
+    return Claimed(
+        int(taken.id), taken.url, int(taken.generation), int(taken.lease_epoch), row.lease_owner
+    )

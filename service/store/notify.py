@@ -10,7 +10,9 @@ are capped at 8,000 bytes); the events table stays the source of truth.
 A notification can be lost while the listening connection is down, so after every
 (re)connect the hub is told the table's newest id: waiters re-query and miss nothing.
 The ``mcpsub_links`` channel carries server ids whose subscriptions changed, so the replica
-holding that link re-reads its URI set at once instead of at its next lease pass.
+holding that link re-reads its URI set at once instead of at its next lease pass. The
+``mcpsub_leases`` channel carries a replica id (or ``*``) whose lease keeper should run a pass
+now: links were offered for a make-before-break handover, or one of its links was taken.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import structlog
 from sqlalchemy.engine import make_url
 
 from service.store.database import parse
+from service.store.leases import LEASES_CHANNEL, OFFERED
 
 log = structlog.get_logger("mcpsubd.notify")
 
@@ -49,11 +52,13 @@ class PgListener:
         on_event_id: Callable[[int], None],
         on_link: Callable[[int], None] | None = None,
         newest_id: Callable[[], Awaitable[int]] | None = None,
+        on_lease: Callable[[str], None] | None = None,
     ) -> None:
         self._dsn = asyncpg_dsn(url)
         self._on_event_id = on_event_id
         self._on_link = on_link
         self._newest_id = newest_id
+        self._on_lease = on_lease
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
         self.received = 0
@@ -77,6 +82,10 @@ class PgListener:
             with contextlib.suppress(ValueError):
                 self._on_link(int(payload))
 
+    def _leases(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        if self._on_lease is not None:
+            self._on_lease(payload)
+
     async def _run(self) -> None:
         import asyncpg
 
@@ -89,10 +98,13 @@ class PgListener:
                 conn.add_termination_listener(functools.partial(_set_event, lost))
                 await conn.add_listener(EVENTS_CHANNEL, self._events)
                 await conn.add_listener(LINKS_CHANNEL, self._links)
+                await conn.add_listener(LEASES_CHANNEL, self._leases)
                 failures = 0
                 self.connected.set()
                 if self._newest_id is not None:  # whatever was notified while we were away
                     self._on_event_id(await self._newest_id())
+                if self._on_lease is not None:  # an offer made while we were away
+                    self._on_lease(OFFERED)
                 await lost.wait()
                 log.warning("LISTEN connection lost; reconnecting")
             except asyncio.CancelledError:

@@ -42,6 +42,9 @@ servers = Table(
     Column("lease_owner", String(128)),
     Column("lease_until", Float),
     Column("lease_epoch", Integer, nullable=False, server_default="0"),
+    # Make-before-break handover: NULL, "*" (offered by its owner) or the replica that
+    # listens in standby and takes the lease once its listen is acknowledged.
+    Column("lease_successor", String(128)),
     UniqueConstraint("url", "credential_key", name="uq_servers_url_credential"),
 )
 Index("ix_servers_lease_owner", servers.c.lease_owner)

@@ -449,6 +449,12 @@ class Store:
 
     # ---- leases (scale-out; trivially held on SQLite) -------------------------------------
     async def _lease_call(self, fn: Callable[[Connection], T]) -> T:
+        """A lease statement. On PostgreSQL it takes a pooled connection of its own instead of
+        queueing on the write lock behind every link's revision and state writes: with a
+        hundred links starting at once that queue delayed the renew past the TTL, the leases
+        lapsed, the other replicas claimed them, and the links flapped between replicas."""
+        if self.database.is_postgresql:
+            return await self.in_writer(fn)
         async with self._write_lock:
             return await self.in_writer(fn)
 
@@ -499,6 +505,33 @@ class Store:
 
     async def leave(self, replica_id: str) -> None:
         await self._lease_call(lambda c: leases.leave(c, replica_id))
+
+    async def offer_leases(self, replica_id: str, server_ids: list[int] | None) -> list[int]:
+        pg = self.database.is_postgresql
+        return await self._lease_call(lambda c: leases.offer(c, pg, replica_id, server_ids))
+
+    async def withdraw_offers(self, replica_id: str) -> int:
+        return await self._lease_call(lambda c: leases.withdraw(c, replica_id))
+
+    async def request_leases(
+        self, replica_id: str, ttl: float, limit: int
+    ) -> list[leases.Requested]:
+        pg = self.database.is_postgresql
+        return await self._lease_call(lambda c: leases.request(c, pg, replica_id, ttl, limit))
+
+    async def requested_leases(self, replica_id: str) -> set[int]:
+        return await self.in_reader(lambda c: leases.requested(c, replica_id))
+
+    async def take_lease(
+        self, replica_id: str, ttl: float, server_id: int
+    ) -> leases.Claimed | None:
+        pg = self.database.is_postgresql
+        return await self._lease_call(lambda c: leases.take(c, pg, replica_id, ttl, server_id))
+
+    async def wake_replicas(self, whom: str = leases.OFFERED) -> None:
+        pg = self.database.is_postgresql
+        if pg:
+            await self._lease_call(lambda c: leases.wake(c, pg, whom))
 
     async def forget_dead_replicas(self, older_than_s: float) -> int:
         pg = self.database.is_postgresql
