@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from service.store.records import Event, Revision, Subscription
@@ -12,8 +13,14 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+_SUBSCRIPTION_KEYS = tuple(
+    (field.name, camel(field.name)) for field in dataclasses.fields(Subscription)
+)
+
+
 def subscription_json(sub: Subscription) -> dict[str, Any]:
-    return {camel(k): v for k, v in sub.to_json().items()}
+    # Flat fields of plain values: no ``asdict`` deep copy, names converted once.
+    return {key: getattr(sub, name) for name, key in _SUBSCRIPTION_KEYS}
 
 
 def event_json(event: Event) -> dict[str, Any]:

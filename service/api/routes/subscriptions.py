@@ -10,6 +10,7 @@ from service.api import validate
 from service.api.errors import InvalidParameter, SubscriptionNotFound
 from service.api.state import api_state
 from service.api.views import link_for, revision_summary, subscription_json
+from service.jsonout import dumps
 
 router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])
 
@@ -61,10 +62,11 @@ _CREATE_BODY: dict[str, Any] = {
 @router.post(
     "",
     status_code=201,
+    response_model=dict[str, Any],
     openapi_extra=_CREATE_BODY,
     responses={200: {"description": "already subscribed"}, 400: {"description": "bad input"}},
 )
-async def create_subscription(request: Request, response: Response) -> dict[str, Any]:
+async def create_subscription(request: Request) -> Response:
     """Watch ``uri`` on ``url``; idempotent (201 when new, 200 when it existed).
 
     Batch form: ``{"url", "uris": [...]}`` (up to ``MAX_BATCH``) adds them all in one
@@ -80,15 +82,22 @@ async def create_subscription(request: Request, response: Response) -> dict[str,
         uris = _batch_uris(body["uris"])
         added = await state.supervisor.subscribe_many(url, uris)
         new = sum(1 for _, created in added if created)
-        response.status_code = 201 if new else 200
-        return {
-            "subscriptions": [{**subscription_json(s), "created": c} for s, c in added],
-            "created": new,
-        }
+        return _json(
+            {
+                "subscriptions": [{**subscription_json(s), "created": c} for s, c in added],
+                "created": new,
+            },
+            201 if new else 200,
+        )
     uri = validate.resource_uri(body.get("uri"))
     sub, created = await state.supervisor.subscribe(url, uri)
-    response.status_code = 201 if created else 200
-    return {**subscription_json(sub), "created": created}
+    return _json({**subscription_json(sub), "created": created}, 201 if created else 200)
+
+
+def _json(body: dict[str, Any], status: int) -> Response:
+    """Plain JSON types already: encoded directly, without FastAPI's response validation and
+    recursive encoder (a measurable part of a POST's CPU when hundreds arrive per second)."""
+    return Response(dumps(body), status_code=status, media_type="application/json")
 
 
 def _batch_uris(value: Any) -> list[str]:
