@@ -83,8 +83,10 @@ def _free_port() -> int:
 
 
 class PgCluster:
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, server_options: str = "") -> None:
         self.bin_dir = bin_dir
+        self.server_options = server_options
+        """Extra ``postgres -c`` options (bench.scaleout loads pg_stat_statements)."""
         self.base = Path(tempfile.mkdtemp(prefix="mcpsub-pg-"))
         self.data = self.base / "data"
         self.port = 0
@@ -117,7 +119,8 @@ class PgCluster:
             options = (
                 f"-p {self.port} -c listen_addresses=127.0.0.1 "
                 f"-c unix_socket_directories={self.base} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=400"
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=400 "
+                + self.server_options
             )
             try:
                 self._run(
