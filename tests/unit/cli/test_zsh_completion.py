@@ -3,8 +3,9 @@
 Structural tests run everywhere: every command has its function and is dispatched, every
 flag appears with its help, every fixed value set is listed. Where zsh is installed the
 script must parse (``zsh -n``) and complete for real: an interactive zsh on a pseudo-terminal
-(``zpty``) loads it after ``compinit``, TAB is pressed after each line below, and the
-candidates ``compadd`` was given are compared.
+(``zpty``) loads it after ``compinit``, completion runs at the end of each line below (a
+widget that completes and then prints an end marker), and the candidates ``compadd`` was
+given are compared.
 """
 
 from __future__ import annotations
@@ -31,12 +32,17 @@ zpty -w z "PROMPT=''; RPROMPT=''"
 zpty -w z "autoload -U compinit; compinit -u -D"
 zpty -w z "source ${(q)1}"
 zpty -w z "compadd () { local -a __h; builtin compadd -A __h \"\$@\"; print -rl -- '<<' \$__h '>>' > /dev/tty; builtin compadd \"\$@\" }"
+zpty -w z "zle -C _capture_complete complete-word _main_complete"
+zpty -w z "_capture() { zle _capture_complete; print -r -- 'END''MARK' > /dev/tty; BUFFER='' }"
+zpty -w z "zle -N _capture; bindkey '^X' _capture"
 zpty -w z "echo READY''MARK"
 zpty -r z line '*READYMARK*'
 shift
 for words in "$@"; do
-  zpty -w -n z "$words"$'\t'$'\C-u'"echo DONE''MARK"$'\n'
-  zpty -r z out '*DONEMARK*'
+  # One widget completes, then prints the end marker: no keys typed ahead of the
+  # completion (zsh may cut a completion short when input is pending).
+  zpty -w -n z "$words"$'\C-x'
+  zpty -r z out '*ENDMARK*'
   print -r -- "==CASE"
   print -r -- "$out"
 done
