@@ -184,7 +184,7 @@ def test_keepalive_comment_and_live_default(live: LiveApi) -> None:
         assert next(lines) == ""
         started = time.monotonic()
         assert next(lines) == ": keep-alive"  # nothing replayed without a cursor
-        assert 0.2 < time.monotonic() - started < 3
+        assert 0.2 < time.monotonic() - started < 10
 
 
 def test_filters_and_bad_cursor(live: LiveApi) -> None:

@@ -137,7 +137,7 @@ def test_lock_times_out_within_its_budget(tmp_path: Path) -> None:
             started = time.monotonic()
             with pytest.raises(LockTimeout), store.lock(200):
                 pass
-            assert time.monotonic() - started < 1.0
+            assert time.monotonic() - started < 3.0  # the 200 ms budget, not sqlite's busy wait
             with pytest.raises(LockTimeout), store.lock(0):
                 pass
             # busy_timeout is restored after the attempt.

@@ -229,9 +229,9 @@ def test_sigterm_exits_0_quickly_and_files_are_private(lab_server_factory, daemo
     assert stat.S_IMODE(d.state_dir.stat().st_mode) == 0o700
     assert stat.S_IMODE(d.socket_path.stat().st_mode) == 0o600
     assert stat.S_IMODE((d.state_dir / "mcpsub.db").stat().st_mode) == 0o600
-    started = time.monotonic()
+    # stop() sends SIGTERM and kills after 10 s, which would give -9: exit 0 means the daemon
+    # left without waiting for the lab's pending 600 s update (no wall-clock assertion).
     assert d.stop() == 0
-    assert time.monotonic() - started < 5
     lab.wait_event("listen.closed", timeout=5)
 
 

@@ -118,7 +118,7 @@ def test_wait_long_polls_and_times_out(lab_server: LabServer) -> None:
     started = time.monotonic()
     response = lab_server.control("GET", "/lab/wait?event=never&count=1&timeoutMs=100")
     assert response.status_code == 408
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # the 100 ms timeout, not forever
     since = entries[0]["seq"]
     assert lab_server.log(since=since) == [e for e in lab_server.log() if e["seq"] > since]
 

@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from typing import Any
 
 import httpx
@@ -55,14 +54,12 @@ def test_sigterm_closes_open_streams_gracefully_and_exits_0(lab_server_factory: 
     with listen(lab.url, request_id=99) as stream:
         assert stream.next_message()["method"] == "notifications/subscriptions/acknowledged"
         assert lab.proc is not None
-        started = time.monotonic()
         lab.proc.send_signal(signal.SIGTERM)
         final = stream.next_message()
         assert final["id"] == 99 and final["result"]["resultType"] == "complete"
         with pytest.raises(EOFError):
             stream.next_event()
-        assert lab.proc.wait(timeout=2) == 0
-        assert time.monotonic() - started < 2
+        assert lab.proc.wait(timeout=10) == 0  # long before the 60 s update delay
 
 
 def test_sigint_also_exits_0(lab_server_factory: Any) -> None:
