@@ -235,7 +235,7 @@ class ServerLink:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-        for refresher in self.refreshers.values():
+        for refresher in list(self.refreshers.values()):
             await refresher.stop()
         await self._close_stream(self.stream)
         self.stream = None
@@ -780,9 +780,18 @@ class ServerLink:
                 self._stats,
                 self._on_read_error,
                 self._on_read_ok,
+                self._refresher_idle,
             )
             self.refreshers[uri] = refresher
         return refresher
+
+    def _refresher_idle(self, refresher: UriRefresher) -> None:
+        """Forget a refresher with nothing to do: at 10,000 subscriptions the idle ones held
+        ~6.6 MB (tracemalloc), and a new one costs microseconds next to the read it serves.
+        A failing one stays: its next good read clears the subscription's error state."""
+        uri = refresher.target.uri
+        if self.refreshers.get(uri) is refresher:
+            del self.refreshers[uri]
 
     async def _read(self, uri: str) -> dict[str, Any]:
         # The token resolved for this session; a new session resolves (and refreshes) again.

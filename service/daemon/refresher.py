@@ -78,6 +78,7 @@ class UriRefresher:
         stats: dict[str, int],
         on_error: Callable[[ReadTarget, McpError], Awaitable[None]],
         on_ok: Callable[[ReadTarget], Awaitable[None]] | None = None,
+        on_idle: Callable[[UriRefresher], None] | None = None,
     ) -> None:
         self.target = target
         self._store = store
@@ -87,6 +88,9 @@ class UriRefresher:
         self._stats = stats
         self._on_error = on_error
         self._on_ok = on_ok
+        self._on_idle = on_idle
+        """Called when a read ended with nothing pending and no failure to clear: the owner
+        may forget this refresher (it holds no state then) and make a new one next time."""
         self.failing = False
         self._task: asyncio.Task[None] | None = None
         self._dirty = False
@@ -114,6 +118,8 @@ class UriRefresher:
         """Drop the finished task: 10,000 idle refreshers kept 10,000 done tasks (~3 MB)."""
         if self._task is task:
             self._task = None
+            if self._on_idle is not None and not self.failing:
+                self._on_idle(self)
 
     async def _run(self) -> None:
         failures = 0

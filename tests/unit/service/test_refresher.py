@@ -151,3 +151,30 @@ async def test_an_idle_refresher_keeps_no_finished_task() -> None:
     assert refresher._task is not None
     await refresher._task
     assert store.texts == ["one", "two"]
+
+
+async def test_an_idle_refresher_is_handed_back_unless_it_is_failing() -> None:
+    """``on_idle`` fires when a read ends with nothing pending (the link then forgets the
+    refresher), and not while the subscription shows a failure that only this refresher's
+    next good read clears."""
+    answers: list[Any] = ["one", JsonRpcError(wire.INVALID_PARAMS, "unknown"), "back"]
+    refresher, store, errors = make(answers)
+    idle: list[UriRefresher] = []
+    refresher._on_idle = idle.append
+    refresher.trigger()
+    task = refresher._task
+    assert task is not None
+    await task
+    await asyncio.sleep(0)
+    assert store.texts == ["one"] and idle == [refresher]
+    refresher.trigger()  # "unknown URI": not retried, failing
+    assert refresher._task is not None
+    await refresher._task
+    await asyncio.sleep(0)
+    assert refresher.failing and len(errors) == 1 and idle == [refresher]
+    refresher.trigger()
+    assert refresher._task is not None
+    await refresher._task
+    await asyncio.sleep(0)
+    assert not refresher.failing and store.texts == ["one", "back"]
+    assert idle == [refresher, refresher]
