@@ -18,7 +18,8 @@ private state directory, driven over its unix socket. Three phases:
     the labs really hold L streams. After a warm-up we read the daemon's RSS (``VmRSS``) and
     CPU time (``utime+stime`` of ``/proc/PID/stat``) over an idle window; then the API path
     is timed on a few more links added with ``POST /v1/subscriptions``.
-    Targets: RSS ≤ 300 MB, idle CPU ≤ 2 % of one core.
+    Targets: cold start ≤ 15 s, RSS ≤ 150 MB, idle CPU ≤ 1 % of one core (``--phases a``
+    runs this phase alone, ``results/daemon-scale.md``).
 (b) **Throughput**: a fresh daemon, one lab, 10 links × 10 URIs, every link with its own
     URIs (``test://bench/<link>/<k>``) so one change is one notification to one stream and
     at most one revision. An SSE client follows ``/v1/events/stream``; the driver changes
