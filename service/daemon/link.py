@@ -51,7 +51,7 @@ from service.mcp.errors import (
 from service.mcp.lean import LeanHttp, lean_usable
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
 from service.store import Store
-from service.store.database import DATABASE_ERRORS, describe
+from service.store.database import database_errors, describe
 from service.store.linkstate import StateChange
 
 log = structlog.get_logger("mcpsubd.link")
@@ -425,7 +425,7 @@ class ServerLink:
                     generation=self.generation,
                     code=code,
                 )
-        except DATABASE_ERRORS as exc:
+        except database_errors() as exc:
             # A full disk must not kill the link: the in-memory status above still tells the
             # truth, and the store reports the daemon-level storage condition.
             log.warning("recording the link state failed", url=self.url, error=describe(exc))

@@ -15,6 +15,9 @@ and sends ``READY=1`` again. Signal handlers only set flags or schedule work on 
 
 from __future__ import annotations
 
+import service.daemon.norich  # noqa: F401  # first: structlog without rich
+
+# isort: split
 import argparse
 import asyncio
 import contextlib
@@ -46,7 +49,7 @@ from service.daemon.supervisor import Supervisor
 from service.pathowner import owner_of
 from service.statusline import StatusLine
 from service.store import Store
-from service.store.database import DATABASE_ERRORS, describe
+from service.store.database import database_errors, describe
 from service.store.migrate import upgrade, upgrade_if_needed
 
 log = structlog.get_logger("mcpsubd")
@@ -299,7 +302,7 @@ async def _serve(
     progress.phase(f"mcpsubd: migrating {settings.db_display}")
     try:
         await asyncio.to_thread(upgrade_if_needed, settings.db_url)
-    except DATABASE_ERRORS as exc:
+    except database_errors() as exc:
         log.error("database unavailable", database=settings.db_display, error=describe(exc))
         return EXIT_DB_UNAVAILABLE
     store = Store.open(settings.db_url)
@@ -549,7 +552,7 @@ def _migrate_db(settings: Settings, to: str) -> int:
     except CopyError as exc:
         print(f"mcpsubd: cannot copy into {shown}: {exc}", file=sys.stderr)
         return EXIT_CANT_CREATE
-    except DATABASE_ERRORS as exc:
+    except database_errors() as exc:
         print(
             f"mcpsubd: cannot migrate {shown}: {describe(exc)}\n"
             "hint: is the database running and does the URL name it?",
@@ -596,7 +599,7 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "migrate":
             try:
                 upgrade(settings.db_url)
-            except DATABASE_ERRORS as exc:
+            except database_errors() as exc:
                 print(
                     f"mcpsubd: cannot migrate {settings.db_display}: {describe(exc)}\n"
                     "hint: is the database running and does the URL name it?",

@@ -25,7 +25,7 @@ from service.mcp import wire
 from service.mcp.errors import JsonRpcError, McpError
 from service.probe import ResourceNotText, text_of
 from service.store import Store
-from service.store.database import DATABASE_ERRORS, describe
+from service.store.database import database_errors, describe
 
 log = structlog.get_logger("mcpsubd.refresher")
 
@@ -184,7 +184,7 @@ class UriRefresher:
                 self._dirty = True
                 self._reason = _stronger(self._reason, reason)
                 continue
-            except DATABASE_ERRORS as exc:
+            except database_errors() as exc:
                 # The read worked but could not be stored (disk full, I/O error): the store
                 # reports the daemon-level condition; keep this read pending and read again
                 # (fresh content, not the stale copy) until a write goes through.

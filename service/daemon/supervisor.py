@@ -23,7 +23,7 @@ from service.daemon.leases import LeaseKeeper, default_replica_id
 from service.daemon.link import ServerLink, TokenProvider
 from service.jsonout import dumps
 from service.store import Store, Subscription
-from service.store.database import DATABASE_ERRORS
+from service.store.database import database_errors
 from service.store.eventhub import EventHub
 from service.store.leases import OFFERED, Claimed, Requested, uri_set_digest
 from service.store.notify import PgListener
@@ -324,7 +324,7 @@ class Supervisor:
         requests = [(url, uris) for url, uris, _ in batch]
         try:
             results = await self.store.add_subscriptions_batch(requests)
-        except DATABASE_ERRORS:
+        except database_errors():
             raise  # the database refuses writes: every request gets that answer
         except Exception:
             if len(batch) == 1:

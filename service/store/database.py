@@ -9,6 +9,7 @@ a person goes through :func:`redact` first.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Literal
 
@@ -61,16 +62,22 @@ def redact(url: str) -> str:
         return "<invalid database url>"
 
 
-DATABASE_ERRORS: tuple[type[BaseException], ...] = (OSError, SQLAlchemyError)
-"""What "the database cannot be reached or used" raises: refused connections and timeouts
-(``OSError``), and whatever SQLAlchemy wraps (asyncpg's errors surface as DBAPI errors, or as
-``asyncpg.PostgresError`` when raised while connecting)."""
-try:
-    import asyncpg
+_BASE_ERRORS: tuple[type[BaseException], ...] = (OSError, SQLAlchemyError)
 
-    DATABASE_ERRORS = (*DATABASE_ERRORS, asyncpg.PostgresError)
-except ImportError:  # pragma: no cover - asyncpg is a dependency
-    pass
+
+def database_errors() -> tuple[type[BaseException], ...]:
+    """What "the database cannot be reached or used" raises: refused connections and timeouts
+    (``OSError``), and whatever SQLAlchemy wraps (asyncpg's errors surface as DBAPI errors, or
+    as ``asyncpg.PostgresError`` when raised while connecting).
+
+    A function for ``except database_errors():`` (evaluated only when something is raised)
+    rather than a constant, so that a SQLite daemon never imports asyncpg (~2.7 MB of its
+    RSS): asyncpg can only raise once the PostgreSQL backend has imported it.
+    """
+    asyncpg = sys.modules.get("asyncpg")
+    if asyncpg is None:
+        return _BASE_ERRORS
+    return (*_BASE_ERRORS, asyncpg.PostgresError)
 
 
 def describe(exc: BaseException) -> str:

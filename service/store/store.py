@@ -39,7 +39,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from service.store import catalog, health, hotpath, leases, linkstate, schema
-from service.store.database import DATABASE_ERRORS, Database, parse
+from service.store.database import Database, database_errors, parse
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
 from service.store.writer import WriterThread
@@ -688,7 +688,7 @@ class Store:
                 events = [
                     await self._insert_event(conn, "daemon.storage", data=data) for data in pending
                 ]
-        except DATABASE_ERRORS:
+        except database_errors():
             self.health.pending_events = [*pending, *self.health.pending_events][
                 -health.MAX_PENDING_EVENTS :
             ]
