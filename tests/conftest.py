@@ -7,3 +7,4 @@ from tests.support.postgres import (  # noqa: F401
     pg_cluster,
     sqlite_template,
 )
+from tests.support.store import store  # noqa: F401

@@ -4,7 +4,6 @@ Runs on both backends (the digest query is plain SQL)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,6 @@ ME = "replica-a"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-async def store(database_url: str) -> AsyncIterator[Store]:
-    s = Store.open(database_url)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 class FakeLink:

@@ -10,7 +10,7 @@ failure failing every read of the batch the way it fails one.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +30,6 @@ OTHER = "http://127.0.0.1:2/mcp"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-async def store(database_url: str) -> AsyncIterator[Store]:
-    s = Store.open(database_url)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def contents(text: str, uri: str) -> list[dict[str, str]]:

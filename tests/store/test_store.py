@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -20,15 +19,6 @@ URL = "http://127.0.0.1:1/mcp"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-async def store(database_url: str) -> AsyncIterator[Store]:
-    s = Store.open(database_url)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def contents(text: str, uri: str = "test://a") -> list[dict[str, str]]:
