@@ -35,7 +35,7 @@ import structlog
 
 from service.backoff import Backoff, ListenBudget
 from service.daemon.config import Settings
-from service.daemon.inbox import LinkInbox
+from service.daemon.inbox import LeanEvent, LinkInbox
 from service.daemon.refresher import ReadTarget, UriRefresher, read_error_code
 from service.failures import classify
 from service.mcp import wire
@@ -182,10 +182,10 @@ class ServerLink:
         self._session_token: str | None = None
         self._silent_for: float | None = None
         self._token_checked = 0.0
-        self._changed = asyncio.Event()
+        self._changed = LeanEvent()
         self.admit: Callable[[], None] | None = None
         """Set by the supervisor: raises ``ResourceLimit`` when descriptors run short."""
-        self._wake = asyncio.Event()
+        self._wake = LeanEvent()
         """Set by :meth:`recheck`: end any wait (backoff, login, protocol) at once."""
         self._task: asyncio.Task[None] | None = None
         self._stopping = False

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from service.daemon.inbox import LinkInbox
+from service.daemon.inbox import LeanEvent, LinkInbox
 
 pytestmark = pytest.mark.anyio
 
@@ -50,3 +50,27 @@ async def test_ends_are_kept_with_their_generation_and_wake_the_link() -> None:
     await asyncio.wait_for(waiter, 1)
     await inbox.put_update("x")
     assert inbox.take() == (["x"], [(3, "lost")])
+
+
+async def test_lean_event_behaves_as_asyncio_event() -> None:
+    event = LeanEvent()
+    assert not event.is_set()
+    first = asyncio.ensure_future(event.wait())
+    second = asyncio.ensure_future(event.wait())
+    gone = asyncio.ensure_future(event.wait())
+    await asyncio.sleep(0)
+    gone.cancel()  # a cancelled waiter neither wakes nor blocks the others
+    await asyncio.sleep(0)
+    assert not (first.done() or second.done())
+    event.set()
+    assert await first is True and await second is True
+    assert gone.cancelled()
+    assert event.is_set() and await event.wait() is True, "set: wait returns at once"
+    event.clear()
+    late = asyncio.ensure_future(event.wait())
+    await asyncio.sleep(0)
+    assert not late.done(), "cleared: waits again"
+    event.set()
+    event.clear()  # set then cleared before the waiter ran: it was woken all the same
+    assert await late is True
+    assert event._waiters is None, "no waiter list is kept once nobody waits"
