@@ -1,7 +1,8 @@
 """Several mcpsubd replicas on one PostgreSQL, the scenarios of issue 14: 3 replicas, server
 links on 3 lab servers (a link per URL: ``?link=N`` tells them apart), a 5 s lease TTL.
 ``MCPSUB_TEST_REPLICA_LINKS`` sets the link count: 60 by default, so that the suite stays
-within its time on a shared 2-core host; the issue's 300 is ``MCPSUB_TEST_REPLICA_LINKS=300``.
+within its time on a shared 2-core host; the issue's 300 is ``MCPSUB_TEST_REPLICA_LINKS=300``,
+which ``.ci/run`` sets (all three scenarios at 300 links: ~55 s on an otherwise idle 2-core host).
 
 - kill -9: the others re-listen the dead replica's links, every URI reaches its last text,
   every event is delivered (same ``webhook-id`` when re-sent), and an SSE follower on a
