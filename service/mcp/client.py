@@ -18,7 +18,6 @@ import json
 import ssl
 import sys
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -385,7 +384,9 @@ class ListenStream:
         """True once the server answered with an event stream (there is a stream to close)."""
         self._response: httpx.Response | LeanStream | None = None
         self._stream_cm: Any = None
-        self._pending: deque[ListenEvent] = deque()
+        self._pending: list[ListenEvent] = []
+        """A list, not a deque: rarely more than one event, and a deque's 64-slot block is
+        ~600 bytes per listen stream, kept for the stream's life (issue 13's RSS target)."""
         self._decoder = SSEDecoder()
         self._content: ContentDecoder | None = None
         self._pieces: Iterator[bytes] = iter(())
@@ -556,7 +557,7 @@ class ListenStream:
                     # The stream is over; later bytes are not read.
                     self._ended = event
                     break
-        return self._pending.popleft()
+        return self._pending.pop(0)
 
     async def _pace(self, frames: int) -> None:
         """Token bucket over frames (events and comments) read from this stream.
