@@ -7,4 +7,4 @@ from tests.support.postgres import (  # noqa: F401
     pg_cluster,
     sqlite_template,
 )
-from tests.support.store import store  # noqa: F401
+from tests.support.store import pg_pair, store  # noqa: F401

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
@@ -32,17 +31,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-async def replicas(pg_cluster: PgCluster) -> AsyncIterator[tuple[Store, Store]]:
-    url = pg_cluster.fresh_database()
-    a, b = Store.open(url), Store.open(url)
-    try:
-        yield a, b
-    finally:
-        await a.close()
-        await b.close()
-
-
 async def waiting_for_the_order_lock(store: Store) -> int:
     async with store.engine.connect() as conn:
         value = await conn.scalar(
@@ -51,8 +39,8 @@ async def waiting_for_the_order_lock(store: Store) -> int:
     return int(value or 0)
 
 
-async def test_a_later_commit_cannot_overtake_a_lower_id(replicas: tuple[Store, Store]) -> None:
-    a, b = replicas
+async def test_a_later_commit_cannot_overtake_a_lower_id(pg_pair: tuple[Store, Store]) -> None:
+    a, b = pg_pair
     hub = EventHub(await b.last_event_id())
     follower = event_stream(b, hub, after=0, keepalive_s=0.05)
     seen: list[int] = []
@@ -88,9 +76,9 @@ async def test_a_later_commit_cannot_overtake_a_lower_id(replicas: tuple[Store, 
 
 
 async def test_notify_wakes_a_replica_that_did_not_write(
-    pg_cluster: PgCluster, replicas: tuple[Store, Store]
+    pg_cluster: PgCluster, pg_pair: tuple[Store, Store]
 ) -> None:
-    a, b = replicas
+    a, b = pg_pair
     hub = EventHub(await b.last_event_id())
     listener = PgListener(
         str(b.engine.url.render_as_string(False)),
@@ -110,11 +98,11 @@ async def test_notify_wakes_a_replica_that_did_not_write(
 
 
 async def test_the_one_statement_revision_write_waits_for_the_order_lock(
-    replicas: tuple[Store, Store],
+    pg_pair: tuple[Store, Store],
 ) -> None:
     """On PostgreSQL a revision is written by one statement (``RECORD_READ_PG``); its
     event-order lock is part of it, so the rule holds for revisions too, and the NOTIFY fires."""
-    a, b = replicas
+    a, b = pg_pair
     sub, _ = await b.add_subscription("http://127.0.0.1:1/mcp", "test://rev")
     generation = await b.bump_generation(sub.server_id)
     hub = EventHub(await b.last_event_id())

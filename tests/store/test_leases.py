@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,18 +18,6 @@ TTL = 30.0
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-async def pg_pair(pg_cluster) -> AsyncIterator[tuple[Store, Store]]:  # type: ignore[no-untyped-def]
-    """Two replicas' stores on one PostgreSQL database."""
-    url = pg_cluster.fresh_database()
-    a, b = Store.open(url), Store.open(url)
-    try:
-        yield a, b
-    finally:
-        await a.close()
-        await b.close()
 
 
 async def add_links(store: Store, count: int) -> list[int]:
@@ -308,19 +295,9 @@ async def test_a_pass_claims_and_offers_many_links_in_a_few_statements(
     assert len(owner.held()) == 6 and sorted(owner.dropped) == sorted(offers[0])
 
 
-@pytest.fixture
-async def one_store(database_url: str) -> AsyncIterator[Store]:
-    s = Store.open(database_url)
-    try:
-        yield s
-    finally:
-        await s.close()
-
-
-async def test_a_renew_returns_only_what_differs_from_the_running_links(one_store: Store) -> None:
+async def test_a_renew_returns_only_what_differs_from_the_running_links(store: Store) -> None:
     """The lease pass's renew: every lease extended, and back come only the links running here
     that are not ours any more and the ones ours that do not run here (both backends)."""
-    store = one_store
     ids = await add_links(store, 3)
     claimed = await store.claim_leases("a", TTL, 2)
     mine = [c.server_id for c in claimed]
