@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from service._version import __version__
@@ -360,6 +360,26 @@ class McpClient:
         return ListenStream(self, notifications, max_frames_per_s=max_frames_per_s)
 
 
+def _is_event_stream(headers: Mapping[str, str]) -> bool:
+    return headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
+
+
+def _not_a_stream(
+    status: int, headers: Mapping[str, str], body: bytes, request_id: Any
+) -> NoReturn:
+    """A listen answered with a complete body, on either transport: the refusal or HTTP error it
+    carries, else a result where a stream belongs."""
+    parse_response(
+        status,
+        headers.get("content-type", ""),
+        body,
+        request_id,
+        wire.LISTEN,
+        www_authenticate=headers.get("www-authenticate"),
+    )
+    raise ProtocolViolation("subscriptions/listen was answered with a result, not a stream")
+
+
 class ListenStream:
     """One open ``subscriptions/listen`` stream: the machine plus the bytes it is fed."""
 
@@ -435,8 +455,7 @@ class ListenStream:
         except httpx.HTTPError as exc:
             raise _transport_error(exc, client.url) from exc
         self._response = response
-        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if content_type != "text/event-stream":
+        if not _is_event_stream(response.headers):
             # A refusal (or an HTTP error): a complete body, not a stream.
             try:
                 body = await read_body(response)
@@ -444,24 +463,11 @@ class ListenStream:
                 raise _transport_error(exc, client.url) from exc
             finally:
                 await response.aclose()
-            parse_response(
-                response.status_code,
-                response.headers.get("content-type", ""),
-                body,
-                request_id,
-                wire.LISTEN,
-                www_authenticate=response.headers.get("www-authenticate"),
-            )
-            raise ProtocolViolation("subscriptions/listen was answered with a result, not a stream")
+            _not_a_stream(response.status_code, response.headers, body, request_id)
         if response.status_code >= 400:
             await response.aclose()
             raise HttpStatusError(response.status_code, "")
-        self.streamed = True
-        self._content = ContentDecoder(
-            response.headers.get("content-encoding"), piece_bytes=STREAM_PIECE_BYTES
-        )
-        self._chunks = response.aiter_raw()
-        return await self._acknowledged()
+        return await self._stream_from(response.headers, response.aiter_raw())
 
     async def _open_lean(
         self, lean: LeanHttp, request_id: Any, content: bytes, headers: dict[str, str]
@@ -469,29 +475,26 @@ class ListenStream:
         """:meth:`open` through :meth:`LeanHttp.open_stream`: same answers, same errors."""
         stream = await lean.open_stream(content, headers)
         self._response = stream
-        content_type = stream.headers.get("content-type", "").split(";")[0].strip().lower()
-        if content_type != "text/event-stream":
+        if not _is_event_stream(stream.headers):
             try:
                 body = await stream.read_all(MAX_RESPONSE_BYTES)
             finally:
                 stream.close()
-            parse_response(
-                stream.status,
-                stream.headers.get("content-type", ""),
-                body,
-                request_id,
-                wire.LISTEN,
-                www_authenticate=stream.headers.get("www-authenticate"),
-            )
-            raise ProtocolViolation("subscriptions/listen was answered with a result, not a stream")
+            _not_a_stream(stream.status, stream.headers, body, request_id)
         if stream.status >= 400:
             stream.close()
             raise HttpStatusError(stream.status, "")
+        return await self._stream_from(stream.headers, stream.chunks())
+
+    async def _stream_from(
+        self, headers: Mapping[str, str], chunks: AsyncIterator[bytes]
+    ) -> Acknowledged:
+        """Both transports from here on: decode the stream's content coding, await the ack."""
         self.streamed = True
         self._content = ContentDecoder(
-            stream.headers.get("content-encoding"), piece_bytes=STREAM_PIECE_BYTES
+            headers.get("content-encoding"), piece_bytes=STREAM_PIECE_BYTES
         )
-        self._chunks = stream.chunks()
+        self._chunks = chunks
         return await self._acknowledged()
 
     async def _acknowledged(self) -> Acknowledged:
