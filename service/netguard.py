@@ -17,7 +17,9 @@ second lookup a rebinding DNS server could answer differently). Both HTTP paths 
 verifies the certificate for the name). Through a proxy the proxy resolves the name, so only
 the proxy's own address is judged.
 
-The rule itself (:func:`address_problem`) is pure.
+The rule itself (:func:`address_problem`) is pure. It judges an IPv6 address also by every
+IPv4 address it embeds (mapped, compatible, NAT64, 6to4, Teredo: :func:`embedded_ipv4`), since
+a translator or tunnel delivers the packet to that IPv4 address.
 """
 
 from __future__ import annotations
@@ -45,16 +47,77 @@ METADATA_ADDRESSES = frozenset(
 METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
 
 
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")
+NAT64_LOCAL_USE = ipaddress.ip_network("64:ff9b:1::/48")
+NAT64_LOCAL_PREFIXES = (48, 56, 64, 96)
+"""RFC 6052 prefix lengths a local-use NAT64 prefix (RFC 8215) inside 64:ff9b:1::/48 may have."""
+
+
+def _rfc6052_ipv4(value: int, prefix: int) -> ipaddress.IPv4Address:
+    """The IPv4 address RFC 6052 places after a ``prefix``-bit NAT64 prefix (bits 64..71, the
+    "u" octet, are skipped)."""
+    octets = value.to_bytes(16, "big")
+    start = prefix // 8
+    body = [octets[i] for i in range(start, 16) if i != 8][:4]
+    return ipaddress.IPv4Address(bytes(body))
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """Every IPv4 address that a packet to ``address`` may end up at. Pure.
+
+    An IPv6 address can carry an IPv4 one that a translator, a tunnel or the host's own stack
+    then connects to: IPv4-mapped (``::ffff:a.b.c.d``), IPv4-compatible (``::a.b.c.d``),
+    NAT64 (``64:ff9b::/96``, and the local-use ``64:ff9b:1::/48`` at each prefix length RFC
+    6052 allows, since its length is the operator's choice), 6to4 (``2002:AABB:CCDD::/48``) and
+    Teredo (``2001::/32``: its server, and its client's obfuscated address). Judging only the
+    IPv6 form would let ``[::a9fe:a9fe]`` reach 169.254.169.254.
+    """
+    value = int(address)
+    found: list[ipaddress.IPv4Address] = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    elif address in IPV4_COMPATIBLE:
+        found.append(ipaddress.IPv4Address(value & 0xFFFFFFFF))
+    if address in NAT64_WELL_KNOWN:
+        found.append(_rfc6052_ipv4(value, 96))
+    if address in NAT64_LOCAL_USE:
+        found.extend(_rfc6052_ipv4(value, prefix) for prefix in NAT64_LOCAL_PREFIXES)
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    return tuple(found)
+
+
 def address_problem(address: IPAddress) -> str | None:
-    """Why ``address`` is not a webhook target (None when it may be one). Pure."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if address in METADATA_ADDRESSES:
-        return f"{address} is a cloud metadata address"
-    if address.is_link_local:
-        return f"{address} is a link-local address"
+    """Why ``address`` is not a webhook target (None when it may be one). Pure.
+
+    An IPv6 address is judged as itself and then as every IPv4 address it embeds
+    (:func:`embedded_ipv4`). An embedded address is refused for being link-local or
+    metadata only: a 0.0.0.0 read out of a NAT64 prefix length the operator did not choose
+    says nothing about where the packet goes."""
+    kind = _refused_kind(address)
+    if kind is not None:
+        return f"{address} is {kind}"
     if address.is_unspecified:
         return f"{address} is the unspecified address"
+    if isinstance(address, ipaddress.IPv6Address):
+        mapped = address.ipv4_mapped
+        if mapped is not None and mapped.is_unspecified:
+            return f"{address} is the unspecified address {mapped}"
+        for inner in embedded_ipv4(address):
+            kind = _refused_kind(inner)
+            if kind is not None:
+                return f"{address} embeds {inner}, {kind}"
+    return None
+
+
+def _refused_kind(address: IPAddress) -> str | None:
+    if address in METADATA_ADDRESSES:
+        return "a cloud metadata address"
+    if address.is_link_local:
+        return "a link-local address"
     return None
 
 

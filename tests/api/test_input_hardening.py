@@ -67,6 +67,9 @@ async def test_subscription_input_is_refused_before_any_write(
         ('{"url": "http://[fd00:ec2::254]/hook"}', "PRIVATE_TARGET", "url"),
         ('{"url": "http://[fe80::1]/hook"}', "PRIVATE_TARGET", "url"),
         ('{"url": "http://[::ffff:169.254.169.254]/hook"}', "PRIVATE_TARGET", "url"),
+        ('{"url": "http://[::a9fe:a9fe]/hook"}', "PRIVATE_TARGET", "url"),
+        ('{"url": "http://[64:ff9b::a9fe:a9fe]/hook"}', "PRIVATE_TARGET", "url"),
+        ('{"url": "http://[2002:a9fe:a9fe::]/hook"}', "PRIVATE_TARGET", "url"),
         ('{"url": "http://metadata.google.internal/x"}', "PRIVATE_TARGET", "url"),
         ('{"url": "http://0.0.0.0:9/hook"}', "PRIVATE_TARGET", "url"),
         (

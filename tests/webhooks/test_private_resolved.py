@@ -82,3 +82,39 @@ def test_a_name_resolving_to_a_private_address_is_refused_at_delivery(
     # The test ping takes the same path.
     ping = d.ctl("webhook", "test", str(refused["lean, link-local"]["id"]))
     assert ping.code == 5 and "PRIVATE_TARGET" in ping.stdout + ping.stderr, ping
+
+
+EMBEDDING = {
+    "IPv4-compatible": "::a9fe:a9fe",
+    "NAT64": "64:ff9b::a9fe:a9fe",
+    "NAT64 local-use /96": "64:ff9b:1::a9fe:a9fe",
+    "NAT64 local-use /48": "64:ff9b:1:a9fe:a9:fe00::",
+    "6to4": "2002:a9fe:a9fe::",
+    "Teredo": "2001:0:4136:e378:8000:63bf:5601:5601",  # client 169.254.169.254, obfuscated
+}
+
+
+def test_ipv6_forms_embedding_a_metadata_address_are_refused_at_creation_and_at_connect(
+    shared_lab: LabServer, uri: str, daemon_factory: Any, receiver: Receiver
+) -> None:
+    """Issue 22 §3: the IPv6 forms that carry 169.254.169.254 to an IPv4 host passed the
+    rule and delivery connected to them. Refused as literals (400) and as what a name
+    resolves to (dead after one attempt, no connect: the shim would answer ENETUNREACH)."""
+    names = {f"e{n}.test": address for n, address in enumerate(EMBEDDING.values())}
+    env = {"MCPSUB_TEST_RESOLVE": ",".join(f"{k}={v}" for k, v in names.items())}
+    put(shared_lab, uri, "v1")
+    d = daemon_factory(env={**FAST, **env})
+    for what, address in EMBEDDING.items():
+        response = d.api("POST", "/v1/webhooks", json={"url": f"http://[{address}]:80/h"})
+        assert response.status_code == 400, (what, response.text)
+        body = response.json()
+        assert body["errorCode"] == "PRIVATE_TARGET", (what, body)
+        assert "embeds 169.254.169.254" in body["message"], (what, body)
+    targets = {name: add_target(d, f"http://{name}:{receiver.port}/h") for name in names}
+    subscribe(d, shared_lab.url, uri)
+    for name, target in targets.items():
+        delivery = _settled(d, target["id"])
+        assert delivery["state"] == "dead" and delivery["attempts"] == 1, (name, delivery)
+        assert delivery["lastError"].startswith(f"PRIVATE_TARGET: {name} resolved"), delivery
+        assert "embeds 169.254.169.254, a cloud metadata address" in delivery["lastError"]
+    assert len(d.api("GET", "/v1/webhooks").json()["webhooks"]) == len(names)

@@ -29,6 +29,21 @@ from service.netguard import AddressRefused, address_problem, guard_httpx, judge
         ("fe80::1", "link-local"),
         ("::ffff:169.254.1.2", "link-local"),
         ("0.0.0.0", "unspecified"),
+        ("::ffff:0.0.0.0", "unspecified"),
+        ("::a9fe:a9fe", "embeds 169.254.169.254, a cloud metadata"),
+        ("::a9fe:102", "embeds 169.254.1.2, a link-local"),
+        ("64:ff9b::a9fe:a9fe", "embeds 169.254.169.254"),
+        ("64:ff9b:1::a9fe:a9fe", "embeds 169.254.169.254"),  # local-use, /96
+        ("64:ff9b:1:a9fe:a9:fe00::", "embeds 169.254.169.254"),  # local-use, /48
+        ("64:ff9b:1:a9:fe:a9fe::", "embeds 169.254.169.254"),  # local-use, /56
+        ("64:ff9b:1:0:a9:fea9:fe00:0", "embeds 169.254.169.254"),  # local-use, /64
+        ("2002:a9fe:a9fe::", "embeds 169.254.169.254"),
+        ("2001:0:a9fe:a9fe::", "embeds 169.254.169.254"),  # Teredo server
+        ("2001:0:4136:e378:8000:63bf:5601:5601", "embeds 169.254.169.254"),  # Teredo client
+        ("64:ff9b::7f00:1", None),  # embedded loopback stays allowed, as loopback does
+        ("64:ff9b:1::5db8:d70e", None),  # other prefix lengths read 0.0.0.x: not refused
+        ("2002:5db8:d70e::", None),
+        ("2001:db8::1", None),
         ("127.0.0.1", None),
         ("::1", None),
         ("10.1.2.3", None),
