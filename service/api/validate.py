@@ -12,6 +12,8 @@ import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
 from service import safejson
 from service.api.errors import ApiError, InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
 
@@ -67,9 +69,36 @@ def http_url(value: Any, field: str = "url", error: type[ApiError] = InvalidUrl)
         raise error(f"{field} has no host", field=field)
     if port is not None and not 1 <= port <= 65535:
         raise error(f"{field} has an invalid port {port}", field=field)
+    problem = host_name_problem(parts.hostname)
+    if problem:
+        raise error(f"{field} host {problem}", field=field)
     if parts.fragment or value.endswith("#"):
         raise error(f"{field} must not have a #fragment", field=field)
     return value
+
+
+def host_name_problem(host: str) -> str | None:
+    """Why ``host`` (an IP literal or a DNS name) cannot be connected to by name, or None.
+
+    Both HTTP paths must be able to encode the name for DNS: httpx encodes it with IDNA 2008
+    (``httpx.URL``), the plain-http path hands it to ``getaddrinfo``, which encodes it with
+    Python's ``idna`` codec (labels of 1..63 characters). A name either one refuses would be
+    stored and then fail at every connect as an internal error, so it is refused here."""
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+        return None
+    except ValueError:
+        pass
+    try:
+        host.encode("idna")
+    except UnicodeError as exc:
+        reason = str(exc).rsplit("UnicodeError: ", 1)[-1].rstrip(")")
+        return f"is not a valid DNS name: {reason}"
+    try:
+        httpx.URL(scheme="http", host=host)
+    except httpx.InvalidURL:
+        return "is not a valid DNS name: not valid IDNA 2008"
+    return None
 
 
 def server_url(value: Any) -> str:
