@@ -156,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_webhook_commands(sub, COMMANDS)
     add_service_commands(sub, COMMANDS)
+    from cli.face_cmds import add_face_command
+
+    add_face_command(sub, COMMANDS)
     completion = sub_parser(sub, "completion", help="print a shell completion script")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     return parser

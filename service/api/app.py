@@ -15,7 +15,7 @@ from service._version import __version__
 from service.api.errors import install_handlers
 from service.api.metrics import Metrics, SnapshotCollector
 from service.api.openapi import document
-from service.api.routes import content, events, subscriptions, system, webhooks
+from service.api.routes import agent, content, events, subscriptions, system, webhooks
 from service.api.security import DEFAULT_ALLOWED_HOSTS, LocalGuard
 from service.api.state import ApiState, SupervisorLike
 
@@ -29,6 +29,7 @@ def create_app(
     max_wait_ms: int = 600_000,
     max_waiters: int = 256,
     read_timeout_s: float = 10.0,
+    agent_allowed_origins: tuple[str, ...] | None = None,
 ) -> FastAPI:
     """The API app. ``token`` is required on every request but ``/healthz`` when set
     (loopback TCP); pass None for the unix socket, whose file mode is the access control."""
@@ -53,8 +54,29 @@ def create_app(
         read_timeout_s=read_timeout_s,
     )
     install_handlers(app)
-    for module in (subscriptions, content, events, system, webhooks):
+    for module in (subscriptions, content, events, system, webhooks, agent):
         app.include_router(module.router)
+    _mount_face(app, supervisor, agent_allowed_origins)
     app.add_middleware(LocalGuard, token=token, allowed_hosts=allowed_hosts)
     app.openapi = lambda: document(app)  # type: ignore[method-assign]
     return app
+
+
+def _mount_face(
+    app: FastAPI, supervisor: SupervisorLike, allowed_origins: tuple[str, ...] | None
+) -> None:
+    """The agent face at ``/mcp`` (``service/face``), behind the same guard as the API."""
+    from starlette.routing import Route
+
+    from service.face.http import FaceHttp
+    from service.face.inproc import InProcessBackend
+    from service.face.session import Face
+
+    backend = InProcessBackend(supervisor, allowed_origins)
+    app.state.face_backend = backend
+    app.state.face_http = FaceHttp(Face(backend), app.state.api)
+    app.router.routes.append(
+        Route(
+            "/mcp", app.state.face_http, methods=["GET", "POST", "DELETE"], include_in_schema=False
+        )
+    )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from service.face.policy import parse_setting as parse_origins
 from service.store.database import DatabaseUrlError, parse, redact
 from service.webhooks.dispatcher import WebhookSettings
 
@@ -92,6 +93,9 @@ class Settings:
     fd_reserve: int = 64
     """Descriptors kept free for the database and the process, beyond the API's share: a
     server link that would use them waits with ``RESOURCE_LIMIT``."""
+    agent_allowed_origins: str = ""
+    """Server origins (``scheme://host[:port]``, comma-separated, or ``*``) on which agents may
+    subscribe through the MCP face; empty = the origins the daemon already watches."""
     webhook_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     """Seconds before each delivery attempt (comma list); its length is the attempt count."""
     webhook_jitter: float = 0.2
@@ -196,6 +200,10 @@ def _validate(settings: Settings) -> Settings:
             parse(settings.database_url)
         except DatabaseUrlError as exc:
             raise ConfigError(str(exc)) from exc
+    try:
+        parse_origins(settings.agent_allowed_origins)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
     if settings.log_level.lower() not in LOG_LEVELS:
         raise ConfigError(
             f"invalid value for log_level: {settings.log_level!r} (use {', '.join(LOG_LEVELS)})"

@@ -311,7 +311,14 @@ async def _serve(
     supervisor = Supervisor(store, settings, token_provider=_token_provider())
     tcp = settings.api_tcp
     token = api_token(settings) if tcp else None
-    app = create_app(supervisor, token=token, read_timeout_s=settings.api_header_timeout_s)
+    from service.face.policy import parse_setting
+
+    app = create_app(
+        supervisor,
+        token=token,
+        read_timeout_s=settings.api_header_timeout_s,
+        agent_allowed_origins=parse_setting(settings.agent_allowed_origins),
+    )
     limits, tracker = api_limits(settings, open_files)
     budget = FdBudget(open_files, settings.fd_reserve, limits.max_connections, lambda: tracker.open)
     supervisor.admit_link = budget.check

@@ -1,0 +1,38 @@
+"""``/v1/agent/subscriptions``: subscribe on behalf of an agent (``mcpsubctl mcp``).
+
+The same as ``POST /v1/subscriptions``, but within the agent policy
+(``agent_allowed_origins``, ``service/face/policy.py``) and answered once each
+subscription's first state is known, so the stdio face and ``/mcp`` give one answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from service.api import validate
+from service.api.errors import InvalidParameter
+from service.api.state import api_state
+from service.face.backend import FaceError
+
+router = APIRouter(prefix="/v1/agent", tags=["agent"])
+MAX_URIS = 100
+
+
+@router.post("/subscriptions")
+async def agent_subscribe(request: Request) -> Any:
+    """Body ``{"url", "uris": [...]}``; 403 ``AGENT_ORIGIN_NOT_ALLOWED`` outside the policy."""
+    state = api_state(request)
+    body = validate.json_object(await state.read_body(request))
+    uris = body.get("uris")
+    if not isinstance(uris, list) or not 1 <= len(uris) <= MAX_URIS:
+        raise InvalidParameter(f"uris must be a list of 1 to {MAX_URIS} URIs", field="uris")
+    backend = request.app.state.face_backend
+    try:
+        rows = await backend.subscribe(body.get("url"), uris)
+    except FaceError as exc:
+        status = 403 if exc.code == "AGENT_ORIGIN_NOT_ALLOWED" else 400
+        return JSONResponse(exc.to_json(), status_code=status)
+    return {"subscriptions": rows}

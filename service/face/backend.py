@@ -1,0 +1,57 @@
+"""What the face needs from the daemon, as one small interface.
+
+Shapes are the local API's JSON (``service/api/views.py``): a subscription is
+``subscription_json`` plus an optional ``link`` (the link's status entry); content is
+``content_json``; events are ``event_json``. Two implementations: ``remote.ApiBackend``
+(``mcpsubctl mcp``, over the local API) and ``inproc.InProcessBackend`` (``/mcp``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class FaceError(Exception):
+    """A refusal the agent should see: a stable ``code`` and a one-line ``hint``."""
+
+    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+
+    def to_json(self) -> dict[str, Any]:
+        return {"errorCode": self.code, "message": self.message, "hint": self.hint}
+
+
+class FaceBackend(Protocol):
+    async def subscriptions(self) -> list[dict[str, Any]]:
+        """Every subscription, each with its link's status under ``link`` when known."""
+        ...
+
+    async def content(self, subscription: dict[str, Any]) -> dict[str, Any] | None:
+        """The latest stored revision of one subscription (None before the first read)."""
+        ...
+
+    async def change(self, event: dict[str, Any]) -> dict[str, Any]:
+        """For a ``resource.updated`` event: ``{"revision": content, "previous":
+        {"revision", "text"} | None}`` (the revision the event recorded, and the one before)."""
+        ...
+
+    async def subscribe(self, url: str, uris: list[str]) -> list[dict[str, Any]]:
+        """Subscribe within the agent policy; each result is a subscription after its first
+        state is known, with ``errorCode``/``hint`` when it failed. Raises FaceError on a
+        refusal (policy, bad input)."""
+        ...
+
+    async def unsubscribe(self, subscription_id: int) -> dict[str, Any] | None: ...
+
+    async def events_after(
+        self, after: int, limit: int, types: list[str] | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    async def last_event_id(self) -> int: ...
+
+    async def wait_beyond(self, cursor: int, timeout: float) -> bool:
+        """True as soon as an event newer than ``cursor`` may exist; False on timeout."""
+        ...

@@ -1,0 +1,354 @@
+"""The face over Streamable HTTP at ``/mcp`` on the daemon's API listeners (both eras).
+
+The API's guard (``service/api/security.py``) has already checked Host, Origin and the
+bearer token before a request gets here. Routing, as the Python SDK's dual-era servers do:
+a request whose ``MCP-Protocol-Version`` header is present and not a handshake-era version,
+or whose ``params._meta`` carries a protocol version, is 2026-07-28 (stateless, validated by
+the spec's ladder, §2.3); anything else is the handshake era (``initialize`` mints an
+``Mcp-Session-Id``; ``GET`` opens the session's notification stream; ``DELETE`` ends it).
+
+Bounds: a body of at most ``MAX_MESSAGE_BYTES`` (413), read within the API's body timeout;
+``max_sessions`` handshake-era sessions (503), idle ones reaped; listens and pending waits
+count against the API's ``max_waiters`` (the same pool as SSE streams and long-polls); each
+session's or listen's queue holds ``QUEUE_LIMIT`` notifications (a session drops and counts
+the overflow; a listen that overflows is closed without its result, so the client re-listens
+and refetches, as the spec's abrupt end means).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from service.api.errors import BodyTimeout, BodyTooLarge, TooBusy
+from service.api.state import ApiState
+from service.face import protocol as p
+from service.face.session import Face, Session
+from service.jsonout import dumps
+from service.mcp.wire import decode_header_value
+
+MAX_MESSAGE_BYTES: Final = 1024 * 1024
+QUEUE_LIMIT: Final = 1024
+SESSION_IDLE_S: Final = 1800.0
+SSE_HEADERS: Final = {
+    "Cache-Control": "no-cache, no-transform",
+    "X-Accel-Buffering": "no",
+}
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    return b"event: message\ndata: " + dumps(message) + b"\n\n"
+
+
+@dataclass
+class _HttpSession:
+    session: Session
+    queue: asyncio.Queue[dict[str, Any]]
+    last_used: float = field(default_factory=time.monotonic)
+    streaming: bool = False
+
+
+class FaceHttp:
+    """ASGI app for ``/mcp``."""
+
+    def __init__(self, face: Face, state: ApiState, *, max_sessions: int = 256) -> None:
+        self.face = face
+        self.state = state
+        self.max_sessions = max_sessions
+        self.sessions: dict[str, _HttpSession] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        response = await self.respond(request)
+        await response(scope, receive, send)
+
+    async def respond(self, request: Request) -> Response:
+        if request.method == "GET":
+            return self._get(request)
+        if request.method == "DELETE":
+            return await self._delete(request)
+        if request.method != "POST":
+            return Response(status_code=405, headers={"Allow": "GET, POST, DELETE"})
+        try:
+            raw = await self._body(request)
+        except (BodyTooLarge, BodyTimeout) as exc:
+            err = p.RpcError(p.INVALID_REQUEST, exc.message)
+            return JSONResponse(p.error(None, err), status_code=exc.status)
+        try:
+            msg = p.decode(raw)
+        except p.RpcError as exc:
+            return JSONResponse(p.error(p.request_id_of(raw), exc), status_code=400)
+        header = request.headers.get("mcp-protocol-version")
+        modern = (header is not None and header not in p.HANDSHAKE_VERSIONS) or (
+            p.modern_meta(msg.params) is not None
+        )
+        if modern:
+            return await self._modern(request, msg, header)
+        return await self._legacy(request, msg)
+
+    async def _body(self, request: Request) -> bytes:
+        limit, chunks, size = MAX_MESSAGE_BYTES, [], 0
+        try:
+            async with asyncio.timeout(self.state.read_timeout_s):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:
+                        raise BodyTooLarge(f"the message is larger than {limit} bytes")
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise BodyTimeout("the body did not arrive in time") from None
+        return b"".join(chunks)
+
+    # ---- 2026-07-28 -------------------------------------------------------------------
+    async def _modern(self, request: Request, msg: p.Incoming, header: str | None) -> Response:
+        if msg.is_response or not msg.has_id:
+            return Response(status_code=202)  # e.g. the TS client's notifications/cancelled
+        try:
+            self._check_headers(request, msg, header)
+            p.check_envelope(msg.params, header)
+            p.method_known(msg.method or "", True)
+        except p.RpcError as exc:
+            return _error_response(msg.id, exc)
+        session = Session(self.face, lambda _m: False)
+        session.version = p.MODERN
+        if msg.method == "subscriptions/listen":
+            return await self._listen(msg, session)
+        return await self._answer(msg, session, modern=True)
+
+    @staticmethod
+    def _check_headers(request: Request, msg: p.Incoming, header: str | None) -> None:
+        if header is None:
+            raise p.RpcError(p.HEADER_MISMATCH, "MCP-Protocol-Version header is required")
+        method = request.headers.getlist("mcp-method")
+        if method != [msg.method]:
+            raise p.RpcError(p.HEADER_MISMATCH, "Mcp-Method header must equal the method")
+        wanted = None
+        if msg.method == "tools/call":
+            wanted = msg.params.get("name")
+        elif msg.method == "resources/read":
+            wanted = msg.params.get("uri")
+        names = request.headers.getlist("mcp-name")
+        if wanted is None:
+            if names:
+                raise p.RpcError(p.HEADER_MISMATCH, "Mcp-Name is not expected for this method")
+            return
+        try:
+            decoded = [decode_header_value(v) for v in names]
+        except ValueError:
+            decoded = []
+        if decoded != [wanted]:
+            raise p.RpcError(p.HEADER_MISMATCH, "Mcp-Name header must equal the name or uri")
+
+    async def _listen(self, msg: p.Incoming, session: Session) -> Response:
+        try:
+            self.state.check_capacity()
+        except TooBusy:
+            err = p.RpcError(p.INTERNAL_ERROR, "Subscription limit reached")
+            return JSONResponse(p.error(msg.id, err))
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_LIMIT)
+        overflow = asyncio.Event()
+
+        def push(message: dict[str, Any]) -> bool:
+            try:
+                queue.put_nowait(message)
+            except asyncio.QueueFull:
+                overflow.set()
+                return False
+            return True
+
+        session.send = push
+        try:
+            await session.open_listen(msg.id, msg.params)
+        except p.RpcError as exc:
+            return _error_response(msg.id, exc)
+        state = self.state
+
+        async def stream() -> AsyncIterator[bytes]:
+            async with state.waiter_slot():
+                try:
+                    while not overflow.is_set():
+                        try:
+                            async with asyncio.timeout(state.keepalive_s):
+                                message = await queue.get()
+                        except TimeoutError:
+                            yield b": keepalive\n\n"
+                            continue
+                        yield _frame(message)
+                finally:
+                    await session.close()
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    async def _answer(self, msg: p.Incoming, session: Session, *, modern: bool) -> Response:
+        """One request's answer: JSON, or SSE with progress when the client asked for it."""
+        token = p.progress_token(msg.params) if msg.method == "tools/call" else None
+        if token is None:
+            try:
+                async with self._wait_slot(msg):
+                    answer = await session.handle(msg)
+            except TooBusy as exc:
+                answer = p.error(msg.id, p.RpcError(p.INTERNAL_ERROR, exc.message))
+            return _json_answer(answer, modern)
+        try:
+            self.state.check_capacity()
+        except TooBusy as exc:
+            return _json_answer(p.error(msg.id, p.RpcError(p.INTERNAL_ERROR, exc.message)), modern)
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(QUEUE_LIMIT)
+        count = {"n": 0.0}
+
+        async def progress(value: float, total: float | None, message: str) -> None:
+            count["n"] = max(count["n"] + 0.001, value)
+            params: dict[str, Any] = {"progressToken": token, "progress": count["n"]}
+            if total is not None:
+                params["total"] = total
+            params["message"] = message
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(p.notification("notifications/progress", params))
+
+        state = self.state
+
+        async def stream() -> AsyncIterator[bytes]:
+            async with state.waiter_slot():
+                task = asyncio.create_task(session.handle(msg, progress))
+                task.add_done_callback(lambda _t: queue.put_nowait(None))
+                try:
+                    while (item := await queue.get()) is not None:
+                        yield _frame(item)
+                    answer = task.result()
+                    if answer is not None:
+                        yield _frame(answer)
+                finally:
+                    task.cancel()
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    @contextlib.asynccontextmanager
+    async def _wait_slot(self, msg: p.Incoming) -> AsyncIterator[None]:
+        """A ``wait_for_change`` call holds one of the API's waiter slots while it waits."""
+        is_wait = msg.method == "tools/call" and msg.params.get("name") == "wait_for_change"
+        if not is_wait:
+            yield
+            return
+        self.state.check_capacity()
+        async with self.state.waiter_slot():
+            yield
+
+    # ---- handshake era ----------------------------------------------------------------
+    async def _legacy(self, request: Request, msg: p.Incoming) -> Response:
+        if msg.method == "initialize":
+            return await self._initialize(msg)
+        sid = request.headers.get("mcp-session-id")
+        if sid is None:
+            err = p.RpcError(p.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+            return JSONResponse(p.error(msg.id if msg.has_id else None, err), status_code=400)
+        entry = self.sessions.get(sid)
+        if entry is None:
+            err = p.RpcError(p.INVALID_REQUEST, "Session not found: initialize again")
+            return JSONResponse(p.error(msg.id if msg.has_id else None, err), status_code=404)
+        entry.last_used = time.monotonic()
+        if msg.is_response or not msg.has_id:
+            return Response(status_code=202)
+        response = await self._answer(msg, entry.session, modern=False)
+        response.headers["mcp-session-id"] = sid
+        return response
+
+    async def _initialize(self, msg: p.Incoming) -> Response:
+        self._reap()
+        if len(self.sessions) >= self.max_sessions:
+            err = p.RpcError(p.INVALID_REQUEST, f"Too many open sessions ({self.max_sessions})")
+            return JSONResponse(p.error(msg.id, err), status_code=503)
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_LIMIT)
+
+        def push(message: dict[str, Any]) -> bool:
+            try:
+                queue.put_nowait(message)
+            except asyncio.QueueFull:
+                return False
+            return True
+
+        session = Session(self.face, push)
+        answer = await session.handle(msg)
+        if answer is None or "error" in answer:
+            await session.close()
+            return JSONResponse(answer, status_code=400)
+        sid = secrets.token_urlsafe(24)
+        self.sessions[sid] = _HttpSession(session, queue)
+        return JSONResponse(answer, headers={"mcp-session-id": sid})
+
+    def _reap(self) -> None:
+        now = time.monotonic()
+        for sid, entry in list(self.sessions.items()):
+            if not entry.streaming and now - entry.last_used > SESSION_IDLE_S:
+                del self.sessions[sid]
+                asyncio.get_running_loop().create_task(entry.session.close())
+
+    def _get(self, request: Request) -> Response:
+        sid = request.headers.get("mcp-session-id")
+        entry = self.sessions.get(sid or "")
+        if entry is None:
+            return Response(status_code=405 if sid is None else 404, headers={"Allow": "POST"})
+        if entry.streaming:
+            err = p.RpcError(p.INVALID_REQUEST, "this session already has a GET stream")
+            return JSONResponse(p.error(None, err), status_code=409)
+        try:
+            self.state.check_capacity()
+        except TooBusy as exc:
+            return JSONResponse(p.error(None, p.RpcError(p.INTERNAL_ERROR, exc.message)), 503)
+        entry.streaming = True
+        state = self.state
+
+        async def stream() -> AsyncIterator[bytes]:
+            async with state.waiter_slot():
+                try:
+                    yield b": stream open\n\n"
+                    while True:
+                        try:
+                            async with asyncio.timeout(state.keepalive_s):
+                                message = await entry.queue.get()
+                        except TimeoutError:
+                            yield b": keepalive\n\n"
+                            continue
+                        yield _frame(message)
+                finally:
+                    entry.streaming = False
+                    entry.last_used = time.monotonic()
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={**SSE_HEADERS, "mcp-session-id": sid or ""},
+        )
+
+    async def _delete(self, request: Request) -> Response:
+        entry = self.sessions.pop(request.headers.get("mcp-session-id") or "", None)
+        if entry is None:
+            return Response(status_code=404)
+        await entry.session.close()
+        return Response(status_code=200)
+
+    async def close(self) -> None:
+        for entry in self.sessions.values():
+            await entry.session.close()
+        self.sessions.clear()
+
+
+def _error_response(msg_id: Any, exc: p.RpcError) -> JSONResponse:
+    return JSONResponse(p.error(msg_id, exc), status_code=p.HTTP_STATUS.get(exc.code, 200))
+
+
+def _json_answer(answer: dict[str, Any] | None, modern: bool) -> Response:
+    if answer is None:
+        return Response(status_code=202)
+    status = 200
+    if modern and "error" in answer:
+        status = p.HTTP_STATUS.get(answer["error"]["code"], 200)
+    return Response(dumps(answer), status_code=status, media_type="application/json")

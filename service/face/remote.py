@@ -1,0 +1,180 @@
+"""The face's backend in ``mcpsubctl mcp``: the daemon's local API over its unix socket (or
+loopback TCP with the bearer token).
+
+One SSE connection to ``/v1/events/stream`` tells the process when new events exist (what
+the daemon's event hub does in-process); it reconnects from the last id after a daemon
+restart. Every answer is read from the daemon: this process keeps no state of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, Final
+
+import httpx
+
+from service.face.backend import FaceError
+
+TIMEOUT_S: Final = 30.0
+RECONNECT_S: Final = 1.0
+MAX_SSE_LINE: Final = 64 * 1024
+
+
+class ApiBackend:
+    def __init__(
+        self,
+        *,
+        socket: str | None,
+        base_url: str = "http://localhost",
+        token: str | None = None,
+        start_hint: str = "start the daemon with `mcpsubd`",
+    ) -> None:
+        transport = httpx.AsyncHTTPTransport(uds=socket) if socket else None
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self.display = f"unix://{socket}" if socket else base_url
+        self.start_hint = start_hint
+        self._http = httpx.AsyncClient(
+            transport=transport,
+            base_url=base_url,
+            headers=headers,
+            timeout=httpx.Timeout(TIMEOUT_S, connect=5.0),
+            trust_env=False,
+        )
+        self._last_seen = -1
+        self._changed = asyncio.Event()
+        self._watcher: asyncio.Task[None] | None = None
+
+    async def aclose(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watcher
+        await self._http.aclose()
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        try:
+            response = await self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise FaceError(
+                "DAEMON_UNAVAILABLE",
+                f"the mcpsub daemon is not reachable at {self.display}: {exc}",
+                self.start_hint,
+            ) from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if response.status_code >= 400 and response.status_code not in (404, 408):
+            code = (
+                body.get("errorCode", "DAEMON_ERROR") if isinstance(body, dict) else "DAEMON_ERROR"
+            )
+            message = body.get("message", response.reason_phrase) if isinstance(body, dict) else ""
+            hint = body.get("hint") if isinstance(body, dict) else None
+            raise FaceError(str(code), str(message), hint)
+        return response.status_code, body
+
+    async def subscriptions(self) -> list[dict[str, Any]]:
+        _, body = await self._request("GET", "/v1/subscriptions")
+        subs = list(body.get("subscriptions", []))
+        if subs:
+            _, status = await self._request("GET", "/v1/status")
+            links = status.get("links", []) if isinstance(status, dict) else []
+            for sub in subs:
+                sub["link"] = next(
+                    (link for link in links if link.get("serverId") == sub.get("serverId")), None
+                )
+        return subs
+
+    async def content(self, subscription: dict[str, Any]) -> dict[str, Any] | None:
+        status, body = await self._request(
+            "GET",
+            "/v1/content",
+            params={"uri": subscription["uri"], "url": subscription["serverUrl"]},
+        )
+        return body if status == 200 else None
+
+    async def change(self, event: dict[str, Any]) -> dict[str, Any]:
+        # /v1/wait after (eventId - 1) answers with exactly this event, its revision and the
+        # one before it.
+        params = {
+            "uri": event["uri"],
+            "url": event["serverUrl"],
+            "after": max(0, int(event["id"]) - 1),
+            "timeout_ms": 1,
+        }
+        status, body = await self._request("GET", "/v1/wait", params=params)
+        if status != 200:
+            return {"revision": None, "previous": None}
+        return {"revision": body.get("revision"), "previous": body.get("previous")}
+
+    async def subscribe(self, url: str, uris: list[str]) -> list[dict[str, Any]]:
+        _, body = await self._request(
+            "POST", "/v1/agent/subscriptions", json={"url": url, "uris": uris}
+        )
+        return list(body["subscriptions"])
+
+    async def unsubscribe(self, subscription_id: int) -> dict[str, Any] | None:
+        status, body = await self._request("DELETE", f"/v1/subscriptions/{subscription_id}")
+        return body if status == 200 else None
+
+    async def events_after(
+        self, after: int, limit: int, types: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"after": after, "limit": limit}
+        if types:
+            params["type"] = ",".join(types)
+        _, body = await self._request("GET", "/v1/events", params=params)
+        return list(body.get("events", []))
+
+    async def last_event_id(self) -> int:
+        _, status = await self._request("GET", "/v1/status")
+        newest = status.get("lastEventId") if isinstance(status, dict) else None
+        return newest if isinstance(newest, int) else 0
+
+    async def wait_beyond(self, cursor: int, timeout: float) -> bool:
+        if self._watcher is None or self._watcher.done():
+            self._last_seen = max(self._last_seen, cursor)
+            self._watcher = asyncio.create_task(self._watch(), name="face-events")
+        if self._last_seen > cursor:
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                while self._last_seen <= cursor:
+                    changed = self._changed
+                    await changed.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def _watch(self) -> None:
+        """Follow ``/v1/events/stream``: every ``id:`` line raises ``_last_seen``."""
+        while True:
+            try:
+                params = {"after": self._last_seen} if self._last_seen >= 0 else {}
+                async with self._http.stream(
+                    "GET",
+                    "/v1/events/stream",
+                    params=params,
+                    headers={"Accept": "text/event-stream"},
+                    timeout=httpx.Timeout(None, connect=5.0),
+                ) as response:
+                    if response.status_code != 200:
+                        raise httpx.TransportError(f"events stream: {response.status_code}")
+                    async for line in response.aiter_lines():
+                        if len(line) > MAX_SSE_LINE:
+                            raise httpx.TransportError("events stream: line too long")
+                        if line.startswith("id:"):
+                            value = line[3:].strip()
+                            if value.isdigit() and int(value) > self._last_seen:
+                                self._last_seen = int(value)
+                                changed, self._changed = self._changed, asyncio.Event()
+                                changed.set()
+            except (httpx.TransportError, httpx.HTTPError):
+                pass
+            # The daemon went away (or restarted): wake waiters so they re-query, then retry.
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()
+            await asyncio.sleep(RECONNECT_S)

@@ -1,0 +1,219 @@
+"""The face's tools: names, JSON schemas, and argument checks (pure).
+
+A bad argument is a tool error (``isError: true`` with an ``errorCode`` and a hint), so the
+model can correct itself; an unknown tool is a protocol error (-32602).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+DEFAULT_WAIT_S: Final = 25.0
+"""wait_for_change's default timeout: under the shortest common client limit (some
+streamable-HTTP clients cap a tool call near 30 s; the TypeScript SDK's default request
+timeout is 60 s and Claude Code's MCP tool timeout is longer), so a plain call returns
+``changed: false`` and a cursor instead of being aborted."""
+MAX_WAIT_S: Final = 300.0
+PROGRESS_EVERY_S: Final = 5.0
+"""With a progress token, wait_for_change reports progress this often (at most 10 s apart:
+clients that reset their timeout on progress keep waiting)."""
+MAX_URIS: Final = 100
+MAX_CHANGES: Final = 200
+MAX_STRING: Final = 8192
+
+_CURSOR = {
+    "type": ["integer", "string"],
+    "description": "an eventId or cursor returned earlier; default: the newest event now",
+}
+_ERROR_FIELDS = {
+    "errorCode": {"type": "string"},
+    "message": {"type": "string"},
+    "hint": {"type": ["string", "null"]},
+}
+
+TOOLS: Final[list[dict[str, Any]]] = [
+    {
+        "name": "subscribe",
+        "description": (
+            "Watch resource URI(s) on an MCP server (only servers the daemon allows for "
+            "agents). Returns each subscription's first stored state, or an errorCode and hint."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "description": "the MCP server's endpoint URL"},
+                "uri": {
+                    "type": ["string", "array"],
+                    "items": {"type": "string"},
+                    "maxItems": MAX_URIS,
+                    "description": "a resource URI, or a list of them",
+                },
+            },
+            "required": ["url", "uri"],
+        },
+        "annotations": {"readOnlyHint": False, "openWorldHint": True},
+    },
+    {
+        "name": "unsubscribe",
+        "description": "Stop watching a URI (url picks the server when several watch it).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"uri": {"type": "string"}, "url": {"type": "string"}},
+            "required": ["uri"],
+        },
+        "annotations": {"readOnlyHint": False, "destructiveHint": True},
+    },
+    {
+        "name": "list_subscriptions",
+        "description": "Every watched URI: state, revision, last read, and the link's health.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "read",
+        "description": (
+            "The latest stored content of a watched URI, its revision and eventId (from the "
+            "daemon's store; no round trip to the server)."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"uri": {"type": "string"}, "url": {"type": "string"}},
+            "required": ["uri"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "wait_for_change",
+        "description": (
+            "Block until a watched URI (glob pattern allowed) gets a revision newer than "
+            f"`after`, at most timeoutSeconds (default {DEFAULT_WAIT_S:g}, max {MAX_WAIT_S:g}). "
+            "Returns changed/uri/revision/initialText/finalText/diff; on timeout changed=false "
+            "and a cursor: pass it back as `after` so nothing between two calls is missed."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "uri": {"type": "string", "description": "URI or glob pattern; default any"},
+                "after": _CURSOR,
+                "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_S},
+            },
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "changes_since",
+        "description": "The events after a cursor (oldest first), without blocking.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "after": _CURSOR,
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_CHANGES},
+                "uri": {"type": "string", "description": "URI or glob pattern"},
+            },
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+]
+TOOL_NAMES: Final = frozenset(t["name"] for t in TOOLS)
+for _tool in TOOLS:
+    _tool["outputSchema"] = {"type": "object", "properties": dict(_ERROR_FIELDS)}
+
+
+class ToolArgError(ValueError):
+    """A bad tool argument: shown to the model as ``INVALID_ARGUMENT`` with a hint."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+def _string(args: dict[str, Any], key: str, *, required: bool) -> str | None:
+    value = args.get(key)
+    if value is None:
+        if required:
+            raise ToolArgError(f"{key} is required", f"pass {key} as a string")
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_STRING:
+        raise ToolArgError(
+            f"{key} must be a non-empty string", f"pass {key} as a string of at most {MAX_STRING}"
+        )
+    return value
+
+
+def cursor(args: dict[str, Any]) -> int | None:
+    value = args.get("after")
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isdigit() and len(value) < 19:
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
+        raise ToolArgError(
+            "after must be an event id", "pass the cursor or eventId returned earlier"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class SubscribeArgs:
+    url: str
+    uris: list[str]
+
+
+def subscribe_args(args: dict[str, Any]) -> SubscribeArgs:
+    url = _string(args, "url", required=True)
+    assert url is not None
+    raw = args.get("uri", args.get("uris"))
+    items = raw if isinstance(raw, list) else [raw]
+    if not items or len(items) > MAX_URIS:
+        raise ToolArgError("uri must be a URI or a list of 1 to 100 URIs", "pass uri")
+    uris = [_string({"uri": item}, "uri", required=True) or "" for item in items]
+    return SubscribeArgs(url, list(dict.fromkeys(uris)))
+
+
+def uri_args(args: dict[str, Any]) -> tuple[str, str | None]:
+    uri = _string(args, "uri", required=True)
+    assert uri is not None
+    return uri, _string(args, "url", required=False)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitArgs:
+    pattern: str | None
+    after: int | None
+    timeout_s: float
+
+
+def wait_args(args: dict[str, Any]) -> WaitArgs:
+    timeout = args.get("timeoutSeconds", DEFAULT_WAIT_S)
+    if (
+        not isinstance(timeout, int | float)
+        or isinstance(timeout, bool)
+        or not 0 <= timeout <= MAX_WAIT_S
+    ):
+        raise ToolArgError(
+            f"timeoutSeconds must be a number from 0 to {MAX_WAIT_S:g}",
+            f"omit it for {DEFAULT_WAIT_S:g} s",
+        )
+    return WaitArgs(_string(args, "uri", required=False), cursor(args), float(timeout))
+
+
+def changes_args(args: dict[str, Any]) -> tuple[int | None, int, str | None]:
+    limit = args.get("limit", 50)
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_CHANGES:
+        raise ToolArgError(f"limit must be an integer from 1 to {MAX_CHANGES}", "omit it for 50")
+    return cursor(args), limit, _string(args, "uri", required=False)
+
+
+def tool_result(structured: dict[str, Any], text: str, *, is_error: bool = False) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": structured,
+        "isError": is_error,
+    }
+
+
+def tool_error(code: str, message: str, hint: str | None) -> dict[str, Any]:
+    text = f"error {code}: {message}" + (f"\nhint: {hint}" if hint else "")
+    return tool_result({"errorCode": code, "message": message, "hint": hint}, text, is_error=True)

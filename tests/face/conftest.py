@@ -1,0 +1,1 @@
+from tests.support.daemon import daemon_factory  # noqa: F401

@@ -1,0 +1,121 @@
+"""``mcpsubctl mcp`` driven by the official Python SDK client (``mcp`` 2.x) over stdio in a
+2025 era: tools, resources and ``resources/subscribe``, on a real daemon and lab server, on
+SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.support.cli import BIN
+from tests.support.daemon import Daemon
+
+DOC = "test://face/doc"
+
+
+def stdio_params(d: Daemon, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=str(BIN / "mcpsubctl"),
+        args=["mcp", *extra],
+        env={"MCPSUB_STATE_DIR": str(d.state_dir), "PATH": str(BIN)},
+    )
+
+
+def put(lab: Any, uri: str, text: str) -> None:
+    lab.control("PUT", "/lab/resources", json={"uri": uri, "text": text}).raise_for_status()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_sdk_stdio_tools_resources_and_subscribe(
+    lab_server_factory: Any, daemon_factory: Any, database_url: str, tmp_path: Path
+) -> None:
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    put(lab, DOC, "line one\n")
+    d = daemon_factory()
+    assert d.ctl("subscribe", "--url", lab.url, "--uri", DOC, "--json").code == 0
+
+    updates: list[str] = []
+    got_update = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            updates.append(str(root.params.uri))
+            got_update.set()
+
+    async def scenario() -> None:
+        warnings.simplefilter("ignore")
+        async with Client(stdio_params(d), mode="legacy", message_handler=on_message) as client:
+            assert client.protocol_version == "2025-11-25"
+            caps = client.server_capabilities
+            assert caps.resources is not None and caps.resources.subscribe is True
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert names == {
+                "subscribe", "unsubscribe", "list_subscriptions", "read",
+                "wait_for_change", "changes_since",
+            }  # fmt: skip
+            listing = await client.call_tool("list_subscriptions", {})
+            (row,) = listing.structured_content["subscriptions"]
+            assert (row["uri"], row["state"], row["revision"]) == (DOC, "active", 1)
+            assert row["link"]["state"] == "open"
+
+            read = await client.call_tool("read", {"uri": DOC})
+            assert read.structured_content["text"] == "line one\n"
+            cursor = read.structured_content["eventId"]
+            assert "line one" in read.content[0].text
+
+            resources = (await client.list_resources()).resources
+            assert [str(r.uri) for r in resources] == [DOC]
+            contents = await client.read_resource(DOC)
+            assert contents.contents[0].text == "line one\n"
+            assert contents.meta["mcpsub/revision"] == 1
+
+            await client.subscribe_resource(DOC)
+            put(lab, DOC, "line one\nline two\n")
+            await asyncio.wait_for(got_update.wait(), 20)
+            assert updates == [DOC]
+
+            change = await client.call_tool(
+                "wait_for_change", {"uri": "test://face/*", "after": cursor, "timeoutSeconds": 20}
+            )
+            body = change.structured_content
+            assert body["changed"] is True and body["revision"] == 2
+            assert (body["initialText"], body["finalText"]) == (
+                "line one\n",
+                "line one\nline two\n",
+            )
+            assert "+line two" in body["diff"]
+            quiet = await client.call_tool(
+                "wait_for_change", {"after": body["cursor"], "timeoutSeconds": 0.3}
+            )
+            assert quiet.structured_content["changed"] is False
+            assert quiet.structured_content["cursor"] >= body["cursor"]
+
+            since = await client.call_tool("changes_since", {"after": cursor})
+            kinds = [e["type"] for e in since.structured_content["events"]]
+            assert kinds == ["resource.updated"]
+
+            refused = await client.call_tool(
+                "subscribe", {"url": "http://127.0.0.1:9/mcp", "uri": "test://x"}
+            )
+            assert refused.is_error
+            assert refused.structured_content["errorCode"] == "AGENT_ORIGIN_NOT_ALLOWED"
+            assert "agent_allowed_origins" in refused.structured_content["hint"]
+
+            other = "test://face/other"
+            put(lab, other, "other\n")
+            added = await client.call_tool("subscribe", {"url": lab.url, "uri": [other]})
+            assert not added.is_error, added
+            (sub,) = added.structured_content["subscriptions"]
+            assert (sub["state"], sub["revision"]) == ("active", 1)
+
+    asyncio.run(scenario())
