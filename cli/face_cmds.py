@@ -98,6 +98,15 @@ def _autostart(endpoint: Any) -> None:
     _say(f"mcpsubd did not answer within {AUTOSTART_WAIT_S:g} s; tools will retry")
 
 
+def _progress_s() -> float:
+    """``MCPSUB_AGENT_PROGRESS_S`` (the daemon's ``agent_progress_s``), default 5 s."""
+    try:
+        value = float(os.environ.get("MCPSUB_AGENT_PROGRESS_S", "5"))
+    except ValueError:
+        return 5.0
+    return value if 0 < value <= 10 else 5.0
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -125,7 +134,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             start_hint=endpoint.start_hint(),
         )
         try:
-            await StdioServer(Face(backend), channel=args.channel).serve()
+            face = Face(backend, channel=args.channel, progress_every_s=_progress_s())
+            await StdioServer(face, channel=args.channel).serve()
         finally:
             await backend.aclose()
 

@@ -30,6 +30,7 @@ def create_app(
     max_waiters: int = 256,
     read_timeout_s: float = 10.0,
     agent_allowed_origins: tuple[str, ...] | None = None,
+    agent_progress_s: float = 5.0,
 ) -> FastAPI:
     """The API app. ``token`` is required on every request but ``/healthz`` when set
     (loopback TCP); pass None for the unix socket, whose file mode is the access control."""
@@ -56,14 +57,17 @@ def create_app(
     install_handlers(app)
     for module in (subscriptions, content, events, system, webhooks, agent):
         app.include_router(module.router)
-    _mount_face(app, supervisor, agent_allowed_origins)
+    _mount_face(app, supervisor, agent_allowed_origins, agent_progress_s)
     app.add_middleware(LocalGuard, token=token, allowed_hosts=allowed_hosts)
     app.openapi = lambda: document(app)  # type: ignore[method-assign]
     return app
 
 
 def _mount_face(
-    app: FastAPI, supervisor: SupervisorLike, allowed_origins: tuple[str, ...] | None
+    app: FastAPI,
+    supervisor: SupervisorLike,
+    allowed_origins: tuple[str, ...] | None,
+    progress_s: float,
 ) -> None:
     """The agent face at ``/mcp`` (``service/face``), behind the same guard as the API."""
     from starlette.routing import Route
@@ -74,7 +78,7 @@ def _mount_face(
 
     backend = InProcessBackend(supervisor, allowed_origins)
     app.state.face_backend = backend
-    app.state.face_http = FaceHttp(Face(backend), app.state.api)
+    app.state.face_http = FaceHttp(Face(backend, progress_every_s=progress_s), app.state.api)
     app.router.routes.append(
         Route(
             "/mcp", app.state.face_http, methods=["GET", "POST", "DELETE"], include_in_schema=False

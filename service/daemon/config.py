@@ -93,6 +93,9 @@ class Settings:
     fd_reserve: int = 64
     """Descriptors kept free for the database and the process, beyond the API's share: a
     server link that would use them waits with ``RESOURCE_LIMIT``."""
+    agent_progress_s: float = 5.0
+    """How often a pending ``wait_for_change`` sends ``notifications/progress`` when the
+    agent gave a progress token (at most 10 s: clients reset their timeouts on progress)."""
     agent_allowed_origins: str = ""
     """Server origins (``scheme://host[:port]``, comma-separated, or ``*``) on which agents may
     subscribe through the MCP face; empty = the origins the daemon already watches."""

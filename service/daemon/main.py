@@ -318,6 +318,7 @@ async def _serve(
         token=token,
         read_timeout_s=settings.api_header_timeout_s,
         agent_allowed_origins=parse_setting(settings.agent_allowed_origins),
+        agent_progress_s=settings.agent_progress_s,
     )
     limits, tracker = api_limits(settings, open_files)
     budget = FdBudget(open_files, settings.fd_reserve, limits.max_connections, lambda: tracker.open)

@@ -45,9 +45,16 @@ async def follow(backend: FaceBackend, cursor: int) -> AsyncIterator[dict[str, A
 class Face:
     """Request handlers shared by every session (stateless)."""
 
-    def __init__(self, backend: FaceBackend, *, channel: bool = False) -> None:
+    def __init__(
+        self,
+        backend: FaceBackend,
+        *,
+        channel: bool = False,
+        progress_every_s: float = t.PROGRESS_EVERY_S,
+    ) -> None:
         self.backend = backend
         self.channel = channel
+        self.progress_every_s = min(progress_every_s, t.MAX_PROGRESS_EVERY_S)
 
     async def names(self) -> tuple[list[dict[str, Any]], dict[int, str]]:
         subs = await self.backend.subscriptions()
@@ -240,7 +247,7 @@ class Face:
                 waited = round(time.monotonic() - started, 1)
                 body = {"changed": False, "cursor": cursor, "waitedSeconds": waited}
                 return t.tool_result(body, render.change_text(body))
-            step = min(remaining, t.PROGRESS_EVERY_S) if progress is not None else remaining
+            step = min(remaining, self.progress_every_s) if progress is not None else remaining
             if not await backend.wait_beyond(cursor, step) and progress is not None:
                 elapsed = time.monotonic() - started
                 await progress(round(elapsed, 3), args.timeout_s, "waiting for a change")
@@ -286,9 +293,6 @@ class Session:
     @property
     def modern_default(self) -> bool:
         return self.version == p.MODERN
-
-    def wants_events(self) -> bool:
-        return bool(self.subscribed or self.listens or self.channel or self.version)
 
     async def start_following(self) -> None:
         """Start the follower from the newest event now (idempotent)."""

@@ -18,6 +18,7 @@ MAX_WAIT_S: Final = 300.0
 PROGRESS_EVERY_S: Final = 5.0
 """With a progress token, wait_for_change reports progress this often (at most 10 s apart:
 clients that reset their timeout on progress keep waiting)."""
+MAX_PROGRESS_EVERY_S: Final = 10.0
 MAX_URIS: Final = 100
 MAX_CHANGES: Final = 200
 MAX_STRING: Final = 8192

@@ -9,7 +9,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.support.cli import BIN
@@ -28,11 +27,6 @@ def stdio_params(d: Daemon, *extra: str) -> StdioServerParameters:
 
 def put(lab: Any, uri: str, text: str) -> None:
     lab.control("PUT", "/lab/resources", json={"uri": uri, "text": text}).raise_for_status()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def test_sdk_stdio_tools_resources_and_subscribe(

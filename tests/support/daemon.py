@@ -58,7 +58,7 @@ class Daemon:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("mcpsubd exited:\n" + "\n".join(self.lines))
-            if self.socket_path.exists():
+            if self.tcp_url is not None or self.socket_path.exists():
                 try:
                     if self.api("GET", "/readyz").status_code == 200:
                         return self
@@ -73,7 +73,23 @@ class Daemon:
         for line in self.proc.stdout:
             self.lines.append(line.rstrip("\n"))
 
+    @property
+    def tcp_url(self) -> str | None:
+        """``http://127.0.0.1:PORT`` when started with ``MCPSUB_API=tcp://…`` (else None)."""
+        api = self.env.get("MCPSUB_API", "")
+        return "http://" + api[len("tcp://") :] if api.startswith("tcp://") else None
+
+    @property
+    def token(self) -> str:
+        """The bearer token of a TCP daemon (written to the state dir at start)."""
+        return (self.state_dir / "api.token").read_text().strip()
+
     def client(self, timeout: float = 30.0) -> httpx.Client:
+        if self.tcp_url is not None:
+            headers = {}
+            if (self.state_dir / "api.token").exists():
+                headers["Authorization"] = f"Bearer {self.token}"
+            return httpx.Client(base_url=self.tcp_url, headers=headers, timeout=timeout)
         return httpx.Client(
             transport=httpx.HTTPTransport(uds=str(self.socket_path)),
             base_url="http://localhost",
@@ -85,9 +101,10 @@ class Daemon:
             return client.request(method, path, **kwargs)
 
     def ctl(self, *args: str, timeout: float = 60.0) -> CliResult:
-        return run_cli(
-            "mcpsubctl", *args, env={"MCPSUB_STATE_DIR": str(self.state_dir)}, timeout=timeout
-        )
+        env = {"MCPSUB_STATE_DIR": str(self.state_dir)}
+        if self.tcp_url is not None:
+            env["MCPSUB_API"] = self.tcp_url
+        return run_cli("mcpsubctl", *args, env=env, timeout=timeout)
 
     @property
     def database_url(self) -> str:
