@@ -13,6 +13,12 @@ an ``H11Protocol`` subclass that
   connections cannot lock legitimate clients out); when every connection is busy with a
   request, the new one is closed instead.
 
+It also refuses a request whose body framing is ambiguous: h11 lets ``Transfer-Encoding``
+win over a ``Content-Length`` sent beside it, but a proxy in front may have framed the body by
+the other one, and the difference is where request smuggling lives. RFC 9112 §6.3 says such a
+message "ought to be handled as an error" and the connection closed after answering: it gets
+a 400 and the connection is closed (:func:`ambiguous_framing`, :class:`StrictH11Connection`).
+
 Counters live in a :class:`ConnectionTracker`, which ``/metrics`` and the descriptor budget
 read.
 """
@@ -24,6 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
@@ -42,6 +49,27 @@ class ConnectionTracker:
     """Connections closed because no complete request head arrived in time."""
 
 
+def ambiguous_framing(headers: Any) -> bool:
+    """True when a request carries both ``Content-Length`` and ``Transfer-Encoding`` (h11's
+    lower-cased header pairs). Pure."""
+    names = {name.lower() for name, _ in headers}
+    return b"content-length" in names and b"transfer-encoding" in names
+
+
+class StrictH11Connection(h11.Connection):
+    """An h11 server connection that raises ``RemoteProtocolError`` for a request head with
+    ambiguous framing, before any of its body is read. uvicorn answers a
+    ``RemoteProtocolError`` with 400 and closes the connection, as RFC 9112 §6.3 asks."""
+
+    def next_event(self) -> Any:
+        event = super().next_event()
+        if isinstance(event, h11.Request) and ambiguous_framing(event.headers):
+            raise h11.RemoteProtocolError(
+                "both Content-Length and Transfer-Encoding", error_status_hint=400
+            )
+        return event
+
+
 def guarded_h11(limits: ApiLimits, tracker: ConnectionTracker) -> type[H11Protocol]:
     """An ``H11Protocol`` class enforcing ``limits`` (pass it as ``uvicorn.Config(http=…)``)."""
 
@@ -50,6 +78,13 @@ def guarded_h11(limits: ApiLimits, tracker: ConnectionTracker) -> type[H11Protoc
         _armed_for: Any = None
         waiting_since: float | None = None
         """Monotonic time since when this connection owes us a request head (None: busy)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            size = self.config.h11_max_incomplete_event_size
+            self.conn = StrictH11Connection(
+                h11.SERVER, **({} if size is None else {"max_incomplete_event_size": size})
+            )
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)

@@ -4,9 +4,12 @@ ambiguous HTTP framing, and what the log says when tasks stop or clients go away
 from __future__ import annotations
 
 import itertools
+import socket
 from typing import Any
 
-from tests.support.daemon import Daemon
+import pytest
+
+from tests.support.daemon import Daemon, tcp_api_env
 
 UNENCODABLE = {
     "an IDNA label over 63 characters": "ß" * 250 + ".com",
@@ -37,3 +40,43 @@ def test_a_host_no_resolver_can_encode_is_refused_at_creation(daemon_factory: An
     _nothing_stored(d)
     # A name that encodes (IDNA) is still accepted.
     assert d.api("POST", "/v1/webhooks", json={"url": "http://bücher.example/h"}).status_code == 201
+
+
+AMBIGUOUS = (
+    b"POST /v1/subscriptions HTTP/1.1\r\nHost: localhost\r\n"
+    b"Content-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"0\r\n\r\n"
+    # A second request pipelined behind it: it must never be answered.
+    b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+)
+
+
+def _exchange(d: Daemon, data: bytes) -> bytes:
+    """Send ``data`` on one raw connection and read until the daemon closes it."""
+    if d.tcp_url is not None:
+        host, port = d.tcp_url.removeprefix("http://").rsplit(":", 1)
+        sock = socket.create_connection((host, int(port)), timeout=10)
+    else:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(10)
+        sock.connect(str(d.socket_path))
+    with sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):  # a socket.timeout here: the connection stayed open
+            received += chunk
+        return received
+
+
+@pytest.mark.parametrize("listener", ["unix", "tcp"])
+def test_content_length_beside_transfer_encoding_is_400_and_closes(
+    daemon_factory: Any, listener: str
+) -> None:
+    """RFC 9112 §6.3. Before: accepted, and the connection kept open for the next request."""
+    d = daemon_factory(env=tcp_api_env() if listener == "tcp" else {})
+    answer = _exchange(d, AMBIGUOUS)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer
+    assert answer.count(b"HTTP/1.1 ") == 1, answer  # the pipelined request was not served
+    assert b"connection: close" in answer.lower(), answer
+    _nothing_stored(d)
+    assert d.api("GET", "/healthz").status_code == 200  # the daemon serves on

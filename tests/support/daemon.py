@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +27,14 @@ FAST_ENV = {
     "MCPSUB_REQUEST_TIMEOUT_S": "5",
     "MCPSUB_LOG_FORMAT": "json",
 }
+
+
+def tcp_api_env() -> dict[str, str]:
+    """Env that makes the daemon listen on loopback TCP (a free port) instead of its socket."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return {"MCPSUB_API": f"tcp://127.0.0.1:{port}"}
 
 
 class Daemon:
