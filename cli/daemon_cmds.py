@@ -1,7 +1,7 @@
 """``mcpsubctl`` commands that talk to the running daemon (``mcpsubd``) over its local API.
 
 ``subscribe``, ``unsubscribe``, ``list``, ``show``, ``status``, ``events``, ``read``, ``wait``.
-Every command takes ``--api`` (see :mod:`cli.daemon_client`) and ``--json``. Errors print
+Every command takes ``--api`` (see :mod:`cli.localapi`) and ``--json``. Errors print
 ``error-code``/``recommended-next-action`` lines (or one JSON object) on stdout, the message
 on stderr, and exit with the code of their class (``docs/cli.md``); a daemon that is not
 running is ``DAEMON_UNAVAILABLE`` (exit 10) with the command that starts it.
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cli.daemon_client import DaemonClient
+    from cli.localapi import DaemonClient
 
 # Imports of httpx and the engine happen inside the commands: `mcpsubctl --help` and the
 # one-shot commands do not pay for them.
@@ -134,13 +134,13 @@ def _fail(args: argparse.Namespace, code: str, message: str, hint: str | None) -
 
 
 def _client(args: argparse.Namespace) -> DaemonClient:
-    from cli.daemon_client import DaemonClient
+    from cli.localapi import DaemonClient
 
     return DaemonClient.from_options(args.api, quiet=getattr(args, "quiet", False))
 
 
 def _run(args: argparse.Namespace, body: Callable[[DaemonClient], int]) -> int:
-    from cli.daemon_client import DaemonError, DaemonUnavailable
+    from cli.localapi import DaemonError, DaemonUnavailable
 
     try:
         client = _client(args)
@@ -216,7 +216,7 @@ def cmd_unsubscribe(args: argparse.Namespace) -> int:
     if (args.id is None) == (args.uri is None):
         return _fail(args, "USAGE_ERROR", "pass a subscription ID or --uri", "see --help")
 
-    from cli.daemon_client import DaemonError
+    from cli.localapi import DaemonError
 
     def body(client: DaemonClient) -> int:
         if args.id is not None:
@@ -358,7 +358,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _wait_ready(client: DaemonClient, args: argparse.Namespace) -> dict[str, Any]:
     """``status --wait-ready``: poll until the daemon answers and says ready (bounded)."""
-    from cli.daemon_client import DaemonError, DaemonUnavailable
+    from cli.localapi import DaemonError, DaemonUnavailable
     from service.statusline import StatusLine
 
     timeout_ms = args.timeout_ms if args.timeout_ms is not None else DEFAULT_READY_WAIT_MS
@@ -432,7 +432,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def _follow(client: DaemonClient, args: argparse.Namespace) -> int:
-    from cli.daemon_client import DaemonError, DaemonUnavailable
+    from cli.localapi import DaemonError, DaemonUnavailable
 
     last: int | None = args.since
     if last is None:
@@ -534,7 +534,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
     timeout_ms = _wait_timeout_ms(args)
     if timeout_ms is None:
         return _wait_failure(args, "USAGE_ERROR", "--timeout-ms must be a number > 0", None)
-    from cli.daemon_client import DaemonError, DaemonUnavailable
+    from cli.localapi import DaemonError, DaemonUnavailable
 
     try:
         client = _client(args)
@@ -622,7 +622,7 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
     is then the baseline, not an update, and the change after it is what ``wait`` returns,
     all within ``--timeout-ms``.
     """
-    from cli.daemon_client import DaemonError
+    from cli.localapi import DaemonError
 
     uri: str = args.uri
     deadline = time.monotonic() + timeout_ms / 1000
@@ -700,7 +700,7 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
 
 
 def _current_or_none(client: DaemonClient, uri: str, url: str | None) -> dict[str, Any] | None:
-    from cli.daemon_client import DaemonError
+    from cli.localapi import DaemonError
 
     try:
         return client.content(uri, url)
@@ -711,7 +711,7 @@ def _current_or_none(client: DaemonClient, uri: str, url: str | None) -> dict[st
 
 
 def _link(client: DaemonClient, subscription_id: Any) -> dict[str, Any]:
-    from cli.daemon_client import DaemonError
+    from cli.localapi import DaemonError
 
     if not isinstance(subscription_id, int):
         return {}

@@ -17,7 +17,7 @@ from cli.daemon_cmds import _common, _dumps, _emit, _fail, _run, exit_code, tabl
 from service.safetext import shown
 
 if TYPE_CHECKING:
-    from cli.daemon_client import DaemonClient
+    from cli.localapi import DaemonClient
 
 MODES = ("all", "latest")
 STATES = ("pending", "failed", "delivered", "dead", "superseded")

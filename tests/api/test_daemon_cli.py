@@ -1,4 +1,4 @@
-"""cli/daemon_client.py and the `mcpsubctl` daemon commands against a real served API."""
+"""cli/localapi.py and the `mcpsubctl` daemon commands against a real served API."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cli.ctl import main
-from cli.daemon_client import (
+from cli.localapi import (
     DaemonClient,
     DaemonError,
     DaemonUnavailable,
@@ -102,10 +102,10 @@ def test_endpoint_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("MCPSUB_STATE_DIR", raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr("sys.platform", "linux")
-    assert state_dir() == tmp_path / "xdg" / "mcpsub"
-    assert resolve_endpoint().socket == tmp_path / "xdg" / "mcpsub" / "api.sock"
+    assert state_dir() == str(tmp_path / "xdg" / "mcpsub")
+    assert resolve_endpoint().socket == str(tmp_path / "xdg" / "mcpsub" / "api.sock")
     assert "`mcpsubd`" in resolve_endpoint().start_hint()
-    assert resolve_endpoint("unix:///run/x.sock").socket == Path("/run/x.sock")
+    assert resolve_endpoint("unix:///run/x.sock").socket == "/run/x.sock"
     monkeypatch.setenv("MCPSUB_STATE_DIR", str(tmp_path / "st"))
     (tmp_path / "st").mkdir()
     (tmp_path / "st" / "api.token").write_text("file-token\n")

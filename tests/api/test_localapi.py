@@ -1,0 +1,178 @@
+"""cli/localapi.py's bounds, against a raw socket peer that sends what no honest daemon would.
+
+The happy paths run against the real served API in test_daemon_cli.py; here every answer is
+hand-written bytes on a unix socket, so the client's reader meets a body larger than its
+bound, a peer that never answers, garbage, a kept connection closed while idle, and a
+chunked body. The CLI's side of each is checked through the real ``mcpsubctl`` subprocess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from cli.localapi import DaemonClient, DaemonError, Endpoint, _query
+from tests.support.cli import run_cli
+
+Reply = Callable[[socket.socket, bytes], None]
+
+
+class RawPeer:
+    """A unix socket answering each request with ``reply(conn, request_bytes)``."""
+
+    def __init__(self, path: Path, reply: Reply) -> None:
+        self.path = path
+        self.reply = reply
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(str(path))
+        self._server.listen(8)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._done.is_set():
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            self.requests.append(data)
+            with contextlib.suppress(OSError):
+                self.reply(conn, data)
+
+    def close(self) -> None:
+        self._done.set()
+        self._server.close()
+
+
+@pytest.fixture
+def peer(tmp_path: Path) -> Iterator[Callable[[Reply], RawPeer]]:
+    made: list[RawPeer] = []
+
+    def start(reply: Reply) -> RawPeer:
+        made.append(RawPeer(tmp_path / f"api{len(made)}.sock", reply))
+        return made[-1]
+
+    yield start
+    for p in made:
+        p.close()
+
+
+def _answer(status: int, body: bytes, extra: str = "") -> bytes:
+    head = f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{extra}"
+    return (head + f"content-length: {len(body)}\r\n\r\n").encode() + body
+
+
+def test_body_over_the_bound_is_refused(peer: Callable[[Reply], RawPeer]) -> None:
+    def huge(conn: socket.socket, _req: bytes) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 999999999999\r\n\r\n" + b"x" * 1024)
+
+    raw = peer(huge)
+    result = run_cli("mcpsubctl", "read", "--uri", "x://a", "--api", f"unix://{raw.path}", "--json")
+    assert result.code == 4, result
+    assert json.loads(result.stdout)["errorCode"] == "RESPONSE_TOO_LARGE"
+    assert "Traceback" not in result.stderr
+
+    # A chunked body is counted as it arrives, not only by its announced length.
+    def chunked(conn: socket.socket, _req: bytes) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for _ in range(10):
+            conn.sendall(b"400\r\n" + b"x" * 1024 + b"\r\n")
+        conn.sendall(b"0\r\n\r\n")
+
+    client = DaemonClient(Endpoint(peer(chunked).path), max_response_bytes=4096)
+    with client, pytest.raises(DaemonError) as info:
+        client.status()
+    assert info.value.error_code == "RESPONSE_TOO_LARGE"
+
+
+def test_silent_peer_times_out(peer: Callable[[Reply], RawPeer]) -> None:
+    stop = threading.Event()
+    raw = peer(lambda _conn, _req: stop.wait(10))
+    try:
+        client = DaemonClient(Endpoint(raw.path), timeout_s=0.2)
+        with client, pytest.raises(DaemonError) as info:
+            client.status()
+        assert info.value.error_code == "REQUEST_TIMEOUT"
+    finally:
+        stop.set()
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"SSH-2.0-OpenSSH\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"x-pad: " + b"a" * 70_000 + b"\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n{}",
+        b"",
+    ],
+)
+def test_garbage_is_a_network_error(peer: Callable[[Reply], RawPeer], garbage: bytes) -> None:
+    raw = peer(lambda conn, _req: conn.sendall(garbage))
+    result = run_cli("mcpsubctl", "status", "--api", f"unix://{raw.path}", "--json")
+    assert result.code == 5, result
+    assert json.loads(result.stdout)["errorCode"] == "NETWORK_ERROR"
+    assert "Traceback" not in result.stderr
+
+
+def test_kept_connection_closed_while_idle_is_retried(peer: Callable[[Reply], RawPeer]) -> None:
+    served = 0
+
+    def once_then_close(conn: socket.socket, _req: bytes) -> None:
+        nonlocal served
+        served += 1
+        conn.sendall(_answer(200, b'{"n": %d}' % served))
+        # ...and the connection closes (the handler returns): an idle keep-alive timeout.
+
+    raw = peer(once_then_close)
+    with DaemonClient(Endpoint(raw.path)) as client:
+        assert client.status() == {"n": 1}
+        assert client.status() == {"n": 2}
+    assert raw.connections == 2
+
+
+def test_error_answer_and_chunked_json(peer: Callable[[Reply], RawPeer]) -> None:
+    def reply(conn: socket.socket, req: bytes) -> None:
+        if req.startswith(b"GET /v1/status"):
+            body = json.dumps({"errorCode": "API_TOKEN_REQUIRED", "message": "no"}).encode()
+            conn.sendall(_answer(401, body))
+        else:
+            body = b'{"subscriptions": []}'
+            conn.sendall(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+            conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+
+    raw = peer(reply)
+    with DaemonClient(Endpoint(raw.path)) as client:
+        assert client.subscriptions() == []
+        with pytest.raises(DaemonError) as info:
+            client.status()
+    assert info.value.status == 401 and info.value.error_code == "API_TOKEN_REQUIRED"
+    result = run_cli("mcpsubctl", "status", "--api", f"unix://{raw.path}")
+    assert result.code == 3
+
+
+def test_query_encoding() -> None:
+    assert _query({"uri": "file:///a b?c=d&e", "url": None, "n": 3}) == (
+        "?uri=file%3A%2F%2F%2Fa%20b%3Fc%3Dd%26e&n=3"
+    )
+    assert _query({"uri": "é"}) == "?uri=%C3%A9"
+    assert _query({}) == ""
