@@ -263,6 +263,7 @@ def test_ctl_exit_code_table() -> None:
         "PROTOCOL_UNSUPPORTED": 4,
         "ENDPOINT_NOT_FOUND": 7,
         "PROTOCOL_ERROR": 4,
+        "RESPONSE_TOO_LARGE": 4,
         "TOOL_REQUEST_REJECTED": 4,
         "SERVER_ERROR": 4,
         "CONNECTION_REFUSED": 5,
