@@ -110,7 +110,7 @@ def _progress_s() -> float:
 def cmd_mcp(args: argparse.Namespace) -> int:
     import asyncio
 
-    from cli.daemon_client import resolve_endpoint
+    from cli.localapi import resolve_endpoint
     from service.face.remote import ApiBackend
     from service.face.session import Face
     from service.face.stdio import StdioServer

@@ -130,6 +130,8 @@ class Endpoint:
 
     @property
     def base_url(self) -> str:
+        if self.socket is not None:
+            return "http://localhost"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}{self.prefix}"
 
