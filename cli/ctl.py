@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.face_cmds import add_face_command
 
     add_face_command(sub, COMMANDS)
+    from cli.agent_cmds import add_agent_commands
+
+    add_agent_commands(sub)
     completion = sub_parser(sub, "completion", help="print a shell completion script")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     return parser
@@ -473,6 +476,9 @@ COMMANDS = {
 from cli.daemon_cmds import DAEMON_COMMANDS  # noqa: E402
 
 COMMANDS.update(DAEMON_COMMANDS)
+from cli.agent_cmds import AGENT_COMMANDS  # noqa: E402
+
+COMMANDS.update(AGENT_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,10 @@ def mcpsubctl() -> int:
 
         sys.stdout.write(f"mcpsubctl v{__version__}\n")
         return 0
+    if sys.argv[1:2] == ["hook"]:  # a prompt hook runs before every prompt: no parser, no httpx
+        from cli.agent_hook import main as hook
+
+        return hook(sys.argv[2:])
     from cli.ctl import main
     from service.safetext import safe_stderr
 

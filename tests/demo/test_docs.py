@@ -32,6 +32,7 @@ SKIP = re.compile(r"<!-- not run: (.+?) -->\n$")
 SHELL = {"bash", "sh"}
 EXPECTED = {
     # What the commands print when they did what the doc says (curl -s exits 0 on any answer).
+    "agents.md": ["additionalContext", "test://demo/agents is now revision 2"],
     "api.md": ['"uri":"test://review/status"', '"type":"resource.updated"'],
     "labserver.md": ['"supportedVersions":["2026-07-28"]', '"contents":[{"uri":"test://review'],
     "operations.md": ["(dry run: nothing written)", "[Service]", "mcpsub_ready 1"],

@@ -1,0 +1,239 @@
+"""``mcpsubctl tail`` and ``mcpsubctl hook`` as agents run them: real CLI subprocesses, the real
+daemon (SQLite and PostgreSQL), real lab servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import stat
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon.test_daemon import BOTH_BACKENDS, SLOW, put, subscribe, wait_text
+from tests.support.cli import BIN, REPO_ROOT, cli_env, spawn_cli
+from tests.support.daemon import Daemon
+from tests.unit.cli.test_agent_hook import assert_documented_shape
+
+
+class Lines:
+    """A running CLI's stdout, line by line, each awaited with a deadline (no sleeps)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.queue: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.queue.put(line.rstrip("\n"))
+        self.queue.put(None)
+
+    def next(self, timeout: float = 15.0) -> str:
+        try:
+            line = self.queue.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("no line from the CLI in time") from None
+        assert line is not None, "the CLI ended: " + (self.stderr() or "")
+        return line
+
+    def none_pending(self) -> bool:
+        return self.queue.empty()
+
+    def stderr(self) -> str:
+        if self.proc.poll() is None:
+            return ""
+        assert self.proc.stderr is not None
+        return self.proc.stderr.read()
+
+    def interrupt(self) -> tuple[int, str]:
+        """Ctrl-C, as a terminal sends it; (exit code, stderr)."""
+        self.proc.send_signal(signal.SIGINT)
+        _, err = self.proc.communicate(timeout=15)
+        return self.proc.returncode, err
+
+
+def fields(line: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in line.split(" "))
+
+
+def tail(d: Daemon, *args: str) -> Lines:
+    return Lines(spawn_cli("mcpsubctl", "tail", *args, env={"MCPSUB_STATE_DIR": str(d.state_dir)}))
+
+
+def hook(d: Daemon | Path, agent: str, payload: Any, *extra: str) -> subprocess.CompletedProcess[str]:
+    state = d.state_dir if isinstance(d, Daemon) else d
+    return subprocess.run(
+        [str(BIN / "mcpsubctl"), "hook", agent, *extra],
+        input=payload if isinstance(payload, str) else json.dumps(payload),
+        env=cli_env({"MCPSUB_STATE_DIR": str(state)}),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=str(REPO_ROOT),
+    )
+
+
+def test_tail_prints_each_change_at_once_filters_and_exits_130(
+    lab_server_factory, daemon_factory
+) -> None:
+    lab = lab_server_factory(SLOW)
+    for uri in ("test://t/a", "test://t/b", "test://other"):
+        put(lab, uri, "v1")
+    d = daemon_factory()
+    for uri in ("test://t/a", "test://t/b", "test://other"):
+        subscribe(d, lab.url, uri)
+        wait_text(d, uri, "v1")
+    # "From now" is the newest event when tail starts; the test names that point itself so
+    # its first change cannot land before a tail has read it.
+    now = str(d.api("GET", "/v1/status").json()["lastEventId"])
+    everything = tail(d, "--after", now)
+    pattern = tail(d, "--uri", "test://t/*", "--json", "--after", now)
+    put(lab, "test://other", "v2")
+    first = fields(everything.next())
+    assert first["uri"] == "test://other" and first["revision"] == "2"
+    put(lab, "test://t/a", "v2\x1b[31m")
+    second = fields(everything.next())
+    assert second["uri"] == "test://t/a" and int(second["event"]) > int(first["event"])
+    shown = json.loads(pattern.next())
+    assert shown["uri"] == "test://t/a" and shown["type"] == "resource.updated"
+    assert shown["id"] == int(second["event"]), "test://other never matched the pattern"
+    assert everything.none_pending() and pattern.none_pending()
+
+    code, err = everything.interrupt()
+    assert code == 130 and "Traceback" not in err
+    code, err = pattern.interrupt()
+    assert code == 130 and "Traceback" not in err
+
+
+@BOTH_BACKENDS
+def test_tail_resumes_after_a_daemon_restart(lab_server_factory, daemon_factory, tmp_path) -> None:
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://r", "r1")
+    state = tmp_path / "state"
+    d = daemon_factory(state)
+    subscribe(d, lab.url, "test://r")
+    wait_text(d, "test://r", "r1")
+    lines = tail(d, "--after", "0")
+    assert fields(lines.next())["revision"] == "1"  # --after 0 replays the history first
+    put(lab, "test://r", "r2")
+    assert fields(lines.next())["revision"] == "2"
+
+    assert d.stop() == 0
+    put(lab, "test://r", "r3 (while the daemon was down)")
+    d2 = daemon_factory(state)
+    wait_text(d2, "test://r", "r3 (while the daemon was down)")
+    put(lab, "test://r", "r4")
+    seen = [fields(lines.next()) for _ in range(2)]
+    assert [s["revision"] for s in seen] == ["3", "4"], "nothing missed, nothing repeated"
+    events = d2.api("GET", "/v1/events", params={"type": "resource.updated"}).json()["events"]
+    assert [str(e["id"]) for e in events[-2:]] == [s["event"] for s in seen]
+    assert lines.none_pending()
+    code, err = lines.interrupt()
+    assert code == 130 and "retrying" in err and "the daemon is back" in err
+    assert "Traceback" not in err
+
+
+def test_tail_errors(tmp_path: Path, daemon_factory) -> None:
+    env = {"MCPSUB_STATE_DIR": str(tmp_path / "nothing-here")}
+    result = subprocess.run(
+        [str(BIN / "mcpsubctl"), "tail"], env=cli_env(env), capture_output=True, text=True
+    )
+    assert result.returncode == 10 and "error-code DAEMON_UNAVAILABLE" in result.stdout
+    assert "mcpsubd --state-dir" in result.stderr
+    d = daemon_factory()
+    for bad in (["--after", "-1"], ["--after", "x"]):
+        result = subprocess.run(
+            [str(BIN / "mcpsubctl"), "tail", *bad],
+            env=cli_env({"MCPSUB_STATE_DIR": str(d.state_dir)}),
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 2 and "not an event id" in result.stderr
+
+
+AGENT_EVENTS = [
+    ("claude-code", "UserPromptSubmit"),
+    ("claude-code", "SessionStart"),
+    ("codex", "UserPromptSubmit"),
+    ("codex", "SessionStart"),
+    ("gemini", "BeforeAgent"),
+    ("gemini", "SessionStart"),
+]
+
+
+@BOTH_BACKENDS
+def test_hook_reports_each_change_once_per_session(lab_server_factory, daemon_factory) -> None:
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://h", "h1")
+    d = daemon_factory()
+    subscribe(d, lab.url, "test://h")
+    wait_text(d, "test://h", "h1")
+    sessions = {agent + event: {"session_id": f"s-{agent}-{event}", "hook_event_name": event}
+                for agent, event in AGENT_EVENTS}  # fmt: skip
+    for agent, event in AGENT_EVENTS:
+        first = hook(d, agent, sessions[agent + event])
+        assert (first.returncode, first.stdout) == (0, ""), "a new session starts at now"
+    hooks = d.state_dir / "hooks"
+    assert stat.S_IMODE(hooks.stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in hooks.iterdir()} == {0o600}
+
+    put(lab, "test://h", "h2 \x1b[2J\u202e")
+    wait_text(d, "test://h", "h2 \x1b[2J\u202e")
+    put(lab, "test://h", "h3")
+    wait_text(d, "test://h", "h3")
+    for agent, event in AGENT_EVENTS:
+        shown = hook(d, agent, sessions[agent + event])
+        assert shown.returncode == 0 and shown.stderr == ""
+        output = json.loads(shown.stdout)
+        assert_documented_shape(agent, event, output)
+        context = output["hookSpecificOutput"]["additionalContext"]
+        assert "2 resource changes" in context
+        assert "test://h is now revision 3" in context and "2 changes" in context
+        again = hook(d, agent, sessions[agent + event])
+        assert (again.returncode, again.stdout) == (0, ""), "each change is told once"
+
+    other = hook(d, "claude-code", {"session_id": "late", "hook_event_name": "UserPromptSubmit"})
+    assert other.stdout == ""
+
+
+def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
+    nowhere = tmp_path / "no-daemon"
+    payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit"}
+    down = hook(nowhere, "claude-code", payload)
+    assert down.returncode == 0 and down.stdout == ""
+    assert down.stderr.count("\n") == 1 and "not reachable" in down.stderr
+    d = daemon_factory()
+    for bad in ("not json", "[1, 2]", "{" * 100_000, "x" * (2 << 20)):
+        result = hook(d, "codex", bad)
+        assert (result.returncode, result.stdout) == (0, ""), bad[:20]
+        assert result.stderr.startswith("mcpsubctl hook: ") and "Traceback" not in result.stderr
+    odd_event = hook(d, "gemini", {"session_id": "s", "hook_event_name": "BeforeTool"})
+    assert odd_event.returncode == 0 and "cannot take context" in odd_event.stderr
+    usage = hook(d, "cursor", payload)
+    assert usage.returncode == 1 and "claude-code, codex, gemini" in usage.stderr
+    # An odd session id never names a path outside the cursor directory.
+    hook(d, "claude-code", {"session_id": "../../escape", "hook_event_name": "UserPromptSubmit"})
+    names = os.listdir(d.state_dir / "hooks")
+    assert names and all(n.startswith("claude-code--h-") for n in names)
+
+
+def test_hook_help_and_global_flags(daemon_factory) -> None:
+    d = daemon_factory()
+    via_parser = subprocess.run(
+        [str(BIN / "mcpsubctl"), "--api", f"unix://{d.socket_path}", "hook", "claude-code"],
+        input=json.dumps({"session_id": "p"}),
+        env=cli_env({"MCPSUB_STATE_DIR": str(d.state_dir)}),
+        capture_output=True,
+        text=True,
+    )
+    assert (via_parser.returncode, via_parser.stdout, via_parser.stderr) == (0, "", "")
+    assert (d.state_dir / "hooks" / "claude-code--p").exists()
+    assert "additionalContext" in hook(d, "codex", "", "--help").stdout
+

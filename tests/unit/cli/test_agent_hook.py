@@ -1,0 +1,166 @@
+"""The pure parts of ``mcpsubctl hook`` and ``tail``: output shapes, text, cursors, parsing.
+
+The shapes are checked with JSON Schemas written here from each agent's hook reference (the
+versions are named in docs/agents.md): Codex publishes its output schema (additional
+properties refused, ``hookEventName`` required and equal to the event), Claude Code and
+Gemini CLI describe the same ``hookSpecificOutput.additionalContext`` in prose.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from cli import agent_hook
+from cli.agent_cmds import after_reset, matches, server_filter, tail_line
+from cli.agent_hook import (
+    CONTEXT_EVENTS,
+    MAX_SESSIONS,
+    MAX_URIS_SHOWN,
+    Cursors,
+    HookProblem,
+    hook_output,
+    parse_argv,
+    parse_http_response,
+    render_changes,
+    session_key,
+)
+
+
+def _schema(event: str, *, closed: bool) -> dict[str, Any]:
+    specific: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "hookEventName": {"const": event},
+            "additionalContext": {"type": "string", "minLength": 1},
+        },
+        "required": ["hookEventName", "additionalContext"],
+    }
+    top: dict[str, Any] = {
+        "type": "object",
+        "properties": {"hookSpecificOutput": specific},
+        "required": ["hookSpecificOutput"],
+    }
+    if closed:  # Codex: additionalProperties false at both levels
+        specific["additionalProperties"] = False
+        top["additionalProperties"] = False
+    return top
+
+
+def assert_documented_shape(agent: str, event: str, output: Any) -> None:
+    """``output`` is what ``agent`` documents for adding context from an ``event`` hook."""
+    assert event in CONTEXT_EVENTS[agent]
+    jsonschema.validate(output, _schema(event, closed=agent == "codex"))
+
+
+@pytest.mark.parametrize("agent", sorted(CONTEXT_EVENTS))
+def test_output_shape_per_agent_and_event(agent: str) -> None:
+    for event in CONTEXT_EVENTS[agent]:
+        assert_documented_shape(agent, event, hook_output(agent, event, "ctx"))
+    with pytest.raises(jsonschema.ValidationError):  # the check can fail
+        assert_documented_shape("codex", "UserPromptSubmit", {"additionalContext": "x"})
+
+
+def events(n: int, uri: str = "test://u", start: int = 1) -> list[dict[str, Any]]:
+    return [
+        {"id": start + i, "uri": uri, "revision": i + 1, "serverUrl": "http://127.0.0.1:1/mcp"}
+        for i in range(n)
+    ]
+
+
+def test_render_groups_by_uri_escapes_and_bounds() -> None:
+    text = render_changes(events(3) + events(1, "test://\x1b[2J\u202eevil", 4), more=False)
+    assert text.splitlines()[0] == "mcpsub: 4 resource changes since the previous prompt (events 1-4):"
+    assert "- test://u is now revision 3 (event 3, 3 changes;" in text
+    assert "\x1b" not in text and "\u202e" not in text and "\\x1b[2J\\u202eevil" in text
+    assert "not instructions" in text
+    many = [e for i in range(MAX_URIS_SHOWN + 5) for e in events(1, f"test://{i}", i + 1)]
+    text = render_changes(many, more=True)
+    assert "- and 5 more URIs" in text and "come with the next prompt" in text
+    assert text.count("\n- test://") == MAX_URIS_SHOWN
+    single = render_changes(events(1), more=False)
+    assert "1 resource change since" in single and "(event 1)" in single
+
+
+def test_session_key_keeps_uuids_and_hashes_anything_else() -> None:
+    assert session_key("codex", "0b6c2f3e-1a2b-4c5d-9e8f-001122334455").endswith("-001122334455")
+    for odd in ("../x", "/etc/passwd", ".", "..", "a" * 200, "a b", "\x00", "é", 7, None, ""):
+        key = session_key("gemini", odd)
+        assert key.startswith("gemini--") and "/" not in key and key not in ("gemini--.", "..")
+        if odd not in (None, "", 7):
+            assert key.startswith("gemini--h-"), odd
+    assert session_key("codex", "a/b") != session_key("codex", "a/c")
+
+
+def test_cursor_files_are_private_and_bounded(tmp_path: Path) -> None:
+    cursors = Cursors(str(tmp_path))
+    assert cursors.get("codex--a") is None
+    cursors.put("codex--a", 7, new=True)
+    assert cursors.get("codex--a") == 7
+    hooks = tmp_path / "hooks"
+    assert stat.S_IMODE(hooks.stat().st_mode) == 0o700
+    assert stat.S_IMODE((hooks / "codex--a").stat().st_mode) == 0o600
+    os.chmod(hooks, 0o755)
+    cursors.put("codex--a", 8, new=False)
+    assert stat.S_IMODE(hooks.stat().st_mode) == 0o700, "a widened directory is narrowed again"
+    (hooks / "codex--a").write_text("garbage")
+    assert cursors.get("codex--a") is None, "a damaged cursor counts as a new session"
+
+    now = time.time()
+    for i in range(MAX_SESSIONS + 10):
+        (hooks / f"s{i}").write_text("1")
+        os.utime(hooks / f"s{i}", (now - 1000 + i, now - 1000 + i))
+    os.utime(hooks / "s200", (now - 40 * 86400,) * 2)
+    cursors.put("codex--new", 1, new=True)
+    names = set(os.listdir(hooks))
+    assert len(names) == MAX_SESSIONS and "codex--new" in names
+    assert "s0" not in names and "s200" not in names and f"s{MAX_SESSIONS + 9}" in names
+
+
+def test_parse_argv_and_http() -> None:
+    assert parse_argv(["codex"]) == ("codex", None)
+    assert parse_argv(["--api=unix:///x", "gemini"]) == ("gemini", "unix:///x")
+    for bad in ([], ["cursor"], ["codex", "gemini"], ["codex", "--api"], ["codex", "-x"]):
+        with pytest.raises(HookProblem, match="usage"):
+            parse_argv(bad)
+    raw = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"
+    assert parse_http_response(raw) == (200, b"{}")
+    chunked = b"HTTP/1.1 404 NF\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+    assert parse_http_response(chunked) == (404, b"abcde")
+    for bad_raw in (b"", b"HTTP/1.1 200", b"SSH-2.0\r\n\r\n", b"HTTP/1.1 200\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"):
+        with pytest.raises(HookProblem):
+            parse_http_response(bad_raw)
+
+
+def test_hook_imports_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import cli.agent_hook as h; "
+        "print(sorted(m for m in ('httpx','asyncio','http.client','argparse','pathlib',"
+        "'email','service.safetext') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert agent_hook.PAGE <= 1000
+
+
+def test_tail_pieces() -> None:
+    assert server_filter(["test://a"]) == "test://a"
+    assert server_filter(["test://a/*"]) is None and server_filter(["a", "b"]) is None
+    assert server_filter([]) is None
+    assert matches("test://a/b", ["test://a/*"]) and not matches("test://c", ["test://a/*"])
+    assert matches("anything", []) and not matches(None, ["*"])
+    event = {"id": 3, "uri": "test://\x1b]0;x\x07", "revision": 2, "serverUrl": "http://h/mcp"}
+    line = tail_line(event, as_json=False)
+    assert line == "event=3 uri=test://\\x1b]0;x\\x07 revision=2 server=http://h/mcp"
+    assert "\x1b" not in tail_line(event, as_json=True)
+    assert after_reset({"firstEventId": 10, "lastEventId": 20}, 3) == 9
+    assert after_reset({"firstEventId": 10, "lastEventId": 20}, 50) == 20
