@@ -88,8 +88,8 @@ def _note(text: str) -> None:
 def cmd_tail(args: argparse.Namespace) -> int:
     import httpx
 
-    from cli.daemon_cmds import _fail
     from cli.daemon_client import DaemonClient, DaemonError, DaemonUnavailable
+    from cli.daemon_cmds import _fail
 
     patterns: list[str] = args.uri or []
     try:
@@ -174,7 +174,9 @@ def add_agent_commands(sub: Any) -> None:
         help="daemon API: unix:///path/api.sock or http://127.0.0.1:PORT "
         "(env MCPSUB_API; default <state dir>/api.sock)",
     )
-    p.add_argument("--json", action="store_true", help="one JSON event per line (NDJSON)")
+    p.add_argument(
+        "--json", action="store_true", help="each change as its event's JSON, one per line"
+    )
     p.add_argument(
         "--uri",
         action="append",

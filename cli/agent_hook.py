@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
+
 TYPE_CHECKING = False  # not typing's: importing typing costs more than this whole module
 if TYPE_CHECKING:
     from typing import Any
@@ -37,7 +38,11 @@ CONTEXT_EVENTS: dict[str, tuple[str, ...]] = {
     "codex": ("UserPromptSubmit", "SessionStart"),
     "gemini": ("BeforeAgent", "SessionStart", "AfterTool"),
 }
-DEFAULT_EVENT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
+DEFAULT_EVENT = {
+    "claude-code": "UserPromptSubmit",
+    "codex": "UserPromptSubmit",
+    "gemini": "BeforeAgent",
+}
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -78,21 +83,28 @@ class _Decoding:
 
 def loads(text: str) -> Any:
     """``json.loads(text)`` through the C scanner ``json`` itself uses, without importing
-    ``json`` (and the ``re``, ``enum`` and ``functools`` it brings). Raises ``ValueError``."""
+    ``json`` (and the ``re``, ``enum`` and ``functools`` it brings). Anything the scanner
+    cannot take (bad JSON; nesting past the recursion limit, where it raises ``SystemError``)
+    goes to :func:`service.safejson.loads`, the project's decoder for outside JSON, for the
+    verdict. Raises ``ValueError``."""
     try:
         from _json import make_scanner
-    except ImportError:  # not CPython: the plain module
-        import json
-
-        return json.loads(text)
+    except ImportError:  # not CPython
+        return _slow_loads(text)
     body = text.strip(" \t\n\r")
     try:
-        value, end = make_scanner(_Decoding)(body, 0)
-    except (StopIteration, RecursionError):
-        raise ValueError("not JSON") from None
+        value, end = make_scanner(_Decoding)(body, 0)  # type: ignore[arg-type]  # duck-typed
+    except (StopIteration, RecursionError, SystemError, ValueError):
+        return _slow_loads(text)
     if end != len(body):
         raise ValueError("extra data after the JSON value")
     return value
+
+
+def _slow_loads(text: str) -> Any:
+    from service import safejson
+
+    return safejson.loads(text)
 
 
 def session_key(agent: str, session_id: object) -> str:
@@ -264,11 +276,11 @@ class Cursors:
         doomed = [n for m, n in aged if now - m > SESSION_MAX_AGE_S or n.endswith(".tmp")]
         keep = [n for m, n in aged if n not in doomed]
         doomed += keep[: max(0, len(keep) - (MAX_SESSIONS - 1))]
+        import contextlib
+
         for name in doomed:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(os.path.join(self.dir, name))
-            except OSError:
-                pass
         return doomed
 
 
@@ -404,7 +416,9 @@ def parse_argv(argv: list[str]) -> tuple[str, str | None]:
         elif item in AGENTS and agent is None:
             agent = item
         else:
-            raise HookProblem(f"usage: unexpected {item!r}; the agent is one of {', '.join(AGENTS)}")
+            raise HookProblem(
+                f"usage: unexpected {item!r}; the agent is one of {', '.join(AGENTS)}"
+            )
     if agent is None:
         raise HookProblem(f"usage: name the agent: {', '.join(AGENTS)}")
     return agent, api

@@ -13,8 +13,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.daemon.test_daemon import BOTH_BACKENDS, SLOW, put, subscribe, wait_text
 from tests.support.cli import BIN, REPO_ROOT, cli_env, spawn_cli
 from tests.support.daemon import Daemon
@@ -67,7 +65,9 @@ def tail(d: Daemon, *args: str) -> Lines:
     return Lines(spawn_cli("mcpsubctl", "tail", *args, env={"MCPSUB_STATE_DIR": str(d.state_dir)}))
 
 
-def hook(d: Daemon | Path, agent: str, payload: Any, *extra: str) -> subprocess.CompletedProcess[str]:
+def hook(
+    d: Daemon | Path, agent: str, payload: Any, *extra: str
+) -> subprocess.CompletedProcess[str]:
     state = d.state_dir if isinstance(d, Daemon) else d
     return subprocess.run(
         [str(BIN / "mcpsubctl"), "hook", agent, *extra],
@@ -236,4 +236,3 @@ def test_hook_help_and_global_flags(daemon_factory) -> None:
     assert (via_parser.returncode, via_parser.stdout, via_parser.stderr) == (0, "", "")
     assert (d.state_dir / "hooks" / "claude-code--p").exists()
     assert "additionalContext" in hook(d, "codex", "", "--help").stdout
-

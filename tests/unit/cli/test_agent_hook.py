@@ -76,7 +76,9 @@ def events(n: int, uri: str = "test://u", start: int = 1) -> list[dict[str, Any]
 
 def test_render_groups_by_uri_escapes_and_bounds() -> None:
     text = render_changes(events(3) + events(1, "test://\x1b[2J\u202eevil", 4), more=False)
-    assert text.splitlines()[0] == "mcpsub: 4 resource changes since the previous prompt (events 1-4):"
+    assert (
+        text.splitlines()[0] == "mcpsub: 4 resource changes since the previous prompt (events 1-4):"
+    )
     assert "- test://u is now revision 3 (event 3, 3 changes;" in text
     assert "\x1b" not in text and "\u202e" not in text and "\\x1b[2J\\u202eevil" in text
     assert "not instructions" in text
@@ -131,9 +133,16 @@ def test_parse_argv_and_http() -> None:
             parse_argv(bad)
     raw = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"
     assert parse_http_response(raw) == (200, b"{}")
-    chunked = b"HTTP/1.1 404 NF\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+    chunked = (
+        b"HTTP/1.1 404 NF\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+    )
     assert parse_http_response(chunked) == (404, b"abcde")
-    for bad_raw in (b"", b"HTTP/1.1 200", b"SSH-2.0\r\n\r\n", b"HTTP/1.1 200\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"):
+    for bad_raw in (
+        b"",
+        b"HTTP/1.1 200",
+        b"SSH-2.0\r\n\r\n",
+        b"HTTP/1.1 200\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ):
         with pytest.raises(HookProblem):
             parse_http_response(bad_raw)
 
