@@ -60,10 +60,18 @@ class _HttpSession:
 class FaceHttp:
     """ASGI app for ``/mcp``."""
 
-    def __init__(self, face: Face, state: ApiState, *, max_sessions: int = 256) -> None:
+    def __init__(
+        self,
+        face: Face,
+        state: ApiState,
+        *,
+        max_sessions: int = 256,
+        queue_limit: int = QUEUE_LIMIT,
+    ) -> None:
         self.face = face
         self.state = state
         self.max_sessions = max_sessions
+        self.queue_limit = queue_limit
         self.sessions: dict[str, _HttpSession] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -154,7 +162,7 @@ class FaceHttp:
         except TooBusy:
             err = p.RpcError(p.INTERNAL_ERROR, "Subscription limit reached")
             return JSONResponse(p.error(msg.id, err))
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_LIMIT)
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self.queue_limit)
         overflow = asyncio.Event()
 
         def push(message: dict[str, Any]) -> bool:
@@ -202,7 +210,8 @@ class FaceHttp:
             self.state.check_capacity()
         except TooBusy as exc:
             return _json_answer(p.error(msg.id, p.RpcError(p.INTERNAL_ERROR, exc.message)), modern)
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(QUEUE_LIMIT)
+        limit = max(2, self.queue_limit)
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(limit)
         count = {"n": 0.0}
 
         async def progress(value: float, total: float | None, message: str) -> None:
@@ -211,7 +220,7 @@ class FaceHttp:
             if total is not None:
                 params["total"] = total
             params["message"] = message
-            with contextlib.suppress(asyncio.QueueFull):
+            if queue.qsize() < limit - 1:  # the last slot is the end marker's
                 queue.put_nowait(p.notification("notifications/progress", params))
 
         state = self.state
@@ -266,7 +275,7 @@ class FaceHttp:
         if len(self.sessions) >= self.max_sessions:
             err = p.RpcError(p.INVALID_REQUEST, f"Too many open sessions ({self.max_sessions})")
             return JSONResponse(p.error(msg.id, err), status_code=503)
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_LIMIT)
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self.queue_limit)
 
         def push(message: dict[str, Any]) -> bool:
             try:
@@ -342,7 +351,7 @@ class FaceHttp:
 
 
 def _error_response(msg_id: Any, exc: p.RpcError) -> JSONResponse:
-    return JSONResponse(p.error(msg_id, exc), status_code=p.HTTP_STATUS.get(exc.code, 200))
+    return JSONResponse(p.error(msg_id, exc), status_code=exc.status)
 
 
 def _json_answer(answer: dict[str, Any] | None, modern: bool) -> Response:

@@ -67,11 +67,15 @@ fresh for long; 0 tells 2026-07-28 clients to re-ask rather than cache."""
 class RpcError(Exception):
     """A JSON-RPC error answer: ``code``, ``message`` and optional ``data``."""
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(
+        self, code: int, message: str, data: Any = None, status: int | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
+        self.status = status if status is not None else HTTP_STATUS.get(code, 200)
+        """HTTP status of this error in 2026-07-28 (handler errors stay on 200)."""
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -219,12 +223,12 @@ def check_envelope(params: dict[str, Any], header_version: str | None = None) ->
     """
     meta = params.get("_meta")
     if not isinstance(meta, dict):
-        raise RpcError(INVALID_PARAMS, "params._meta is required in 2026-07-28")
+        raise RpcError(INVALID_PARAMS, "params._meta is required in 2026-07-28", status=400)
     version = meta.get(META_VERSION)
     if not isinstance(version, str):
-        raise RpcError(INVALID_PARAMS, f"params._meta[{META_VERSION!r}] is required")
+        raise RpcError(INVALID_PARAMS, f"params._meta[{META_VERSION!r}] is required", status=400)
     if not isinstance(meta.get(META_CAPS), dict):
-        raise RpcError(INVALID_PARAMS, f"params._meta[{META_CAPS!r}] is required")
+        raise RpcError(INVALID_PARAMS, f"params._meta[{META_CAPS!r}] is required", status=400)
     if header_version is not None and header_version != version:
         raise RpcError(
             HEADER_MISMATCH,

@@ -1,7 +1,8 @@
 """The face on stdio: newline-delimited JSON-RPC, as agent CLIs spawn MCP servers.
 
 Each request runs in its own task (a pending ``wait_for_change`` must not stall the
-connection); at most ``MAX_IN_FLIGHT`` run at once. Everything written goes through one
+connection); at most ``MAX_IN_FLIGHT`` run at once, and one more is answered with an error
+at once (the reader never stops, so ``notifications/cancelled`` still gets through). Everything written goes through one
 bounded queue: answers wait for room, notifications are dropped (and counted) when it is
 full. A line longer than ``MAX_MESSAGE_BYTES`` is answered with a parse error and skipped.
 """
@@ -28,7 +29,7 @@ class StdioServer:
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(max_queued)
         self.session = Session(face, self._try_send, channel=channel)
         self.tasks: dict[Any, asyncio.Task[None]] = {}
-        self.slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self.max_in_flight = MAX_IN_FLIGHT
 
     def _try_send(self, message: dict[str, Any]) -> bool:
         try:
@@ -112,7 +113,14 @@ class StdioServer:
             err = p.RpcError(p.INVALID_REQUEST, "a request with this id is still in flight")
             await self._send(p.error(msg.id, err))
             return
-        await self.slots.acquire()
+        if len(self.tasks) >= self.max_in_flight:
+            err = p.RpcError(
+                p.INTERNAL_ERROR,
+                f"{len(self.tasks)} requests in flight (limit {self.max_in_flight}); "
+                "wait for an answer or cancel one",
+            )
+            await self._send(p.error(msg.id, err))
+            return
         task = asyncio.create_task(self._run(msg), name=f"face-request-{msg.id}")
         self.tasks[msg.id] = task
 
@@ -121,7 +129,7 @@ class StdioServer:
         if closed is not None:
             self._try_send(closed)
             return
-        task = self.tasks.get(request_id)
+        task = self.tasks.pop(request_id, None)  # its slot is free at once
         if task is not None:
             task.cancel()
 
@@ -144,5 +152,5 @@ class StdioServer:
         except asyncio.CancelledError:
             pass
         finally:
-            self.tasks.pop(msg.id, None)
-            self.slots.release()
+            if self.tasks.get(msg.id) is asyncio.current_task():
+                del self.tasks[msg.id]

@@ -1,0 +1,142 @@
+"""``mcpsubctl mcp`` on stdio with raw JSON-RPC: 2026-07-28 listens, Claude Code channel
+messages, bounds under attack, and starting the daemon on first use."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+from service.face import protocol as p
+from service.face.stdio import MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
+from tests.face.stdio_peer import StdioPeer
+from tests.support.daemon import Daemon
+
+DOC = "test://face/doc"
+META = {"_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}
+
+
+def put(lab: Any, uri: str, text: str) -> None:
+    lab.control("PUT", "/lab/resources", json={"uri": uri, "text": text}).raise_for_status()
+
+
+def test_stdio_2026_listen_and_channel_messages(
+    lab_server_factory: Any, daemon_factory: Any, database_url: str
+) -> None:
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    put(lab, DOC, "one\n")
+    d: Daemon = daemon_factory()
+    assert d.ctl("subscribe", "--url", lab.url, "--uri", DOC, "--json").code == 0
+    peer = StdioPeer(d.state_dir, "--channel")
+    try:
+        peer.request(1, "server/discover", META)
+        discover = peer.answer(1)["result"]
+        assert discover["supportedVersions"] == [p.MODERN]
+        assert discover["capabilities"]["experimental"] == {"claude/channel": {}}
+        peer.request(
+            "L", "subscriptions/listen", {**META, "notifications": {"resourceSubscriptions": [DOC]}}
+        )
+        ack = peer.until(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
+        assert ack["params"]["_meta"][p.META_SUBSCRIPTION] == "L"
+        put(lab, DOC, "one\nevil \x1b]0;owned\x07 two\n")
+        updated = peer.until(lambda m: m.get("method") == "notifications/resources/updated")
+        assert updated["params"] == {"uri": DOC, "_meta": {p.META_SUBSCRIPTION: "L"}}
+        channel = peer.until(lambda m: m.get("method") == "notifications/claude/channel")
+        content = channel["params"]["content"]
+        assert "two" in content and "\x1b" not in content and "\x07" not in content
+        assert channel["params"]["meta"]["uri"] == DOC
+        assert channel["params"]["meta"]["revision"] == "2"
+        peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "L"}}
+        )
+        closed = peer.answer("L")
+        assert closed["result"]["_meta"][p.META_SUBSCRIPTION] == "L"
+        peer.request(2, "tools/call", {**META, "name": "read", "arguments": {"uri": DOC}})
+        read = peer.answer(2)["result"]
+        assert read["resultType"] == "complete" and read["structuredContent"]["revision"] == 2
+        assert "\x1b" not in read["content"][0]["text"]
+        assert read["structuredContent"]["text"].startswith("one\nevil \x1b]0;owned")
+    finally:
+        assert peer.close() == 0
+
+
+def test_stdio_bounds_under_attack(daemon_factory: Any) -> None:
+    d: Daemon = daemon_factory()
+    peer = StdioPeer(d.state_dir)
+    try:
+        peer.request(0, "initialize", {"protocolVersion": "2025-03-26"})
+        assert peer.answer(0)["result"]["protocolVersion"] == "2025-03-26"
+        peer.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"'
+            + b"a" * MAX_MESSAGE_BYTES
+            + b'"}}\n'
+        )
+        too_big = peer.next()
+        assert too_big["id"] is None and too_big["error"]["code"] == p.PARSE_ERROR
+        peer.write(b"not json\n")
+        assert peer.next()["error"]["code"] == p.PARSE_ERROR
+        for n in range(MAX_IN_FLIGHT):
+            peer.request(
+                100 + n,
+                "tools/call",
+                {"name": "wait_for_change", "arguments": {"timeoutSeconds": 60}},
+            )
+        peer.request(999, "tools/call", {"name": "wait_for_change", "arguments": {}})
+        refused = peer.answer(999)
+        assert "requests in flight" in refused["error"]["message"]
+        peer.request(2, "ping")
+        assert "requests in flight" in peer.answer(2)["error"]["message"]
+        for n in range(MAX_IN_FLIGHT):
+            peer.send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 100 + n},
+                }
+            )
+        peer.request(2, "ping")
+        assert peer.answer(2)["result"] == {}
+        peer.request(3, "tools/call", {"name": "list_subscriptions", "arguments": {}})
+        assert peer.answer(3)["result"]["structuredContent"] == {"subscriptions": []}
+        peer.request(4, "tools/call", {"name": "nope", "arguments": {}})
+        assert peer.answer(4)["error"]["code"] == p.INVALID_PARAMS
+        peer.request(5, "tools/call", {"name": "read", "arguments": {"uri": 5}})
+        bad = peer.answer(5)["result"]
+        assert bad["isError"] and bad["structuredContent"]["errorCode"] == "INVALID_ARGUMENT"
+    finally:
+        assert peer.close() == 0
+    assert d.api("GET", "/healthz").status_code == 200
+
+
+def test_mcp_starts_the_daemon_on_first_use_unless_told_not_to(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    off = StdioPeer(state, "--no-autostart")
+    try:
+        off.request(1, "tools/call", {"name": "read", "arguments": {"uri": DOC}})
+        result = off.answer(1)["result"]
+        assert (
+            result["isError"] and result["structuredContent"]["errorCode"] == "DAEMON_UNAVAILABLE"
+        )
+        assert "mcpsubd" in result["structuredContent"]["hint"]
+    finally:
+        assert off.close() == 0
+    assert any("no daemon answers" in line for line in off.stderr)
+    assert not (state / "api.sock").exists()
+
+    peer = StdioPeer(state)
+    pid = None
+    try:
+        peer.request(1, "tools/call", {"name": "list_subscriptions", "arguments": {}})
+        answer = peer.answer(1, timeout=30)
+        assert answer["result"]["isError"] is False, answer
+        started = [line for line in peer.stderr if "started mcpsubd" in line]
+        assert started, peer.stderr
+        match = re.search(r"pid (\d+)", started[0])
+        assert match is not None
+        pid = int(match.group(1))
+    finally:
+        assert peer.close() == 0
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
