@@ -15,7 +15,17 @@ from service._version import __version__
 from service.api.errors import install_handlers
 from service.api.metrics import Metrics, SnapshotCollector
 from service.api.openapi import document
-from service.api.routes import agent, content, events, subscriptions, system, webhooks
+from service.api.routes import (
+    agent,
+    console,
+    content,
+    events,
+    history,
+    overview,
+    subscriptions,
+    system,
+    webhooks,
+)
 from service.api.security import DEFAULT_ALLOWED_HOSTS, LocalGuard
 from service.api.state import ApiState, SupervisorLike
 
@@ -55,7 +65,8 @@ def create_app(
         read_timeout_s=read_timeout_s,
     )
     install_handlers(app)
-    for module in (subscriptions, content, events, system, webhooks, agent):
+    routers = (subscriptions, history, content, events, system, overview, webhooks, agent, console)
+    for module in routers:
         app.include_router(module.router)
     _mount_face(app, supervisor, agent_allowed_origins, agent_progress_s)
     app.add_middleware(LocalGuard, token=token, allowed_hosts=allowed_hosts)

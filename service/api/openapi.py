@@ -95,6 +95,14 @@ _ERRORS = {
 _NOT_FOUND_PATHS = ("/v1/content", "/v1/wait", "/v1/deliveries/recover")
 _BUSY_PATHS = ("/v1/wait", "/v1/events/stream", "/readyz")
 _PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {"uri": URI_SCHEMA, "url": URL_SCHEMA}
+TEXT_FILTER_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "maxLength": validate.MAX_URL_LENGTH,
+    "pattern": f"^[^{_CONTROL}]*$",
+    "description": "a fragment to look for (no control characters)",
+}
+STATE_FILTER_SCHEMA: dict[str, Any] = {"type": "string", "pattern": "^[a-z_]{0,32}$"}
+_FILTER_PATHS = ("/v1/links", "/v1/subscriptions")
 DELIVERY_STATES: tuple[str, ...] = ()
 """Set by the webhooks routes (their module owns the list)."""
 _BODY_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -144,6 +152,10 @@ def _patch_operation(path: str, method: str, op: dict[str, Any]) -> None:
                 "type": "array",
                 "items": {"type": "string", "pattern": TYPE_LIST_PATTERN},
             }
+        if path in _FILTER_PATHS and name in ("server", "pattern"):
+            param["schema"] = {**copy.deepcopy(TEXT_FILTER_SCHEMA), "type": "string"}
+        if path in _FILTER_PATHS and name == "state":
+            param["schema"] = copy.deepcopy(STATE_FILTER_SCHEMA)
         if path == "/v1/deliveries" and name == "state" and DELIVERY_STATES:
             param["schema"] = {"type": "string", "enum": list(DELIVERY_STATES)}
     body = op.get("requestBody", {}).get("content", {}).get("application/json", {})

@@ -11,6 +11,10 @@ Order of checks (the first failure answers, the app is never reached):
    so a page on another site cannot drive the API even through a rebinding DNS name.
 3. With a token (loopback TCP mode), ``Authorization: Bearer <token>`` on everything except
    ``/healthz`` → 401, compared in constant time. The token is never logged or echoed.
+   A browser shows the console's session cookie instead (:mod:`service.api.sessions`); a
+   change (any method but GET/HEAD/OPTIONS) made with the cookie also needs the page's
+   ``X-CSRF-Token`` → else 403 ``CSRF_TOKEN_REQUIRED``. Without either, the console's login
+   page and assets are served, and a console page redirects to the login page.
 
 Pure ASGI rather than ``BaseHTTPMiddleware`` so SSE responses stream untouched.
 """
@@ -25,10 +29,15 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.api.errors import error_body
+from service.api.sessions import CSRF_HEADER, BrowserSessions, cookie_value
 
 DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "[::1]")
 UNAUTHENTICATED_PATHS = frozenset({"/healthz"})
-SINGLE_HEADERS = frozenset({"host", "origin", "authorization"})
+CONSOLE = "/ui"
+CONSOLE_PUBLIC = ("/ui/login", "/ui/static/")
+"""The console's login page and its assets: served without a session."""
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SINGLE_HEADERS = frozenset({"host", "origin", "authorization", "cookie", CSRF_HEADER})
 """Headers the guard decides on: a request carrying two of one is refused (400)."""
 
 
@@ -72,6 +81,7 @@ class LocalGuard:
     def __init__(self, app: ASGIApp, *, token: str | None, allowed_hosts: Iterable[str]) -> None:
         self.app = app
         self._token = token
+        self.sessions = BrowserSessions(token) if token is not None else None
         self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -94,21 +104,59 @@ class LocalGuard:
         if origin is not None and not origin_allowed(origin, self.allowed_hosts):
             await _reject(send, 403, "ORIGIN_NOT_ALLOWED", "cross-origin requests are refused")
             return
+        # What the console needs: the sessions (login) and the page's CSRF token.
+        state = scope.setdefault("state", {})
+        state["sessions"] = self.sessions
+        state["csrf"] = ""
+        path = str(scope.get("path", ""))
         if (
-            self._token is not None
-            and scope.get("path") not in UNAUTHENTICATED_PATHS
-            and not bearer_matches(headers.get("authorization"), self._token)
+            self._token is None
+            or path in UNAUTHENTICATED_PATHS
+            or bearer_matches(headers.get("authorization"), self._token)
         ):
-            await _reject(
-                send,
-                401,
-                "API_TOKEN_REQUIRED",
-                "missing or wrong bearer token",
-                hint="send Authorization: Bearer <the token in the state dir's api.token>",
-                extra_headers=[(b"www-authenticate", b'Bearer realm="mcpsubd"')],
-            )
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        assert self.sessions is not None
+        issued = self.sessions.session_issued(cookie_value(headers.get("cookie")))
+        if issued is not None:
+            if scope.get("method") not in SAFE_METHODS and not self.sessions.csrf_matches(
+                issued, headers.get(CSRF_HEADER)
+            ):
+                await _reject(
+                    send,
+                    403,
+                    "CSRF_TOKEN_REQUIRED",
+                    "a change made with the console's cookie needs its X-CSRF-Token header",
+                    hint="reload the console page; scripts use the bearer token instead",
+                )
+                return
+            state["csrf"] = self.sessions.csrf_for(issued)
+            await self.app(scope, receive, send)
+            return
+        if path.startswith(CONSOLE_PUBLIC):
+            await self.app(scope, receive, send)
+            return
+        if (path == CONSOLE or path.startswith(CONSOLE + "/")) and scope.get("method") == "GET":
+            await _redirect(send, "/ui/login")
+            return
+        await _reject(
+            send,
+            401,
+            "API_TOKEN_REQUIRED",
+            "missing or wrong bearer token",
+            hint="send Authorization: Bearer <the token in the state dir's api.token>",
+            extra_headers=[(b"www-authenticate", b'Bearer realm="mcpsubd"')],
+        )
+
+
+async def _redirect(send: Send, location: str) -> None:
+    headers = [
+        (b"location", location.encode()),
+        (b"content-length", b"0"),
+        (b"cache-control", b"no-store"),
+    ]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def _reject(

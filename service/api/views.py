@@ -5,7 +5,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from service.failures import RESOURCE_NOT_FOUND_HINT
 from service.store.records import Event, Revision, Subscription
+
+STATE_HINTS = {
+    "RESOURCE_NOT_FOUND": RESOURCE_NOT_FOUND_HINT,
+    "SUBSCRIPTION_NOT_HONORED": "the server acknowledged the stream without this URI; check "
+    "it with `mcpsubctl probe --url URL --uri URI`",
+    "AUTH_LOGIN_REQUIRED": "run `mcpsubctl login URL`; the daemon picks the token up",
+}
+"""What to do about a subscription's error state, by its code (the link's own errors carry
+their hint in ``lastErrorHint``)."""
 
 
 def camel(name: str) -> str:
@@ -51,6 +61,16 @@ def content_json(sub: Subscription, rev: Revision, event_id: int | None) -> dict
         "text": rev.text,
         "eventId": event_id,
     }
+
+
+def state_hint(sub: Subscription, link: dict[str, Any] | None) -> str | None:
+    """The hint for the subscription's error code, else its link's (None when all is well)."""
+    if sub.state_code and sub.state_code in STATE_HINTS:
+        return STATE_HINTS[sub.state_code]
+    if link and link.get("lastErrorCode") and link.get("state") != "open":
+        hint = link.get("lastErrorHint")
+        return str(hint) if hint else None
+    return None
 
 
 def link_for(links: list[dict[str, Any]], sub: Subscription) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from service.api import validate
+from service.api import queries, validate
 from service.api.errors import InvalidParameter
 from service.api.sse import event_stream
 from service.api.state import api_state
@@ -44,11 +44,43 @@ async def list_events(
     limit: Annotated[int, Query(ge=1, description=f"capped at {MAX_LIMIT}")] = 100,
     uri: str | None = None,
     types: TypeParam = None,
+    subscription: Annotated[int | None, Query(ge=1, le=validate.MAX_ID)] = None,
+    before: Annotated[
+        int | None,
+        Query(ge=1, le=validate.MAX_ID, description="the newest events below this id instead"),
+    ] = None,
 ) -> dict[str, Any]:
-    """Events with an id above ``after``, oldest first; pass ``nextAfter`` back as ``after``."""
+    """Events with an id above ``after``, oldest first; pass ``nextAfter`` back as ``after``.
+
+    With ``before``: the newest ``limit`` events below it (still oldest first), the tail a
+    live view shows before it follows ``/v1/events/stream`` from ``nextAfter``."""
     if uri is not None:
         validate.resource_uri(uri)
     store = api_state(request).supervisor.store
+    if before is not None:
+        tail = await queries.events_before(
+            store,
+            before,
+            limit=min(limit, MAX_LIMIT),
+            types=_types(types),
+            uri=uri,
+            subscription_id=subscription,
+        )
+        # Every event up to here was looked at: the newest id now, or just below ``before``.
+        newest = await store.last_event_id()
+        return {"events": [event_json(e) for e in tail], "nextAfter": min(before - 1, newest)}
+    if subscription is not None:
+        found = await store.events_after(
+            after,
+            limit=min(limit, MAX_LIMIT),
+            types=_types(types),
+            uri=uri,
+            subscription_ids=[subscription],
+        )
+        return {
+            "events": [event_json(e) for e in found],
+            "nextAfter": found[-1].id if found else after,
+        }
     events = await store.events_after(
         after, limit=min(limit, MAX_LIMIT), types=_types(types), uri=uri
     )

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
-from service.api import validate
+from service.api import queries, validate
 from service.api.errors import InvalidParameter, SubscriptionNotFound
+from service.api.routes.overview import state_filter, text_filter
 from service.api.state import api_state
-from service.api.views import link_for, revision_summary, subscription_json
+from service.api.views import link_for, revision_summary, state_hint, subscription_json
 from service.jsonout import dumps
 
 router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])
 
 MAX_BATCH = 1000
 """URIs in one batch ``POST /v1/subscriptions`` (the 64 KiB body cap allows about that)."""
+MAX_PAGE = 1000
+"""Subscriptions in one filtered page of ``GET /v1/subscriptions``."""
 
 SubscriptionId = Annotated[
     int, Path(alias="id", ge=1, le=validate.MAX_ID, description="subscription id")
@@ -110,9 +113,37 @@ def _batch_uris(value: Any) -> list[str]:
 
 
 @router.get("")
-async def list_subscriptions(request: Request) -> dict[str, Any]:
-    subs = await api_state(request).supervisor.store.list_subscriptions()
-    return {"subscriptions": [subscription_json(s) for s in subs]}
+async def list_subscriptions(
+    request: Request,
+    server: Annotated[str | None, Query(description="part of the server URL")] = None,
+    pattern: Annotated[
+        str | None, Query(description="URI pattern: * is a wildcard, else a part of the URI")
+    ] = None,
+    state: Annotated[str | None, Query(description="pending, active, error, …")] = None,
+    after: Annotated[int, Query(ge=0, le=validate.MAX_ID, description="subscription id")] = 0,
+    limit: Annotated[
+        int | None, Query(ge=1, description=f"capped at {MAX_PAGE}; default: all")
+    ] = None,
+) -> dict[str, Any]:
+    """Every subscription, or with any filter or ``limit`` a page of them (id above
+    ``after``) and ``nextAfter`` to pass back."""
+    store = api_state(request).supervisor.store
+    filters = (server, pattern, state)
+    if limit is None and after == 0 and not any(filters):
+        subs = await store.list_subscriptions()
+        return {"subscriptions": [subscription_json(s) for s in subs]}
+    subs = await queries.filtered_subscriptions(
+        store,
+        server=text_filter(server, "server"),
+        uri=text_filter(pattern, "pattern"),
+        state=state_filter(state),
+        after=after,
+        limit=min(limit or MAX_PAGE, MAX_PAGE),
+    )
+    return {
+        "subscriptions": [subscription_json(s) for s in subs],
+        "nextAfter": subs[-1].id if subs else after,
+    }
 
 
 @router.get("/{id}")
@@ -122,10 +153,12 @@ async def show_subscription(request: Request, subscription_id: SubscriptionId) -
     if sub is None:
         raise SubscriptionNotFound(f"no subscription {subscription_id}")
     current = await supervisor.store.current_revision(sub.id)
+    link = link_for(supervisor.link_status(), sub)
     return {
         **subscription_json(sub),
-        "link": link_for(supervisor.link_status(), sub),
+        "link": link,
         "current": revision_summary(current),
+        "hint": state_hint(sub, link),
     }
 
 

@@ -1,0 +1,45 @@
+"""Where the web console meets the API: ``/ui`` (handed to :mod:`service.console`, imported on
+the first request, so a daemon nobody browses never loads it) and the one-time login links
+``mcpsubctl ui`` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from service.api.errors import ApiError
+from service.api.sessions import BrowserSessions
+
+router = APIRouter()
+
+
+class ConsoleNeedsToken(ApiError):
+    status = 409
+    error_code = "CONSOLE_NEEDS_TCP"
+    default_hint = (
+        "this listener takes no token (the unix socket): run `mcpsubctl ui`, which asks the "
+        "daemon for a loopback TCP listener"
+    )
+
+
+@router.post(
+    "/v1/console/login-link",
+    tags=["console"],
+    status_code=201,
+    responses={409: {"description": "CONSOLE_NEEDS_TCP: this listener takes no token"}},
+)
+async def login_link(request: Request) -> dict[str, Any]:
+    """A one-time login link for the console on this listener (good once, for 120 s)."""
+    sessions = request.scope.get("state", {}).get("sessions")
+    if not isinstance(sessions, BrowserSessions):
+        raise ConsoleNeedsToken("the console needs no login on this listener")
+    ticket, ttl = sessions.new_ticket()
+    return {"path": f"/ui/login?ticket={ticket}", "expiresInSeconds": ttl}
+
+
+@router.api_route("/ui{rest:path}", methods=["GET", "HEAD", "POST"], include_in_schema=False)
+async def console(request: Request, rest: str) -> Response:
+    from service.console.pages import handle  # lazily: a daemon nobody browses never loads it
+
+    return await handle(request, rest)

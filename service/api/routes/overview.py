@@ -1,0 +1,104 @@
+"""``/v1/overview`` (the figures a dashboard shows, small at any scale) and ``/v1/links``
+(the links, filtered and paged). ``/v1/status`` carries every link in full (~650 bytes each),
+which a page refreshed on every change cannot afford at 1,000 links."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+
+from service._version import __version__
+from service.api import queries, validate
+from service.api.errors import InvalidParameter
+from service.api.metrics import uptime
+from service.api.state import api_state
+from service.webhooks.outbox import FINAL_STATES, OPEN_STATES
+
+router = APIRouter(tags=["system"])
+
+CHART_MINUTES = 60
+MAX_LIMIT = 1000
+STATE_PATTERN = re.compile(r"^[a-z_]{1,32}$")
+
+
+def state_filter(value: str | None) -> str | None:
+    if value and not STATE_PATTERN.match(value):
+        raise InvalidParameter("state must be a state name such as open or error", field="state")
+    return value or None
+
+
+def text_filter(value: str | None, field: str) -> str | None:
+    if value is None or value == "":
+        return None
+    problem = validate.text_problem(value)
+    if problem or len(value) > validate.MAX_URL_LENGTH:
+        raise InvalidParameter(f"{field} {problem or 'is too long'}", field=field)
+    return value
+
+
+@router.get("/v1/overview")
+async def overview(request: Request) -> dict[str, Any]:
+    """Counts by state, the revisions of the last hour per minute, storage health and the
+    replicas with the links each holds: a few kilobytes whatever the daemon's size."""
+    supervisor = api_state(request).supervisor
+    store = supervisor.store
+    counts = await store.status_counts()
+    links = supervisor.link_status()
+    return {
+        "version": __version__,
+        "ready": supervisor.ready,
+        "uptimeSeconds": round(uptime(supervisor.started_at), 3),
+        "links": {
+            "total": len(links),
+            "byState": dict(sorted(Counter(str(link["state"]) for link in links).items())),
+        },
+        "subscriptions": {
+            "total": sum(counts.subscription_states.values()),
+            "byState": dict(sorted(counts.subscription_states.items())),
+        },
+        "lastEventId": counts.last_event_id,
+        "deliveries": {
+            state: counts.deliveries.get(state, 0) for state in (*OPEN_STATES, *FINAL_STATES)
+        },
+        "webhooks": {"targets": counts.targets, "enabled": counts.targets_enabled},
+        "storage": {**store.health.to_json(), "backend": store.engine.dialect.name},
+        "revisionsPerMinute": await queries.revisions_per_minute(store, time.time(), CHART_MINUTES),
+        "replicas": await queries.lease_view(store),
+    }
+
+
+@router.get("/v1/links")
+async def list_links(
+    request: Request,
+    state: Annotated[str | None, Query(description="open, connecting, backoff, error, …")] = None,
+    server: Annotated[str | None, Query(description="part of the server URL")] = None,
+    after: Annotated[int, Query(ge=0, le=validate.MAX_ID, description="server id")] = 0,
+    limit: Annotated[int, Query(ge=1, description=f"capped at {MAX_LIMIT}")] = 100,
+) -> dict[str, Any]:
+    """The links by server id (above ``after``), without their URI lists (counts instead)."""
+    wanted_state = state_filter(state)
+    fragment = text_filter(server, "server")
+    found: list[dict[str, Any]] = []
+    cap = min(limit, MAX_LIMIT)
+    for link in sorted(api_state(request).supervisor.link_status(), key=_server_id):
+        if _server_id(link) <= after:
+            continue
+        if wanted_state is not None and link.get("state") != wanted_state:
+            continue
+        if fragment is not None and fragment not in str(link.get("url", "")):
+            continue
+        entry = {k: v for k, v in link.items() if k not in ("uris", "honoredUris")}
+        entry["uriCount"] = len(link.get("uris") or ())
+        entry["honoredCount"] = len(link.get("honoredUris") or ())
+        found.append(entry)
+        if len(found) == cap:
+            break
+    return {"links": found, "nextAfter": _server_id(found[-1]) if found else after}
+
+
+def _server_id(link: dict[str, Any]) -> int:
+    return int(link.get("serverId") or 0)

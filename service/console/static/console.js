@@ -1,0 +1,556 @@
+// mcpsubd console: fills the page shells from the local API and follows its SSE stream.
+// Every text from the daemon goes into the page as a text node (el() below), never as markup.
+"use strict";
+(() => {
+  const page = document.body.dataset.page;
+  const csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+  const $ = (id) => document.getElementById(id);
+  const EVENT_TYPES = ["resource.updated", "subscription.state", "subscription.created",
+    "subscription.deleted", "webhook.disabled", "delivery.dead", "reset"];
+
+  // ---- DOM and formatting helpers -----------------------------------------------------
+  function el(tag, attrs, ...kids) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "text") node.textContent = String(value);
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const kid of kids) {
+      if (kid === null || kid === undefined) continue;
+      node.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+    }
+    return node;
+  }
+  const clear = (node) => { node.replaceChildren(); return node; };
+  const time = (ts) => (ts ? new Date(ts * 1000).toLocaleString() : "–");
+  const ago = (ts) => {
+    if (!ts) return "never";
+    const s = Math.max(0, Date.now() / 1000 - ts);
+    if (s < 60) return `${Math.round(s)} s ago`;
+    if (s < 3600) return `${Math.round(s / 60)} min ago`;
+    return `${Math.round(s / 3600)} h ago`;
+  };
+  const bytes = (n) => (n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} kB` : `${(n / 1048576).toFixed(1)} MB`);
+  const GOOD = new Set(["open", "active", "delivered", "connected", "ok", "enabled", "healthy"]);
+  const BAD = new Set(["error", "dead", "failing", "login_required", "not_honored", "disabled", "throttled"]);
+  function stateTag(state) {
+    const s = String(state);
+    const tone = GOOD.has(s) ? "ok" : BAD.has(s) ? "bad" : "warn";
+    return el("span", { class: `state state-${tone}`, text: s });
+  }
+  function fact(list, term, value) {
+    list.append(el("dt", { text: term }), el("dd", {}, value instanceof Node ? value : String(value ?? "–")));
+  }
+
+  // ---- notices and the API ------------------------------------------------------------
+  function notice(message, info) {
+    const box = $("notice");
+    if (!box) return;
+    box.hidden = !message;
+    box.classList.toggle("info", Boolean(info));
+    box.textContent = message || "";
+  }
+  class ApiFailure extends Error {
+    constructor(body, status) {
+      super(`${body.errorCode || status}: ${body.message || "request failed"}${body.hint ? ` (${body.hint})` : ""}`);
+      this.body = body;
+      this.status = status;
+    }
+  }
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    const init = { method, headers, credentials: "same-origin" };
+    if (method !== "GET") headers["X-CSRF-Token"] = csrf;
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(path, init);
+    if (response.status === 401) {
+      location.assign("/ui/login");
+      throw new ApiFailure({ errorCode: "LOGIN_REQUIRED", message: "log in again" }, 401);
+    }
+    const type = response.headers.get("content-type") || "";
+    const data = type.includes("json") ? await response.json() : {};
+    if (!response.ok) throw new ApiFailure(data, response.status);
+    return data;
+  }
+  const report = (error) => notice(error instanceof Error ? error.message : String(error));
+  async function act(button, fn) {
+    button.disabled = true;
+    try { notice(""); await fn(); } catch (error) { report(error); } finally { button.disabled = false; }
+  }
+
+  // ---- live: the API's SSE stream, with the connected/reconnecting indicator ------------
+  function setLive(state, label) {
+    const box = $("live");
+    if (!box) return;
+    box.dataset.state = state;
+    $("live-text").textContent = label;
+  }
+  function live(query, onEvent, after) {
+    let cursor = after;
+    let source = null;
+    let retry = null;
+    const open = () => {
+      const params = new URLSearchParams(query || {});
+      if (cursor !== undefined && cursor !== null) params.set("after", String(cursor));
+      source = new EventSource(`/v1/events/stream?${params}`);
+      setLive("connecting", "Connecting…");
+      source.onopen = () => setLive("connected", "Live: connected");
+      source.onerror = () => {
+        setLive("reconnecting", "Reconnecting…");
+        if (source.readyState === EventSource.CLOSED) {  // refused: the browser gave up
+          source.close();
+          clearTimeout(retry);
+          retry = setTimeout(open, 2000);
+        }
+      };
+      const handle = (message) => {
+        if (message.lastEventId) cursor = Number(message.lastEventId);
+        let data = {};
+        try { data = JSON.parse(message.data); } catch (_) { /* keep-alive */ }
+        onEvent(message.type, data);
+      };
+      for (const type of EVENT_TYPES) source.addEventListener(type, handle);
+    };
+    open();
+    return {
+      pause() { clearTimeout(retry); if (source) source.close(); setLive("paused", "Paused"); },
+      resume() { open(); },
+      get cursor() { return cursor; },
+    };
+  }
+  function throttle(fn, ms) {
+    let timer = null;
+    let last = 0;
+    return () => {
+      if (timer) return;
+      timer = setTimeout(async () => {
+        timer = null;
+        last = Date.now();
+        try { await fn(); } catch (error) { report(error); }
+      }, Math.max(0, last + ms - Date.now()));
+    };
+  }
+
+  // ---- overview -----------------------------------------------------------------------
+  const LINK_STATES = ["open", "connecting", "backoff", "error", "throttled"];
+  function countRows(tbody, counts, always) {
+    clear(tbody);
+    const names = [...new Set([...(always || []), ...Object.keys(counts)])];
+    for (const name of names) {
+      tbody.append(el("tr", {}, el("td", {}, stateTag(name)), el("td", { class: "num", text: counts[name] || 0 })));
+    }
+  }
+  function chart(box, perMinute) {
+    const ns = "http://www.w3.org/2000/svg";
+    const peak = Math.max(1, ...perMinute);
+    const total = perMinute.reduce((a, b) => a + b, 0);
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", "0 0 600 110");
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("role", "img");
+    const label = `${total} revisions in the last hour; busiest minute ${Math.max(...perMinute, 0)}; last minute ${perMinute[perMinute.length - 1] || 0}`;
+    svg.setAttribute("aria-label", label);
+    const title = document.createElementNS(ns, "title");
+    title.textContent = label;
+    svg.append(title);
+    const base = document.createElementNS(ns, "line");
+    for (const [k, v] of Object.entries({ x1: 0, x2: 600, y1: 105, y2: 105 })) base.setAttribute(k, v);
+    svg.append(base);
+    perMinute.forEach((count, i) => {
+      const h = (count / peak) * 100;
+      const rect = document.createElementNS(ns, "rect");
+      for (const [k, v] of Object.entries({ x: i * 10 + 1, y: 105 - h, width: 8, height: h })) rect.setAttribute(k, v);
+      svg.append(rect);
+    });
+    clear(box).append(svg);
+    $("chart-summary").textContent = `${label}. Oldest minute on the left.`;
+  }
+  async function overview() {
+    const recent = $("recent");
+    const load = async () => {
+      const o = await api("GET", "/v1/overview");
+      $("links-total").textContent = o.links.total;
+      countRows($("links-by-state").tBodies[0], o.links.byState, LINK_STATES);
+      $("subs-total").textContent = o.subscriptions.total;
+      countRows($("subs-by-state").tBodies[0], o.subscriptions.byState);
+      chart($("chart"), o.revisionsPerMinute);
+      const storage = clear($("storage"));
+      fact(storage, "Backend", o.storage.backend);
+      fact(storage, "Health", stateTag(o.storage.failing ? "failing" : "ok"));
+      if (o.storage.error) fact(storage, "Error", o.storage.error);
+      fact(storage, "Last event id", o.lastEventId);
+      fact(storage, "Daemon", `version ${o.version}, up ${Math.round(o.uptimeSeconds)} s`);
+      const hooks = clear($("webhook-counts"));
+      fact(hooks, "Targets", `${o.webhooks.targets} (${o.webhooks.enabled} enabled)`);
+      for (const [state, n] of Object.entries(o.deliveries)) fact(hooks, `Deliveries ${state}`, n);
+      const rows = clear($("replicas").tBodies[0]);
+      for (const r of o.replicas) {
+        rows.append(el("tr", {}, el("td", { text: r.id }), el("td", { text: `${r.host}, ${r.pid}` }),
+          el("td", { text: ago(r.heartbeatAt) }), el("td", { class: "num", text: r.links }),
+          el("td", {}, stateTag(r.stopping ? "stopping" : "running"))));
+      }
+      if (!o.replicas.length) rows.append(el("tr", {}, el("td", { colspan: 5, text: "One daemon, no leases (SQLite)." })));
+      return o;
+    };
+    const first = await load();
+    const refresh = throttle(load, 500);
+    live({}, (type, event) => {
+      if (type === "resource.updated") {
+        $("recent-empty").hidden = true;
+        const item = el("li", {}, el("a", { href: `/ui/subscriptions/${event.subscriptionId}`, text: event.uri }),
+          ` revision ${event.revision} on `, el("span", { text: event.serverUrl }), ` at ${time(event.createdAt)}`);
+        recent.prepend(item);
+        while (recent.children.length > 10) recent.lastChild.remove();
+      }
+      refresh();
+    }, first.lastEventId);
+  }
+
+  // ---- links and subscriptions ----------------------------------------------------------
+  function formValues(form) {
+    const out = {};
+    for (const [k, v] of new FormData(form)) if (String(v).trim()) out[k] = String(v).trim();
+    return out;
+  }
+  async function links() {
+    const form = $("filters");
+    const params = new URLSearchParams(location.search);
+    for (const input of form.elements) if (input.name && params.has(input.name)) input.value = params.get(input.name);
+    let linkAfter = 0;
+    let subAfter = 0;
+    const linkRow = (l) => el("tr", {},
+      el("td", { text: l.url }), el("td", {}, stateTag(l.state)),
+      el("td", { class: "num", text: `${l.honoredCount}/${l.uriCount}` }),
+      el("td", { class: "num", text: l.reconnects }),
+      el("td", {}, l.lastErrorCode ? el("span", {}, el("strong", { text: l.lastErrorCode }), " ", l.lastError || "",
+        l.lastErrorHint ? el("span", { class: "hint" }, " Hint: ", l.lastErrorHint) : null) : "–"),
+      el("td", {}, el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
+        await api("POST", `/v1/resubscribe?${new URLSearchParams({ url: l.url })}`);
+        notice(`Reconnecting ${l.url} now.`, true);
+      }) }, "Reconnect now")));
+    const subRow = (s) => el("tr", {},
+      el("td", {}, el("a", { href: `/ui/subscriptions/${s.id}`, text: s.uri })),
+      el("td", { text: s.serverUrl }), el("td", {}, stateTag(s.state)),
+      el("td", { class: "num", text: s.revision }), el("td", { text: ago(s.lastReadAt) }));
+    const loadLinks = async (more) => {
+      const f = formValues(form);
+      const q = new URLSearchParams({ limit: "100", after: String(more ? linkAfter : 0) });
+      if (f.server) q.set("server", f.server);
+      if (f.linkState) q.set("state", f.linkState);
+      const answer = await api("GET", `/v1/links?${q}`);
+      const body = $("links").tBodies[0];
+      if (!more) clear(body);
+      for (const l of answer.links) body.append(linkRow(l));
+      linkAfter = answer.nextAfter;
+      $("links-more").hidden = answer.links.length < 100;
+    };
+    const loadSubs = async (more) => {
+      const f = formValues(form);
+      const q = new URLSearchParams({ limit: "100", after: String(more ? subAfter : 0) });
+      for (const key of ["server", "pattern", "state"]) if (f[key]) q.set(key, f[key]);
+      const answer = await api("GET", `/v1/subscriptions?${q}`);
+      const body = $("subscriptions").tBodies[0];
+      if (!more) clear(body);
+      for (const s of answer.subscriptions) body.append(subRow(s));
+      subAfter = answer.nextAfter;
+      $("subs-more").hidden = answer.subscriptions.length < 100;
+    };
+    const loadAll = async () => { await Promise.all([loadLinks(false), loadSubs(false)]); };
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      history.replaceState(null, "", `?${new URLSearchParams(formValues(form))}`);
+      loadAll().catch(report);
+    });
+    $("links-more").addEventListener("click", () => loadLinks(true).catch(report));
+    $("subs-more").addEventListener("click", () => loadSubs(true).catch(report));
+    $("subscribe").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const button = e.currentTarget.querySelector("button");
+      act(button, async () => {
+        const f = formValues(e.currentTarget);
+        const sub = await api("POST", "/v1/subscriptions", { url: f.url, uri: f.uri });
+        location.assign(`/ui/subscriptions/${sub.id}`);
+      });
+    });
+    await loadAll();
+    const overviewNow = await api("GET", "/v1/events?limit=1&before=9223372036854775807");
+    const refresh = throttle(loadAll, 1000);
+    live({}, () => refresh(), overviewNow.nextAfter);
+  }
+
+  // ---- one subscription -------------------------------------------------------------------
+  async function subscription() {
+    const id = Number(location.pathname.split("/").pop());
+    let sub = null;
+    const errors = $("errors");
+    const showSummary = async () => {
+      try {
+        sub = await api("GET", `/v1/subscriptions/${id}`);
+      } catch (error) {
+        if (error.status === 404 && sub) {
+          notice("This subscription was removed. Subscribe again to watch the resource once more.", true);
+          $("unsubscribe").hidden = true;
+          $("resubscribe").hidden = true;
+          $("subscribe-again").hidden = false;
+          return;
+        }
+        throw error;
+      }
+      $("title").textContent = sub.uri;
+      document.title = `${sub.uri} · mcpsubd`;
+      const list = clear($("summary"));
+      fact(list, "URI", sub.uri);
+      fact(list, "Server", sub.serverUrl);
+      fact(list, "State", stateTag(sub.state));
+      if (sub.stateReason) fact(list, "Reason", sub.stateReason);
+      fact(list, "Revision", sub.revision);
+      fact(list, "Last read", `${time(sub.lastReadAt)} (${ago(sub.lastReadAt)})`);
+      if (sub.link) fact(list, "Link", el("span", {}, stateTag(sub.link.state), ` generation ${sub.link.generation}, ${sub.link.reconnects} reconnects`));
+      clear(errors);
+      const code = sub.stateCode || (sub.link && sub.link.state !== "open" ? sub.link.lastErrorCode : null);
+      if (code) {
+        const message = sub.stateReason || (sub.link && sub.link.lastError) || "";
+        errors.append(el("li", {}, el("strong", { text: code }), ` ${message}`, sub.hint ? el("div", { class: "hint" }, "Hint: ", sub.hint) : null));
+      } else errors.append(el("li", { class: "muted", text: "No error now." }));
+    };
+    const revisionRow = (r, first) => el("tr", {},
+      el("td", { text: `#${r.revision}` }), el("td", { text: time(r.readAt) }),
+      el("td", { class: "num", text: bytes(r.size) }), el("td", {}, el("code", { text: r.contentHash.slice(0, 12) })),
+      el("td", {}, el("input", { type: "radio", name: "from", value: r.revision, "aria-label": `compare from revision ${r.revision}`, checked: first === 1 })),
+      el("td", {}, el("input", { type: "radio", name: "to", value: r.revision, "aria-label": `compare to revision ${r.revision}`, checked: first === 0 })),
+      el("td", {}, el("button", { type: "button", onclick: () => showRevision(r.revision).catch(report) }, `Show #${r.revision}`)));
+    const showRevisions = async () => {
+      const answer = await api("GET", `/v1/subscriptions/${id}/revisions?limit=100`);
+      const body = clear($("revisions").tBodies[0]);
+      answer.revisions.forEach((r, i) => body.append(revisionRow(r, i)));
+      if (!answer.revisions.length) body.append(el("tr", {}, el("td", { colspan: 7, text: "Not read yet." })));
+    };
+    const showRevision = async (number) => {
+      const r = await api("GET", `/v1/subscriptions/${id}/revisions/${number}`);
+      $("content-label").textContent = `Revision ${r.revision}, read ${time(r.readAt)}`;
+      $("content").textContent = r.text !== null ? r.text : JSON.stringify(r.contents, null, 1);
+    };
+    const showDiff = async (from, to) => {
+      const d = await api("GET", `/v1/subscriptions/${id}/diff?from=${from}&to=${to}`);
+      $("diff-label").textContent = `Revision ${d.from} → revision ${d.to}${d.truncated ? " (cut short)" : ""}. Lines starting with − were removed, + were added.`;
+      const out = clear($("diff"));
+      for (const line of d.lines) {
+        const kind = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : "";
+        out.append(el("span", { class: kind || null }, line), "\n");
+      }
+      if (!d.lines.length) out.textContent = "The two revisions have the same text.";
+    };
+    const eventRow = (e) => {
+      const details = e.type === "resource.updated" ? `revision ${e.revision}`
+        : e.type === "subscription.state" ? `${e.data.previous || "?"} → ${e.data.state}${e.data.code ? ` (${e.data.code})` : ""}${e.data.reason ? `: ${e.data.reason}` : ""}`
+          : JSON.stringify(e.data);
+      return el("tr", {}, el("td", { class: "num", text: e.id }), el("td", { text: time(e.createdAt) }), el("td", { text: e.type }), el("td", { text: details }));
+    };
+    const events = $("events").tBodies[0];
+    $("diff-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const f = new FormData(e.currentTarget);
+      if (!f.get("from") || !f.get("to")) { notice("Pick a From and a To revision."); return; }
+      showDiff(f.get("from"), f.get("to")).catch(report);
+    });
+    $("resubscribe").addEventListener("click", (e) => act(e.currentTarget, async () => {
+      await api("POST", `/v1/resubscribe?${new URLSearchParams({ url: sub.serverUrl })}`);
+      notice("The link reconnects now and reads the resource again.", true);
+    }));
+    $("unsubscribe").addEventListener("click", (e) => act(e.currentTarget, async () => {
+      if (!confirm(`Stop watching ${sub.uri}?`)) return;
+      await api("DELETE", `/v1/subscriptions/${id}`);
+      await showSummary();
+    }));
+    $("subscribe-again").addEventListener("click", (e) => act(e.currentTarget, async () => {
+      const again = await api("POST", "/v1/subscriptions", { url: sub.serverUrl, uri: sub.uri });
+      location.assign(`/ui/subscriptions/${again.id}`);
+    }));
+    await showSummary();
+    await showRevisions();
+    const tail = await api("GET", `/v1/events?subscription=${id}&limit=50&before=9223372036854775807`);
+    for (const e of tail.events.reverse()) events.append(eventRow(e));
+    const latest = $("revisions").querySelector("button");
+    if (latest) latest.click();
+    const refresh = throttle(async () => { await showSummary(); await showRevisions(); }, 300);
+    live({ uri: sub.uri }, (type, event) => {
+      if (event.subscriptionId !== id && type !== "reset") return;
+      if (event.id) events.prepend(eventRow(event));
+      refresh();
+    }, tail.nextAfter);
+  }
+
+  // ---- events: a live tail with filters, pausable, resuming from its cursor -----------------
+  async function eventsPage() {
+    const form = $("filters");
+    const body = $("events").tBodies[0];
+    const params = new URLSearchParams(location.search);
+    for (const input of form.elements) if (input.name && params.has(input.name)) input.value = params.get(input.name);
+    let stream = null;
+    let paused = false;
+    const row = (e) => el("tr", {}, el("td", { class: "num", text: e.id }), el("td", { text: time(e.createdAt) }),
+      el("td", { text: e.type }),
+      el("td", {}, e.subscriptionId ? el("a", { href: `/ui/subscriptions/${e.subscriptionId}`, text: e.uri || "" }) : (e.uri || "–")),
+      el("td", { text: e.type === "resource.updated" ? `revision ${e.revision}` : JSON.stringify(e.data) }));
+    const start = async () => {
+      const f = formValues(form);
+      const q = new URLSearchParams({ limit: "100", before: "9223372036854775807" });
+      if (f.type) q.set("type", f.type);
+      if (f.uri) q.set("uri", f.uri);
+      const tail = await api("GET", `/v1/events?${q}`);
+      clear(body);
+      for (const e of tail.events.reverse()) body.append(row(e));
+      const query = {};
+      if (f.type) query.type = f.type;
+      if (f.uri) query.uri = f.uri;
+      if (stream) stream.pause();
+      stream = live(query, (type, e) => {
+        if (!e.id) return;
+        body.prepend(row(e));
+        while (body.children.length > 500) body.lastChild.remove();
+        $("tail-status").textContent = `Following from event ${e.id}.`;
+      }, tail.nextAfter);
+      paused = false;
+      $("pause").textContent = "Pause";
+      $("pause").setAttribute("aria-pressed", "false");
+    };
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      history.replaceState(null, "", `?${new URLSearchParams(formValues(form))}`);
+      start().catch(report);
+    });
+    $("pause").addEventListener("click", () => {
+      if (!stream) return;
+      paused = !paused;
+      if (paused) {
+        stream.pause();
+        $("tail-status").textContent = `Paused after event ${stream.cursor}; resuming picks up from there.`;
+      } else stream.resume();
+      $("pause").textContent = paused ? "Resume" : "Pause";
+      $("pause").setAttribute("aria-pressed", String(paused));
+    });
+    await start();
+  }
+
+  // ---- webhooks -------------------------------------------------------------------------------
+  async function webhooks() {
+    const form = $("filters");
+    const targetsBody = $("targets").tBodies[0];
+    const deliveriesBody = $("deliveries").tBodies[0];
+    const showSecret = (text) => { const box = $("secret-box"); box.hidden = false; box.textContent = text; };
+    const targetRow = (t) => {
+      const d = t.deliveries || {};
+      const done = (d.delivered || 0) + (d.dead || 0) + (d.failed || 0);
+      const rate = done ? `${Math.round((100 * (d.delivered || 0)) / done)}% of ${done}` : "no attempts yet";
+      const health = !t.enabled ? "disabled" : t.consecutiveFailures ? "failing" : "healthy";
+      const actions = el("div", { class: "actions" },
+        el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
+          const r = await api("POST", `/v1/webhooks/${t.id}/test`);
+          notice(r.ok ? `Test ping to target ${t.id}: answered ${r.status} in ${r.elapsedMs} ms.` : `Test ping to target ${t.id} failed: ${r.status || ""} ${r.error || ""}`, r.ok);
+        }) }, "Send test"),
+        el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
+          if (!confirm(`Rotate the secret of target ${t.id}? The old one keeps signing for 24 hours.`)) return;
+          const r = await api("POST", `/v1/webhooks/${t.id}/rotate-secret`, {});
+          showSecret(`New secret of target ${t.id} (shown once): ${r.secret}`);
+        }) }, "Rotate secret"),
+        el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
+          await api("POST", `/v1/webhooks/${t.id}/${t.enabled ? "disable" : "enable"}`);
+          await loadTargets();
+        }) }, t.enabled ? "Disable" : "Enable"));
+      return el("tr", {}, el("td", { class: "num", text: t.id }), el("td", { text: t.url }),
+        el("td", {}, stateTag(health), t.disabledReason ? el("div", { class: "hint", text: t.disabledReason }) : null),
+        el("td", { class: "num", text: rate }),
+        el("td", { text: t.consecutiveFailures ? `${t.consecutiveFailures} failures in a row since ${time(t.failingSince)}` : t.lastSuccessAt ? `last success ${ago(t.lastSuccessAt)}` : "–" }),
+        el("td", {}, actions));
+    };
+    const loadTargets = async () => {
+      const list = await api("GET", "/v1/webhooks");
+      const detailed = await Promise.all(list.webhooks.map((t) => api("GET", `/v1/webhooks/${t.id}`)));
+      clear(targetsBody);
+      for (const t of detailed) targetsBody.append(targetRow(t));
+      if (!detailed.length) targetsBody.append(el("tr", {}, el("td", { colspan: 6, text: "No webhook targets yet." })));
+    };
+    const showAttempts = async (delivery) => {
+      const box = clear($("attempts"));
+      let answer;
+      try {
+        answer = await api("GET", `/v1/deliveries/${delivery.id}/attempts`);
+      } catch (error) { report(error); return; }
+      $("attempts-label").textContent = `Delivery ${delivery.id} (${delivery.webhookId}) to target ${delivery.targetId}: ${answer.attempts.length} attempts`;
+      for (const a of answer.attempts) {
+        const headers = Object.entries(a.requestHeaders || {}).map(([k, v]) => `${k}: ${v}`).join("\n");
+        box.append(el("article", { class: "attempt", "aria-label": `attempt ${a.attempt}` },
+          el("h3", { text: `Attempt ${a.attempt} at ${time(a.startedAt)}: ${a.ok ? "delivered" : "failed"}${a.status ? `, HTTP ${a.status}` : ""}${a.error ? `, ${a.error}` : ""}` }),
+          el("h4", { text: "Request headers" }), el("pre", { class: "text", text: headers }),
+          el("h4", { text: "Request body" }), el("pre", { class: "text", text: a.requestBody || "" }),
+          el("h4", { text: "Response" }), el("pre", { class: "text", text: `${a.status ? `HTTP ${a.status}\n` : ""}${a.responseBody || ""}` })));
+      }
+    };
+    const deliveryRow = (d) => el("tr", {}, el("td", { class: "num", text: d.id }), el("td", { class: "num", text: d.targetId }),
+      el("td", { text: d.uri }), el("td", {}, stateTag(d.state)), el("td", { class: "num", text: d.attempts }),
+      el("td", { text: d.lastStatus ? `HTTP ${d.lastStatus}` : d.lastError || "–" }), el("td", { text: time(d.createdAt) }),
+      el("td", {}, el("div", { class: "actions" },
+        el("button", { type: "button", onclick: () => showAttempts(d) }, "Attempts"),
+        el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
+          await api("POST", `/v1/deliveries/${d.id}/retry`);
+          notice(`Delivery ${d.id} goes out again now.`, true);
+          await loadDeliveries();
+        }) }, "Retry"))));
+    const loadDeliveries = async () => {
+      const f = formValues(form);
+      const q = new URLSearchParams({ limit: "100", newest: "true" });
+      if (f.target) q.set("target", f.target);
+      if (f.state) q.set("state", f.state);
+      if (f.since) q.set("since", String(new Date(f.since).getTime() / 1000));
+      const answer = await api("GET", `/v1/deliveries?${q}`);
+      clear(deliveriesBody);
+      for (const d of answer.deliveries) deliveriesBody.append(deliveryRow(d));
+      if (!answer.deliveries.length) deliveriesBody.append(el("tr", {}, el("td", { colspan: 8, text: "No deliveries match." })));
+    };
+    form.addEventListener("submit", (e) => { e.preventDefault(); loadDeliveries().catch(report); });
+    $("recover").addEventListener("click", (e) => act(e.currentTarget, async () => {
+      const f = formValues(form);
+      if (!f.target || !f.since) { notice("Give a target id and a time to recover from."); return; }
+      const r = await api("POST", "/v1/deliveries/recover", { target: Number(f.target), since: new Date(f.since).getTime() / 1000 });
+      notice(`${r.recovered} deliveries of target ${r.targetId} go out again.`, true);
+      await loadDeliveries();
+    }));
+    $("add-target").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const target = e.currentTarget;
+      act(target.querySelector("button"), async () => {
+        const f = formValues(target);
+        const body = { url: f.url };
+        if (f.patterns) body.uriPatterns = f.patterns.split(",").map((p) => p.trim()).filter(Boolean);
+        const created = await api("POST", "/v1/webhooks", body);
+        showSecret(`Secret of target ${created.id} (shown once): ${created.secret}`);
+        target.reset();
+        await loadTargets();
+      });
+    });
+    await Promise.all([loadTargets(), loadDeliveries()]);
+    const now = await api("GET", "/v1/events?limit=1&before=9223372036854775807");
+    const refresh = throttle(async () => { await Promise.all([loadTargets(), loadDeliveries()]); }, 1000);
+    live({}, () => refresh(), now.nextAfter);
+    setInterval(refresh, 5000);  // delivery outcomes are not events: look again while open
+  }
+
+  // ---- start ----------------------------------------------------------------------------------
+  for (const link of document.querySelectorAll("nav a[data-nav]")) {
+    if (link.dataset.nav === page) link.setAttribute("aria-current", "page");
+  }
+  const logout = $("logout");
+  if (logout) {
+    logout.addEventListener("click", async () => {
+      await fetch("/ui/logout", { method: "POST", headers: { "X-CSRF-Token": csrf }, credentials: "same-origin" });
+      location.assign("/ui/login");
+    });
+  }
+  const pages = { overview, links, subscription, events: eventsPage, webhooks };
+  if (pages[page]) pages[page]().catch(report);
+})();

@@ -1,0 +1,202 @@
+"""What the console reads and how a browser authenticates: the history, overview and filter
+endpoints over a real migrated SQLite store, and the cookie / CSRF / login-link rules."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from service.api import create_app
+from service.api.diffs import MAX_LINES, DiffTooLarge, unified
+from service.api.sessions import MAX_TICKETS, SESSION_MAX_AGE_S, BrowserSessions
+from tests.api.fakes import FakeSupervisor
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "console-token-value"
+URL = "http://127.0.0.1:9/mcp"
+
+
+async def _history(supervisor: FakeSupervisor, *texts: str) -> int:
+    sub = (await supervisor.subscribe_many(URL, ["test://hist"]))[0][0]
+    for text in texts:
+        await supervisor.publish(sub, text)
+    return sub.id
+
+
+async def test_revisions_page_show_and_diff(
+    client: httpx.AsyncClient, supervisor: FakeSupervisor
+) -> None:
+    sid = await _history(supervisor, "a\nb\n", "a\nc\n", "a\nc\nd\n")
+    page = (await client.get(f"/v1/subscriptions/{sid}/revisions")).json()
+    assert [r["revision"] for r in page["revisions"]] == [3, 2, 1]
+    assert "contents" not in page["revisions"][0] and page["revisions"][0]["size"] > 0
+    older = (await client.get(f"/v1/subscriptions/{sid}/revisions?before=3&limit=1")).json()
+    assert [r["revision"] for r in older["revisions"]] == [2]
+    one = (await client.get(f"/v1/subscriptions/{sid}/revisions/2")).json()
+    assert one["text"] == "a\nc\n"
+    diff = (await client.get(f"/v1/subscriptions/{sid}/diff?from=1&to=3")).json()
+    assert "-b" in diff["lines"] and "+c" in diff["lines"] and "+d" in diff["lines"]
+    assert diff["truncated"] is False
+    missing = await client.get(f"/v1/subscriptions/{sid}/revisions/9")
+    assert missing.status_code == 404 and missing.json()["errorCode"] == "REVISION_NOT_FOUND"
+    assert (await client.get("/v1/subscriptions/999/revisions")).status_code == 404
+    bad = await client.get(f"/v1/subscriptions/{sid}/diff?from=1")
+    assert bad.status_code == 400
+
+
+def test_diff_bounds() -> None:
+    lines, cut = unified("\n".join(map(str, range(MAX_LINES))), "", "a", "b")
+    assert cut and len(lines) == MAX_LINES
+    with pytest.raises(DiffTooLarge):
+        unified("x" * 1_000_001, "", "a", "b")
+
+
+async def test_overview_links_and_filters(
+    client: httpx.AsyncClient, supervisor: FakeSupervisor
+) -> None:
+    await supervisor.subscribe_many(URL, ["test://a/1", "test://a/2", "test://b_x"])
+    await supervisor.subscribe_many("http://127.0.0.1:8/mcp", ["test://a/3"])
+    overview = (await client.get("/v1/overview")).json()
+    assert overview["links"] == {"total": 2, "byState": {"listening": 2}}
+    assert overview["subscriptions"]["total"] == 4
+    assert len(overview["revisionsPerMinute"]) == 60
+    assert overview["storage"]["backend"] == "sqlite"
+    links = (await client.get("/v1/links?server=127.0.0.1:8")).json()["links"]
+    assert [link["url"] for link in links] == ["http://127.0.0.1:8/mcp"]
+    assert links[0]["uriCount"] == 1 and "uris" not in links[0]
+    assert (await client.get("/v1/links?state=open")).json()["links"] == []
+    by_pattern = (await client.get("/v1/subscriptions?pattern=test://a/*")).json()
+    assert [s["uri"] for s in by_pattern["subscriptions"]] == [
+        "test://a/1",
+        "test://a/2",
+        "test://a/3",
+    ]
+    # "_" is literal, not LIKE's any-character.
+    assert [
+        s["uri"] for s in (await client.get("/v1/subscriptions?pattern=b_")).json()["subscriptions"]
+    ] == ["test://b_x"]
+    paged = (await client.get("/v1/subscriptions?limit=2")).json()
+    assert len(paged["subscriptions"]) == 2
+    rest = (await client.get(f"/v1/subscriptions?limit=2&after={paged['nextAfter']}")).json()
+    assert len(rest["subscriptions"]) == 2
+    server = (await client.get("/v1/subscriptions?server=127.0.0.1:8")).json()
+    assert [s["uri"] for s in server["subscriptions"]] == ["test://a/3"]
+    assert (await client.get("/v1/subscriptions?state=Bad!")).status_code == 400
+    assert (await client.get("/v1/links?server=%01")).status_code == 400
+
+
+async def test_events_tail_and_subscription_filter(
+    client: httpx.AsyncClient, supervisor: FakeSupervisor
+) -> None:
+    sid = await _history(supervisor, "1", "2", "3")
+    await _history_other(supervisor)
+    tail = (await client.get("/v1/events?before=9223372036854775807&limit=2")).json()
+    ids = [e["id"] for e in tail["events"]]
+    assert ids == sorted(ids) and len(ids) == 2
+    assert tail["nextAfter"] == ids[-1]
+    mine = (await client.get(f"/v1/events?subscription={sid}&type=resource.updated")).json()
+    assert [e["revision"] for e in mine["events"]] == [1, 2, 3]
+    newest_two = (
+        await client.get(
+            f"/v1/events?subscription={sid}&type=resource.updated&before={mine['events'][-1]['id']}&limit=2"
+        )
+    ).json()
+    assert [e["revision"] for e in newest_two["events"]] == [1, 2]
+
+
+async def _history_other(supervisor: FakeSupervisor) -> None:
+    sub = (await supervisor.subscribe_many(URL, ["test://other"]))[0][0]
+    await supervisor.publish(sub, "x")
+
+
+# ---- browser sessions ---------------------------------------------------------------------
+def test_session_cookie_and_csrf() -> None:
+    sessions = BrowserSessions(TOKEN)
+    cookie = sessions.new_session(now=1000)
+    assert TOKEN not in cookie
+    issued = sessions.session_issued(cookie, now=1000)
+    assert issued == "1000"
+    assert sessions.session_issued(cookie, now=1000 + SESSION_MAX_AGE_S + 1) is None
+    assert BrowserSessions("another-token").session_issued(cookie, now=1000) is None
+    assert sessions.session_issued(cookie[:-1] + "0", now=1000) is None
+    assert sessions.session_issued("v1.abc.def", now=1000) is None
+    assert sessions.csrf_matches(issued, sessions.csrf_for(issued))
+    assert not sessions.csrf_matches(issued, None)
+    assert not sessions.csrf_matches(issued, sessions.csrf_for("1001"))
+
+
+def test_login_tickets_are_one_time_expire_and_are_bounded() -> None:
+    sessions = BrowserSessions(TOKEN)
+    ticket, ttl = sessions.new_ticket(now=0)
+    assert sessions.redeem(ticket, now=1) and not sessions.redeem(ticket, now=1)
+    late, _ = sessions.new_ticket(now=0)
+    assert not sessions.redeem(late, now=ttl + 1)
+    first, _ = sessions.new_ticket(now=0)
+    for _ in range(MAX_TICKETS):
+        sessions.new_ticket(now=0)
+    assert not sessions.redeem(first, now=1)  # the oldest was dropped
+
+
+@pytest.fixture
+async def tcp(supervisor: FakeSupervisor) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(supervisor, token=TOKEN)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:7000") as c:
+        yield c
+
+
+async def test_cookie_login_csrf_and_login_link(tcp: httpx.AsyncClient) -> None:
+    assert (await tcp.get("/ui/")).status_code == 303
+    wrong = await tcp.post("/ui/login", data={"token": "nope"})
+    assert wrong.status_code == 401 and "mcpsub_session" not in wrong.cookies
+    good = await tcp.post("/ui/login", data={"token": TOKEN})
+    assert good.status_code == 303 and good.headers["location"] == "/ui/"
+    set_cookie = good.headers["set-cookie"]
+    assert "HttpOnly" in set_cookie and "SameSite=strict" in set_cookie
+    page = await tcp.get("/ui/")
+    assert page.status_code == 200 and "Content-Security-Policy" in page.headers
+    csrf = page.text.split('name="csrf-token" content="')[1].split('"')[0]
+    assert len(csrf) == 64
+    body = {"url": URL, "uri": "test://c"}
+    assert (await tcp.post("/v1/subscriptions", json=body)).status_code == 403
+    made = await tcp.post("/v1/subscriptions", json=body, headers={"X-CSRF-Token": csrf})
+    assert made.status_code == 201
+    tcp.cookies.clear()
+    assert (await tcp.get("/v1/subscriptions")).status_code == 401
+    link = await tcp.post("/v1/console/login-link", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert link.status_code == 201
+    path = link.json()["path"]
+    assert (await tcp.get(path)).status_code == 303
+    assert (await tcp.get("/v1/subscriptions")).status_code == 200
+    tcp.cookies.clear()
+    assert (await tcp.get(path)).status_code == 401  # used once already
+
+
+async def test_console_on_the_unix_socket_needs_no_login(client: httpx.AsyncClient) -> None:
+    page = await client.get("/ui/")
+    assert page.status_code == 200 and 'content="">' in page.text
+    assert (await client.get("/ui/login")).status_code == 303
+    answer = await client.post("/v1/console/login-link")
+    assert answer.status_code == 409 and answer.json()["errorCode"] == "CONSOLE_NEEDS_TCP"
+    assert (
+        (await client.get("/ui/static/console.js"))
+        .headers["content-type"]
+        .startswith("text/javascript")
+    )
+    assert (await client.get("/ui/static/../pages.py")).status_code == 404
+    assert (await client.get("/ui/nope")).status_code == 404
+
+
+def test_the_console_is_not_imported_until_asked_for() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, service.api.app; "
+        "print(any(m.startswith('service.console') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

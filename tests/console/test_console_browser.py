@@ -1,0 +1,150 @@
+"""The console driven in headless Chromium as a person would use it, against a real daemon
+(loopback TCP, its token) and a real lab server: log in, watch a change arrive without a
+reload, compare two revisions, see markup as text; and the refusals a browser meets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+from playwright.sync_api import expect
+
+from tests.console.conftest import shot, subscribe
+from tests.support.browser import NARROW
+from tests.support.daemon import Daemon
+from tests.support.lab import LabServer
+
+
+def test_login_with_the_token(context: Any, daemon: Daemon, screenshots: Path) -> None:
+    page = context.new_page()
+    page.goto(f"{daemon.tcp_url}/ui/")
+    expect(page).to_have_url(f"{daemon.tcp_url}/ui/login")
+    shot(page, screenshots, "login")
+    page.get_by_label("API token").fill("not-the-token")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#login-message")).to_contain_text("not right")
+    page.get_by_label("API token").fill(daemon.token)
+    page.get_by_label("API token").press("Enter")  # the keyboard is enough
+    expect(page).to_have_url(f"{daemon.tcp_url}/ui/")
+    expect(page.locator("#live-text")).to_have_text("Live: connected")
+    cookie = next(c for c in context.cookies() if c["name"] == "mcpsub_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert daemon.token not in cookie["value"]
+
+
+def test_a_change_appears_live_on_the_overview_and_the_subscription_page(
+    logged_in: Any, context: Any, daemon: Daemon, lab: LabServer, screenshots: Path
+) -> None:
+    sub = subscribe(daemon, lab, "test://console/live", "first line\nsecond line\n")
+    overview = logged_in
+    expect(overview.locator("#live-text")).to_have_text("Live: connected")
+    detail = context.new_page()
+    detail.goto(f"{daemon.tcp_url}/ui/subscriptions/{sub['id']}")
+    expect(detail.locator("#live-text")).to_have_text("Live: connected")
+    expect(detail.locator("#revisions tbody tr")).to_have_count(1)
+    for page in (overview, detail):
+        page.evaluate("window.__notReloaded = true")
+    lab.control(
+        "PUT",
+        "/lab/resources",
+        json={"uri": "test://console/live", "text": "first line\nchanged\n"},
+    ).raise_for_status()
+    expect(overview.locator("#recent li").first).to_contain_text("test://console/live revision 2")
+    expect(detail.locator("#revisions tbody tr")).to_have_count(2)
+    expect(detail.locator("#summary")).to_contain_text("2")
+    for page in (overview, detail):
+        assert page.evaluate("window.__notReloaded") is True
+    expect(overview.locator("#subs-total")).not_to_have_text("–")
+    expect(overview.locator("#links-by-state")).to_contain_text("open")
+    shot(overview, screenshots, "overview")
+
+    # The diff between the two revisions, chosen with the radio buttons.
+    detail.get_by_label("compare from revision 1").check()
+    detail.get_by_label("compare to revision 2").check()
+    detail.get_by_role("button", name="Compare selected revisions").click()
+    diff = detail.locator("#diff")
+    expect(diff).to_contain_text("-second line")
+    expect(diff).to_contain_text("+changed")
+    detail.get_by_role("button", name="Show #1").click()
+    expect(detail.locator("#content")).to_have_text("first line\nsecond line\n")
+    shot(detail, screenshots, "subscription")
+
+    # The links page lists the link and the subscription; filters narrow them.
+    links = context.new_page()
+    links.goto(f"{daemon.tcp_url}/ui/links")
+    expect(links.locator("#subscriptions")).to_contain_text("test://console/live")
+    links.get_by_label("URI pattern (* is a wildcard)").fill("*nothing-matches*")
+    links.get_by_role("button", name="Filter").click()
+    expect(links.locator("#subscriptions tbody tr")).to_have_count(0)
+    links.get_by_label("URI pattern (* is a wildcard)").fill("test://console/*")
+    links.get_by_role("button", name="Filter").click()
+    expect(links.locator("#subscriptions")).to_contain_text("test://console/live")
+    shot(links, screenshots, "links")
+    links.set_viewport_size(NARROW)
+    shot(links, screenshots, "links-narrow")
+
+
+def test_markup_in_a_resource_renders_as_text(
+    logged_in: Any, daemon: Daemon, lab: LabServer
+) -> None:
+    hostile = '<script>window.__pwned = 1</script><b id="injected">bold</b><img src=x onerror="window.__pwned=2">'
+    uri = "test://console/<i>markup</i>"
+    sub = subscribe(daemon, lab, uri, hostile)
+    page = logged_in
+    page.goto(f"{daemon.tcp_url}/ui/subscriptions/{sub['id']}")
+    expect(page.locator("#content")).to_have_text(hostile)
+    expect(page.locator("#title")).to_have_text(uri)
+    assert page.locator("#injected").count() == 0
+    assert page.locator("main i").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    page.goto(f"{daemon.tcp_url}/ui/events")
+    expect(page.locator("#events")).to_contain_text(uri)
+    assert page.locator("main i").count() == 0
+
+
+def test_requests_without_the_cookie_or_from_another_origin_are_refused(
+    logged_in: Any, context: Any, daemon: Daemon
+) -> None:
+    base = daemon.tcp_url
+    assert base is not None
+    with httpx.Client(base_url=base) as anonymous:
+        assert anonymous.get("/v1/status").status_code == 401
+        page = anonymous.get("/ui/links")
+        assert page.status_code == 303 and page.headers["location"] == "/ui/login"
+        login = anonymous.get("/ui/login")
+        assert "script-src 'self'" in login.headers["content-security-policy"]
+        assert anonymous.get("/ui/login?ticket=made-up").status_code == 401
+    cookie = next(c for c in context.cookies() if c["name"] == "mcpsub_session")
+    csrf = logged_in.locator('meta[name="csrf-token"]').get_attribute("content")
+    body = {"url": "http://127.0.0.1:9/mcp", "uri": "test://refused"}
+    with httpx.Client(base_url=base, cookies={"mcpsub_session": cookie["value"]}) as browser:
+        assert browser.get("/v1/overview").status_code == 200  # the cookie reads
+        no_csrf = browser.post("/v1/subscriptions", json=body)
+        assert no_csrf.status_code == 403
+        assert no_csrf.json()["errorCode"] == "CSRF_TOKEN_REQUIRED"
+        foreign = browser.post(
+            "/v1/subscriptions",
+            json=body,
+            headers={"X-CSRF-Token": csrf, "Origin": "http://evil.example"},
+        )
+        assert foreign.status_code == 403
+        assert foreign.json()["errorCode"] == "ORIGIN_NOT_ALLOWED"
+        wrong = browser.post("/v1/subscriptions", json=body, headers={"X-CSRF-Token": "0" * 64})
+        assert wrong.status_code == 403
+    # The page's own script, without the header, is refused as well.
+    status = logged_in.evaluate(
+        """async () => (await fetch('/v1/subscriptions', {method: 'POST',
+            headers: {'Content-Type': 'application/json'},
+            body: JSON.stringify({url: 'http://127.0.0.1:9/mcp', uri: 'test://refused'})})).status"""
+    )
+    assert status == 403
+    assert not any(
+        s["uri"] == "test://refused"
+        for s in daemon.api("GET", "/v1/subscriptions").json()["subscriptions"]
+    )
+    # Logging out ends the session in this browser.
+    logged_in.get_by_role("button", name="Log out").click()
+    expect(logged_in).to_have_url(f"{base}/ui/login")
+    logged_in.goto(f"{base}/ui/")
+    expect(logged_in).to_have_url(f"{base}/ui/login")
