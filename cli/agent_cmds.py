@@ -86,10 +86,8 @@ def _note(text: str) -> None:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    import httpx
-
-    from cli.daemon_client import DaemonClient, DaemonError, DaemonUnavailable
     from cli.daemon_cmds import _fail
+    from cli.localapi import DaemonClient, DaemonError, DaemonUnavailable
 
     patterns: list[str] = args.uri or []
     try:
@@ -133,8 +131,6 @@ def cmd_tail(args: argparse.Namespace) -> int:
                 reason = "the daemon closed the stream"
             except DaemonUnavailable as exc:
                 reason = exc.message
-            except httpx.TransportError as exc:  # the stream broke: a restart, most likely
-                reason = f"the stream broke ({exc})"
             except DaemonError as exc:
                 if exc.status in FATAL_STATUSES:
                     return _fail(args, exc.error_code, exc.message, exc.hint)
