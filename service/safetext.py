@@ -8,7 +8,11 @@ Two jobs, used by every place that prints or logs such text:
   becomes a visible ``\\xNN`` / ``\\uNNNN``; ordinary text, backslashes included, is returned
   unchanged, so output for normal text stays byte-identical.
 * :func:`redact_urls` replaces the ``user:password@`` part of every URL in a string with
-  ``***@``, so credentials in a server URL never reach a log, a table or a bug report.
+  ``***@``, and the value of every well-known secret query parameter
+  (:data:`SECRET_QUERY_PARAMETERS`: ``?api_key=…``, ``&token=…``) with ``***``, so credentials
+  in a server or webhook URL never reach a log, a table, an API answer or a bug report.
+  :func:`split_secret` is the same rule for storing a URL: the shown form goes where anything
+  may read it, the full one only where the wire needs it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,12 @@ _UNSAFE_KEEP_LINES = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff]"
 )
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*@")
+SECRET_QUERY_PARAMETERS = ("api_key", "token", "access_token", "key", "sig")
+"""Query parameters whose value is a credential by convention (names compared ignoring case)."""
+_SECRET_PARAMETER = re.compile(
+    r"(?i)([?&;](?:" + "|".join(SECRET_QUERY_PARAMETERS) + r")=)[^&;#\s\"'<>]+"
+)
+_URL_WITH_QUERY = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s\"'<>?#]*\?[^\s\"'<>]*")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -42,10 +52,24 @@ def terminal_safe(text: str, *, keep_lines: bool = False) -> str:
 
 
 def redact_urls(text: str) -> str:
-    """Every ``scheme://user:pass@host`` in ``text`` becomes ``scheme://***@host``."""
-    if "@" not in text:
-        return text
-    return _USERINFO.sub(r"\1***@", text)
+    """Every ``scheme://user:pass@host`` in ``text`` becomes ``scheme://***@host``, and every
+    secret query parameter of a URL in it (``?token=abc``) becomes ``?token=***``."""
+    if "@" in text:
+        text = _USERINFO.sub(r"\1***@", text)
+    if "=" in text:
+        text = _URL_WITH_QUERY.sub(_redact_query, text)
+    return text
+
+
+def _redact_query(match: re.Match[str]) -> str:
+    return _SECRET_PARAMETER.sub(r"\1***", match.group())
+
+
+def split_secret(url: str) -> tuple[str, str | None]:
+    """``(shown, secret)``: ``url`` as it may be shown (:func:`redact_urls`), and ``url``
+    itself when that differs (it carries credentials), else None. Pure."""
+    shown_url = redact_urls(url)
+    return shown_url, (None if shown_url == url else url)
 
 
 def shown(value: object) -> str:

@@ -50,6 +50,7 @@ from service.mcp.errors import (
 )
 from service.mcp.lean import LeanHttp, lean_usable
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
+from service.safetext import redact_urls
 from service.store import Store
 from service.store.database import database_errors, describe
 from service.store.linkstate import StateChange
@@ -137,6 +138,8 @@ class ServerLink:
     ) -> None:
         self.server_id = server_id
         self.url = url
+        """The URL connected to: credentials included, never shown (:attr:`shown_url` is)."""
+        self.shown_url = redact_urls(url)
         self._store = store
         self._settings = settings
         self._new_http = http
@@ -270,10 +273,10 @@ class ServerLink:
         )
         return {
             "serverId": self.server_id,
-            "url": self.url,
+            "url": self.shown_url,
             "state": self.state,
             "generation": self.generation,
-            "lastError": self.last_error,
+            "lastError": None if self.last_error is None else redact_urls(self.last_error),
             "lastErrorCode": self.last_error_code,
             "lastErrorHint": self.last_error_hint,
             "backoffUntil": self.backoff_until,

@@ -108,7 +108,7 @@ def limit_repeats(_logger: Any, method_name: str, event_dict: Any) -> Any:
 
 def redact(_logger: Any, _method_name: str, event_dict: Any) -> Any:
     for key, value in event_dict.items():
-        if isinstance(value, str) and "@" in value:
+        if isinstance(value, str) and ("@" in value or "=" in value):
             event_dict[key] = redact_urls(value)
     return event_dict
 

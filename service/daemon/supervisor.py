@@ -372,10 +372,12 @@ class Supervisor:
         This is how a link parked in ``error`` (server too old) or ``login_required`` is
         tried again without waiting for its slow schedule: ``mcpsubctl resubscribe``, SIGHUP.
         """
-        woken = [link for link in self.links.values() if url is None or link.url == url]
+        woken = [
+            link for link in self.links.values() if url is None or url in (link.url, link.shown_url)
+        ]
         for link in woken:
             link.recheck()
-        return [link.url for link in woken]
+        return [link.shown_url for link in woken]
 
     def link_status(self) -> list[dict[str, Any]]:
         return [link.status() for link in self.links.values()]

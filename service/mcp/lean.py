@@ -27,11 +27,12 @@ such a connection dead before any byte of the answer is sent again once on a fre
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import h11
 
@@ -41,6 +42,14 @@ from service.netguard import AddressCheck, resolve_checked
 
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
 READ_CHUNK = 65536
+
+
+def _basic_auth(username: str | None, password: str | None) -> str | None:
+    """The ``Authorization`` value for a URL's userinfo (percent-decoded), or None. Pure."""
+    if username is None:
+        return None
+    pair = f"{unquote(username)}:{unquote(password or '')}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 def lean_usable(url: str) -> bool:
@@ -161,6 +170,8 @@ class LeanHttp:
         self.port = parts.port or 80
         self.host_header = parts.netloc.rpartition("@")[2]
         self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.basic_auth = _basic_auth(parts.username, parts.password)
+        """``user:password@`` in the URL, sent as Basic credentials (as httpx does)."""
         self.connect_timeout = connect_timeout
         self.max_idle = max_idle
         self.max_body = max_body
@@ -257,6 +268,8 @@ class LeanHttp:
         machine = conn.h11
         request_headers = [("Host", self.host_header), ("Content-Length", str(len(content)))]
         request_headers += list(headers.items())
+        if self.basic_auth and not any(k.lower() == "authorization" for k in headers):
+            request_headers.append(("Authorization", self.basic_auth))
         try:
             conn.writer.write(
                 machine.send(

@@ -12,19 +12,21 @@ The SQL is standard (SQLite ≥ 3.35 and PostgreSQL): new ids come back with ``R
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
 
+from service.safetext import split_secret
 from service.store import hotpath
 from service.store.records import Event
 
 FIND_SERVER = text("SELECT id FROM servers WHERE url = :url AND credential_key = :key")
 INSERT_SERVER = text(
-    "INSERT INTO servers (url, credential_key, created_at, updated_at) "
-    "VALUES (:url, :key, :now, :now) RETURNING id"
+    "INSERT INTO servers (url, url_secret, credential_key, created_at, updated_at) "
+    "VALUES (:url, :secret, :key, :now, :now) RETURNING id"
 )
 FIND_SUBSCRIPTIONS = text(
     "SELECT uri, id FROM subscriptions WHERE server_id = :server_id AND uri IN :uris"
@@ -41,6 +43,22 @@ SUBSCRIPTION_ROWS = text(
 
 IN_CHUNK = 500
 """Values per ``IN (...)``: well under every backend's bound-parameter limit."""
+
+
+def secret_credential_key(secret_url: str) -> str:
+    """The ``credential_key`` of a server whose URL carries credentials: a digest of the full
+    URL, so ``http://a:1@h/`` and ``http://a:2@h/`` (both shown as ``http://***@h/``) stay two
+    servers with two links. Pure."""
+    return "url:" + hashlib.sha256(secret_url.encode()).hexdigest()[:32]
+
+
+def server_identity(url: str, credential_key: str) -> dict[str, Any]:
+    """The ``servers`` columns that identify ``url``: the shown URL, the secret one (None when
+    it has no credentials) and the credential key (``service.safetext.split_secret``)."""
+    shown, secret = split_secret(url)
+    if secret is not None and not credential_key:
+        credential_key = secret_credential_key(secret)
+    return {"url": shown, "secret": secret, "key": credential_key}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +89,7 @@ def add_subscriptions(
     for url, uris in requests:
         server_id = servers.get(url)
         if server_id is None:
-            params = {"url": url, "key": credential_key, "now": now}
+            params = {**server_identity(url, credential_key), "now": now}
             found = conn.execute(FIND_SERVER, params).scalar()
             if found is None:
                 found = conn.execute(INSERT_SERVER, params).scalar_one()
@@ -103,7 +121,7 @@ def add_subscriptions(
                     "subscription.created",
                     now,
                     subscription_id=new_id,
-                    server_url=url,
+                    server_url=split_secret(url)[0],
                     uri=uri,
                 )
             )

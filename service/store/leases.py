@@ -192,7 +192,8 @@ def claim(
         statement = text(
             f"WITH picked AS ({pick} FOR UPDATE OF s SKIP LOCKED) "
             f"UPDATE servers SET {set_lease} FROM picked WHERE servers.id = picked.id "
-            "RETURNING servers.id, servers.url, servers.generation, servers.lease_epoch, "
+            "RETURNING servers.id, COALESCE(servers.url_secret, servers.url) AS url, "
+            "servers.generation, servers.lease_epoch, "
             "picked.previous"
         )
         if only is not None:
@@ -212,7 +213,7 @@ def claim(
             row = conn.execute(
                 text(
                     f"UPDATE servers SET {set_lease} WHERE id = :id "
-                    "RETURNING id, url, generation, lease_epoch"
+                    "RETURNING id, COALESCE(url_secret, url) AS url, generation, lease_epoch"
                 ),
                 {**params, "id": r.id},
             ).one()
@@ -344,7 +345,8 @@ def request(
             f"AND s.lease_owner <> :me AND s.lease_until >= {PG_NOW} AND {_HAS_SUBSCRIPTIONS} "
             "ORDER BY s.id LIMIT :limit FOR UPDATE OF s SKIP LOCKED) "
             "UPDATE servers SET lease_successor = :me FROM picked WHERE servers.id = picked.id "
-            "RETURNING servers.id, servers.url, picked.lease_owner"
+            "RETURNING servers.id, COALESCE(servers.url_secret, servers.url) AS url, "
+            "picked.lease_owner"
         ),
         {"me": replica_id, "ttl": ttl, "limit": limit},
     ).all()
@@ -384,7 +386,7 @@ def take(
             f"UPDATE servers SET lease_owner = :me, lease_until = {now} + :ttl, "
             "lease_epoch = lease_epoch + 1, generation = generation + 1, lease_successor = NULL "
             "WHERE id = :id AND lease_successor = :me "
-            "RETURNING id, url, generation, lease_epoch"
+            "RETURNING id, COALESCE(url_secret, url) AS url, generation, lease_epoch"
         ),
         {"id": server_id, "me": replica_id, "ttl": ttl},
     ).one_or_none()

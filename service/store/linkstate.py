@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, text
 
+from service.safetext import redact_urls
 from service.store import hotpath
 from service.store.records import Event
 
@@ -61,7 +62,7 @@ def set_states(
     state or reason changed. With ``generation``, only while the link's generation is it."""
     if not change.ids:
         return []
-    reason = change.reason
+    reason = None if change.reason is None else redact_urls(change.reason)
     rows = conn.execute(
         CHANGING, {"ids": list(change.ids), "state": change.state, "reason": reason or ""}
     ).all()

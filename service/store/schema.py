@@ -26,7 +26,8 @@ servers = Table(
     "servers",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("url", Text, nullable=False),
+    Column("url", Text, nullable=False),  # as it may be shown: credentials redacted
+    Column("url_secret", Text),  # the full URL when it carries credentials (the wire's)
     Column("credential_key", Text, nullable=False, server_default=""),
     Column("state", String(32), nullable=False, server_default="idle"),
     Column("generation", Integer, nullable=False, server_default="0"),
@@ -123,7 +124,8 @@ webhook_targets = Table(
     "webhook_targets",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("url", Text, nullable=False),
+    Column("url", Text, nullable=False),  # as it may be shown: credentials redacted
+    Column("url_secret", Text),  # the full URL when it carries credentials (the wire's)
     Column("secret", Text, nullable=False),
     Column("previous_secret", Text),
     Column("previous_secret_until", Float),

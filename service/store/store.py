@@ -38,6 +38,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from service.safetext import redact_urls
 from service.store import catalog, health, hotpath, leases, linkstate, schema
 from service.store.database import Database, database_errors, parse
 from service.store.health import StorageHealth
@@ -320,8 +321,8 @@ class Store:
             .join(schema.servers)
             .where(schema.subscriptions.c.uri == uri)
         )
-        if url is not None:
-            query = query.where(schema.servers.c.url == url)
+        if url is not None:  # servers are stored by their shown URL (credentials redacted)
+            query = query.where(schema.servers.c.url == redact_urls(url))
         async with self.engine.connect() as conn:
             return [
                 _subscription(row)
@@ -383,7 +384,7 @@ class Store:
         """False when fenced out: ``generation`` is no longer the link's (lease lost)."""
         values: dict[str, Any] = {
             "state": state,
-            "last_error": error,
+            "last_error": None if error is None else redact_urls(error),
             "last_error_code": error_code,
             "backoff_until": backoff_until,
             "updated_at": time.time(),

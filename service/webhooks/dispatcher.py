@@ -487,7 +487,7 @@ class Dispatcher:
             target = await self.repo.get_target(delivery.target_id)
             if target is None or not target.enabled:
                 return Outcome(False, None, "target disabled or removed")
-            url, allow_private = target.url, target.allow_private_target
+            url, allow_private = target.wire_url, target.allow_private_target
             secrets_in_use = tuple(await self.repo.signing_secrets(target.id))
         timestamp = int(time.time())
         headers = {
@@ -556,7 +556,9 @@ class Dispatcher:
                 await self.repo.signing_secrets(target_id), webhook_id, timestamp, body
             ),
         }
-        return await self._post(target.id, target.url, target.allow_private_target, body, headers)
+        return await self._post(
+            target.id, target.wire_url, target.allow_private_target, body, headers
+        )
 
     # ---- outcomes: queued, written in batches by one task -------------------------------
     def _queue_outcome(self, delivery: Delivery, outcome: Outcome) -> None:

@@ -50,9 +50,19 @@ class Target:
     allow_private_target: bool = False
     """Registered with ``allowPrivateTarget``: exempt from the private-target rule, at
     registration and at delivery (:mod:`service.netguard`)."""
+    url_secret: str | None = None
+    """The full URL when it carries credentials (``url`` has them redacted); never shown."""
+
+    @property
+    def wire_url(self) -> str:
+        """The URL to post to: credentials included."""
+        return self.url_secret or self.url
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # the secret is not a field: it is shown once, at creation
+        # Neither the signing secret (not a field: shown once, at creation) nor the URL's.
+        data = asdict(self)
+        del data["url_secret"]
+        return data
 
     def matches(self, uri: str, subscription_id: int | None) -> bool:
         if not self.uri_patterns and not self.subscription_ids:

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
 
+from service.safetext import redact_urls, split_secret
 from service.store import Store, schema
 from service.store.hotpath import ORDER_EVENTS, insert_event, order_events
 from service.store.leases import PG_NOW
@@ -53,7 +54,7 @@ DUE_WORK = text(
     ") "
     "SELECT d.id, d.target_id, d.webhook_id, d.event_id, d.revision_id, d.subscription_id, d.uri,"
     " d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.created_at,"
-    " d.delivered_at, t.url AS target_url, t.mode AS target_mode, t.secret, t.previous_secret,"
+    " d.delivered_at, COALESCE(t.url_secret, t.url) AS target_url, t.mode AS target_mode, t.secret, t.previous_secret,"
     " t.previous_secret_until, t.consecutive_failures, t.allow_private_target,"
     " v.revision AS rev_number,"
     " v.content_hash AS rev_hash, v.contents AS rev_contents, v.generation AS rev_generation,"
@@ -260,7 +261,7 @@ def apply_outcomes_sync(
             continue
         target_ok.discard(target_id)
         dead = result.next_attempt_at is None or result.disable_target is not None
-        error = result.error[:500]
+        error = redact_urls(result.error)[:500]
         conn.execute(
             MARK_FAILED,
             {
@@ -408,11 +409,13 @@ class WebhookRepository:
         """Returns the target and its secret: the only time the secret leaves the store."""
         secret = secret or generate_secret()
         secret_key(secret)  # validates
+        shown_url, secret_url = split_secret(url)  # credentials in the URL are stored apart
         now = time.time()
         async with self._lock, self._engine.begin() as conn:
             result = await conn.execute(
                 insert(schema.webhook_targets).values(
-                    url=url,
+                    url=shown_url,
+                    url_secret=secret_url,
                     secret=secret,
                     mode=mode,
                     uri_patterns=json.dumps(list(uri_patterns)),

@@ -3,13 +3,17 @@ ambiguous HTTP framing, and what the log says when tasks stop or clients go away
 
 from __future__ import annotations
 
+import base64
 import itertools
 import socket
 from typing import Any
 
 import pytest
 
+from tests.hostile.helpers import put, text_of, until
 from tests.support.daemon import Daemon, tcp_api_env
+from tests.webhooks.helpers import FAST as WEBHOOKS_FAST
+from tests.webhooks.receiver import Receiver
 
 UNENCODABLE = {
     "an IDNA label over 63 characters": "ß" * 250 + ".com",
@@ -80,3 +84,102 @@ def test_content_length_beside_transfer_encoding_is_400_and_closes(
     assert b"connection: close" in answer.lower(), answer
     _nothing_stored(d)
     assert d.api("GET", "/healthz").status_code == 200  # the daemon serves on
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_credentials_in_urls_are_used_on_the_wire_and_never_shown(
+    database_url: str, daemon_factory: Any, lab_server_factory: Any, receiver: Receiver
+) -> None:
+    """Before: ``user:pass@`` was redacted in the log and human output only, and in clear in
+    every --json output, /v1/status, /v1/subscriptions, /v1/events, /v1/webhooks and the
+    deliveries' lastError; secret query parameters were shown everywhere."""
+    secrets = [f"sekrit{n}x" for n in range(6)]
+    lab = lab_server_factory()
+    put(lab, "test://leak", "v1")
+    d = daemon_factory(env=WEBHOOKS_FAST)
+    host = lab.url.removeprefix("http://")
+    server = f"http://alice:{secrets[0]}@{host}?token={secrets[1]}&x=1"
+    hook = f"http://bob:{secrets[2]}@127.0.0.1:{receiver.port}/hook?api_key={secrets[3]}&x=1"
+    dead = f"http://carol:{secrets[4]}@127.0.0.1:{_closed_port()}/dead?sig={secrets[5]}"
+    shown: list[str] = []  # every answer and output, to search for the secrets
+
+    added = d.ctl("--json", "webhook", "add", hook)
+    assert added.code == 0, added
+    shown.append(added.stdout + added.stderr)
+    receiver.expect_secret(f"/hook?api_key={secrets[3]}&x=1", added.json["secret"])
+    created = d.api("POST", "/v1/webhooks", json={"url": dead})
+    assert created.status_code == 201, created.text
+    shown.append(created.text)
+    subscribed = d.ctl("--json", "subscribe", "--url", server, "--uri", "test://leak")
+    assert subscribed.code == 0, subscribed
+    shown.append(subscribed.stdout + subscribed.stderr)
+
+    # The credentials still go on the wire: the receiver got them, the read went through.
+    delivered = receiver.wait_for(
+        lambda found: len(found) >= 1, path=f"/hook?api_key={secrets[3]}&x=1"
+    )
+    auth = base64.b64encode(f"bob:{secrets[2]}".encode()).decode()
+    assert delivered[0].headers["authorization"] == f"Basic {auth}"
+    assert until("the read is stored", lambda: text_of(d, "test://leak") == "v1")
+
+    def dead_delivery() -> dict[str, Any] | None:
+        found = d.api("GET", "/v1/deliveries", params={"target": 2}).json()["deliveries"]
+        return found[0] if found and found[0]["lastError"] else None
+
+    until("the dead target's delivery has an error", dead_delivery)
+    for path in (
+        "/v1/status",
+        "/v1/subscriptions",
+        "/v1/subscriptions/1",
+        "/v1/events",
+        "/v1/webhooks",
+        "/v1/webhooks/1",
+        "/v1/webhooks/2",
+        "/v1/deliveries",
+    ):
+        response = d.api("GET", path)
+        assert response.status_code == 200, (path, response.text)
+        shown.append(response.text)
+    # A URL given with its credentials still finds what it named.
+    found = d.api("GET", "/v1/content", params={"uri": "test://leak", "url": server})
+    assert found.status_code == 200 and found.json()["text"] == "v1", found.text
+    shown.append(found.text)
+    assert d.api("POST", "/v1/resubscribe", params={"url": server}).json()["rechecked"] == [
+        f"http://***@{host}?token=***&x=1"
+    ]
+    for args in (
+        ("list",),
+        ("status",),
+        ("show", "1"),
+        ("events",),
+        ("webhook", "list"),
+        ("deliveries", "list"),
+    ):
+        for form in ((), ("--json",)):
+            result = d.ctl(*form, *args)
+            assert result.code == 0, (args, result)
+            shown.append(result.stdout + result.stderr)
+    listed = d.api("GET", "/v1/subscriptions").json()["subscriptions"][0]
+    assert listed["serverUrl"] == f"http://***@{host}?token=***&x=1"
+    targets = d.api("GET", "/v1/webhooks").json()["webhooks"]
+    assert targets[0]["url"] == f"http://***@127.0.0.1:{receiver.port}/hook?api_key=***&x=1"
+    assert d.stop() == 0
+    shown.extend(d.lines)
+    leaked = [(secret, text[:300]) for text in shown for secret in secrets if secret in text]
+    assert not leaked, leaked
+
+    # Stored apart: the shown columns hold no credentials; only url_secret does.
+    stored = [
+        *d.query("SELECT url FROM servers"),
+        *d.query("SELECT url FROM webhook_targets"),
+        *d.query("SELECT server_url FROM events"),
+        *d.query("SELECT last_error FROM deliveries"),
+    ]
+    assert not [row for row in stored for secret in secrets if secret in str(row[0])], stored
+    assert d.query("SELECT url_secret FROM servers") == [(server,)]
+    assert set(d.query("SELECT url_secret FROM webhook_targets")) == {(dead,), (hook,)}

@@ -10,7 +10,14 @@ import pytest
 from cli.daemon_cmds import event_line, table
 from service.daemon.config import ConfigError, load_settings
 from service.daemon.logs import RepeatLimiter
-from service.safetext import SafeStream, redact_urls, safe_stderr, shown, terminal_safe
+from service.safetext import (
+    SafeStream,
+    redact_urls,
+    safe_stderr,
+    shown,
+    split_secret,
+    terminal_safe,
+)
 
 
 @pytest.mark.parametrize(
@@ -50,10 +57,23 @@ def test_keep_lines_keeps_newlines_and_tabs_only() -> None:
         ("http://h/x?to=a@b.c", "http://h/x?to=a@b.c"),
         ("mail me at a@b.c", "mail me at a@b.c"),
         ("two http://a:b@x and http://c:d@y", "two http://***@x and http://***@y"),
+        ("http://h/x?token=abc&b=1", "http://h/x?token=***&b=1"),
+        ("http://h/x?a=1&API_KEY=abc#f", "http://h/x?a=1&API_KEY=***#f"),
+        ("http://h/x?sig=s;key=k&access_token=t", "http://h/x?sig=***;key=***&access_token=***"),
+        ("'http://u:p@h/x?key=k' failed", "'http://***@h/x?key=***' failed"),
+        ("http://h/x?monkey=1&keys=2&token=", "http://h/x?monkey=1&keys=2&token="),
+        ("token=abc outside a URL", "token=abc outside a URL"),
+        ("http://h/x/token=abc", "http://h/x/token=abc"),
     ],
 )
 def test_redact_urls(raw: str, redacted: str) -> None:
     assert redact_urls(raw) == redacted
+
+
+def test_split_secret() -> None:
+    assert split_secret("http://h/mcp") == ("http://h/mcp", None)
+    url = "http://u:p@h/mcp?token=t"
+    assert split_secret(url) == ("http://***@h/mcp?token=***", url)
 
 
 def test_cli_tables_and_event_lines_are_escaped_and_redacted() -> None:
