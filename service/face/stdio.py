@@ -22,6 +22,7 @@ from service.jsonout import dumps
 MAX_MESSAGE_BYTES: Final = 1024 * 1024
 MAX_IN_FLIGHT: Final = 32
 MAX_QUEUED: Final = 1024
+EOF_GRACE_S: Final = 5.0
 
 
 class StdioServer:
@@ -61,6 +62,10 @@ class StdioServer:
             await self.session.start_following()
         try:
             await self._read_loop(reader)
+            # stdin closed: answer what is in flight (a piped script reads its answers), but
+            # a pending wait is not worth more than EOF_GRACE_S.
+            if self.tasks:
+                await asyncio.wait(list(self.tasks.values()), timeout=EOF_GRACE_S)
         finally:
             for task in list(self.tasks.values()):
                 task.cancel()

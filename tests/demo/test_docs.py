@@ -36,6 +36,7 @@ EXPECTED = {
     "api.md": ['"uri":"test://review/status"', '"type":"resource.updated"'],
     "labserver.md": ['"supportedVersions":["2026-07-28"]', '"contents":[{"uri":"test://review'],
     "operations.md": ["(dry run: nothing written)", "[Service]", "mcpsub_ready 1"],
+    "agents-face.md": ['"protocolVersion":"2025-11-25"', '"structuredContent":{"subscriptions":'],
 }
 
 
