@@ -69,6 +69,7 @@ MARK = {"pass": "✅", "fail": "❌", "pending": "⏳"}
 FIXTURE = re.compile(
     r"Unknown tool: |diagnostic tool|Available tools:|no tool with x-mcp-header|Not testable"
     r"|Unknown resource URI: test://(static|template|embedded|mixed|watched)|Prerequisite failed"
+    r"|nothing watches test://(static|template|embedded|mixed|watched)"
     r"|fixture"
 )
 NOT_IMPLEMENTED = re.compile(
@@ -290,28 +291,26 @@ class Scenario:
         return "failed"
 
 
-def run_conformance(node: str | None, workdir: Path) -> tuple[list[Scenario], str]:
+def run_conformance(
+    node: str | None, workdir: Path, url: str | None = None, name: str = "conformance"
+) -> tuple[list[Scenario], str]:
+    """The suite's 2026-07-28 server scenarios against ``url`` (default: a fresh lab)."""
     package = npm_version("@modelcontextprotocol/conformance")
     if node is None:
         return [], "not run: node is not installed"
     node22 = HERE / "node_modules" / ".bin" / "node"  # the suite needs Node >= 22
     entry = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-    out = workdir / "conformance"
-    with LabServer({"MCP_TEST_UPDATE_DELAY_SECONDS": UPDATE_DELAY}) as lab:
-        done = sh(
-            [
-                str(node22),
-                str(entry),
-                "server",
-                "--url",
-                lab.url,
-                "--requirements",
-                "2026-07-28",
-                "-o",
-                str(out),
-            ],
-            timeout=900,
-        )
+    out = workdir / name
+
+    def suite(target: str) -> subprocess.CompletedProcess[str]:
+        argv = [str(node22), str(entry), "server", "--url", target]
+        return sh([*argv, "--requirements", "2026-07-28", "-o", str(out)], timeout=900)
+
+    if url is None:
+        with LabServer({"MCP_TEST_UPDATE_DELAY_SECONDS": UPDATE_DELAY}) as lab:
+            done = suite(lab.url)
+    else:
+        done = suite(url)
     unscored = set(re.findall(r"^\s+[✗✓] (\S+) \((?:extension|pending)\)", done.stdout, re.M))
     scenarios: list[Scenario] = []
     for checks in sorted(out.glob("server-*/checks.json")):
@@ -329,6 +328,78 @@ def run_conformance(node: str | None, workdir: Path) -> tuple[list[Scenario], st
     if not scenarios:
         summary += f"; no results (exit {done.returncode}): {done.stderr.strip()[-300:]}"
     return scenarios, summary
+
+
+class SocketBridge:
+    """127.0.0.1:PORT → the daemon's unix socket, byte for byte (the suite takes a URL and
+    sends no bearer token; the socket needs none, and the API still checks Host/Origin)."""
+
+    def __init__(self, socket_path: Path) -> None:
+        import threading
+
+        self.socket_path = socket_path
+        self.port = 0
+        self._ready = threading.Event()
+        self._loop: Any = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> SocketBridge:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        import asyncio
+
+        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            except OSError:
+                pass
+            finally:
+                writer.close()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                up_reader, up_writer = await asyncio.open_unix_connection(str(self.socket_path))
+            except OSError:
+                writer.close()
+                return
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        loop = self._loop = asyncio.new_event_loop()
+        server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        loop.run_forever()
+
+
+def run_face_conformance(node: str | None, workdir: Path) -> tuple[list[Scenario], str]:
+    """The same suite against the agent face (``/mcp`` on ``mcpsubd``), one URI subscribed."""
+    if node is None:
+        return [], "not run: node is not installed"
+    with LabServer({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}) as lab:
+        daemon = Daemon(workdir / "face-state").start()
+        try:
+            run_cli(
+                "mcpsubctl", "subscribe", "--url", lab.url, "--uri", REVIEW, "--json",
+                env={"MCPSUB_STATE_DIR": str(daemon.state_dir)},
+            )  # fmt: skip
+            with SocketBridge(daemon.socket_path) as bridge:
+                url = f"http://127.0.0.1:{bridge.port}/mcp"
+                scenarios, summary = run_conformance(node, workdir, url, "face-conformance")
+        finally:
+            daemon.stop()
+    return scenarios, summary.replace(
+        "`server --requirements", "`server --url …/mcp --requirements"
+    )
 
 
 # ---- the file ---------------------------------------------------------------------------
@@ -365,6 +436,7 @@ def render(
     scenarios: list[Scenario],
     conformance_note: str,
     faults: list[FaultRow] | None = None,
+    face: tuple[list[Scenario], str] | None = None,
 ) -> str:
     clients = {c["key"]: c for c in report["clients"]}
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -433,6 +505,16 @@ def render(
         "the lab does not serve at all (prompts, completions, the tasks extension); *failed* = "
         "anything else. Scenarios marked *not scored* do not count for 2026-07-28 conformance.",
         "",
+    ]
+    lines += conformance_table(scenarios)
+    if face is not None:
+        lines += face_section(*face)
+    lines.append("")
+    return "\n".join(lines)
+
+
+def conformance_table(scenarios: list[Scenario]) -> list[str]:
+    lines = [
         "| Scenario | Scored | Passed | Failed | Needs fixture | Not implemented | Skipped/info | Checks not passed |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -464,8 +546,24 @@ def render(
             for check in sc.checks:
                 totals[sc.bucket(check)] += 1
         lines += ["", "Totals: " + ", ".join(f"{n} {b}" for b, n in totals.items()) + "."]
-    lines.append("")
-    return "\n".join(lines)
+    return lines
+
+
+def face_section(scenarios: list[Scenario], note: str) -> list[str]:
+    return [
+        "",
+        "## The agent face: conformance server scenarios against `/mcp` on mcpsubd",
+        "",
+        note + ". The daemon (SQLite, one URI of the lab subscribed) serves the face at `/mcp` "
+        "on its unix socket, bridged to a loopback port byte for byte (the suite takes a URL and "
+        "sends no bearer token). The face is not the suite's everything-server: it has its own six "
+        "tools, no prompts and no completions, so *needs fixture* and *not implemented* are the "
+        "suite asking for what the face does not offer; *failed* is anything else. Its own "
+        "behaviour is tested with the official Python SDK, the TypeScript SDK 1.x and the MCP "
+        "Inspector CLI (tests/face/).",
+        "",
+        *conformance_table(scenarios),
+    ]
 
 
 def main() -> int:
@@ -495,8 +593,11 @@ def main() -> int:
             report = lab.http.get("/lab/report").json()
         faults = run_faults(workdir)
         scenarios, conformance_note = run_conformance(node, workdir)
+        face = run_face_conformance(node, workdir)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(render(runs, report, node_note, scenarios, conformance_note, faults))
+    args.output.write_text(
+        render(runs, report, node_note, scenarios, conformance_note, faults, face)
+    )
     print(
         f"compat: wrote {args.output.relative_to(REPO) if args.output.is_relative_to(REPO) else args.output}"
     )

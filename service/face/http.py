@@ -140,7 +140,7 @@ class FaceHttp:
         if method != [msg.method]:
             raise p.RpcError(p.HEADER_MISMATCH, "Mcp-Method header must equal the method")
         wanted = None
-        if msg.method == "tools/call":
+        if msg.method in ("tools/call", "prompts/get"):
             wanted = msg.params.get("name")
         elif msg.method == "resources/read":
             wanted = msg.params.get("uri")

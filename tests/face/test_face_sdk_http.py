@@ -102,10 +102,11 @@ def test_sdk_http_2026_tools_progress_and_listen(
 def test_sdk_http_2025_session_subscribe(
     lab_server_factory: Any, daemon_factory: Any, database_url: str
 ) -> None:
+    """The agent subscribes on a server nobody subscribed to before, because the daemon's
+    ``agent_allowed_origins`` names it."""
     lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
     put(lab, DOC, "one\n")
-    d = tcp_daemon(daemon_factory)
-    assert d.ctl("subscribe", "--url", lab.url, "--uri", DOC, "--json").code == 0
+    d = tcp_daemon(daemon_factory, MCPSUB_AGENT_ALLOWED_ORIGINS=lab.base_url)
     got = asyncio.Event()
     seen: list[str] = []
 
@@ -119,6 +120,9 @@ def test_sdk_http_2025_session_subscribe(
         warnings.simplefilter("ignore")
         async with sdk_client(d, "legacy", message_handler=on_message) as client:
             assert client.protocol_version == "2025-11-25"
+            added = await client.call_tool("subscribe", {"url": lab.url, "uri": DOC})
+            assert not added.is_error, added
+            assert added.structured_content["subscriptions"][0]["revision"] == 1
             await client.subscribe_resource(DOC)
             put(lab, DOC, "one\ntwo\n")
             await asyncio.wait_for(got.wait(), 20)

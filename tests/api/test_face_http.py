@@ -1,0 +1,112 @@
+"""``/mcp`` in-process over a real SQLite store: one URI watched on two servers is named
+apart (``mcpsub://<id>/<uri>``), read from the store by either name, and followed by its
+own name on a listen; the agent policy can be widened by the daemon's setting."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from service.face import protocol as p
+from tests.api.live import LiveApi
+
+ONE, TWO = "http://127.0.0.1:1/mcp", "http://127.0.0.1:2/mcp"
+URI = "test://shared/doc"
+MODERN = {"MCP-Protocol-Version": p.MODERN}
+META = {"_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}
+
+
+def client(live: LiveApi) -> httpx.Client:
+    return httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(live.socket_path)),
+        base_url="http://localhost",
+        headers={"Accept": "application/json, text/event-stream", **MODERN},
+        timeout=10,
+    )
+
+
+def call(c: httpx.Client, method: str, params: dict[str, Any], name: str | None = None) -> Any:
+    headers = {"Mcp-Method": method, **({"Mcp-Name": name} if name else {})}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, **META}}
+    answer = c.post("/mcp", json=body, headers=headers).json()
+    assert "result" in answer, answer
+    return answer["result"]
+
+
+def tool(c: httpx.Client, name: str, **arguments: Any) -> dict[str, Any]:
+    result: dict[str, Any] = call(c, "tools/call", {"name": name, "arguments": arguments}, name)
+    return result
+
+
+def test_one_uri_on_two_servers_is_named_apart(live: LiveApi) -> None:
+    one = live.call(lambda sup: sup.subscribe(ONE, URI))[0]
+    two = live.call(lambda sup: sup.subscribe(TWO, URI))[0]
+    live.call(lambda sup: sup.publish(one, "from one"))
+    live.call(lambda sup: sup.publish(two, "from two"))
+    scoped = {one.id: f"mcpsub://{one.id}/{URI}", two.id: f"mcpsub://{two.id}/{URI}"}
+    with client(live) as c:
+        listed = call(c, "resources/list", {})["resources"]
+        assert [r["uri"] for r in listed] == [scoped[one.id], scoped[two.id]]
+        assert {r["name"] for r in listed} == {URI}
+        read = call(c, "resources/read", {"uri": scoped[one.id]}, scoped[one.id])
+        assert read["contents"][0] == {
+            "uri": scoped[one.id], "mimeType": "text/plain", "text": "from one",
+        }  # fmt: skip
+        assert read["_meta"]["mcpsub/serverUrl"] == ONE and read["cacheScope"] == "private"
+        newest = tool(c, "read", uri=URI)["structuredContent"]
+        assert (newest["text"], newest["uri"]) == ("from two", scoped[two.id])
+        assert tool(c, "read", uri=URI, url=ONE)["structuredContent"]["text"] == "from one"
+        ambiguous = tool(c, "unsubscribe", uri=URI)["structuredContent"]
+        assert ambiguous["errorCode"] == "AMBIGUOUS_URI" and "mcpsub://" in ambiguous["hint"]
+
+        listen = {
+            "jsonrpc": "2.0",
+            "id": "L",
+            "method": "subscriptions/listen",
+            "params": {**META, "notifications": {"resourceSubscriptions": [scoped[one.id]]}},
+        }
+        frames: list[dict[str, Any]] = []
+        with c.stream(
+            "POST", "/mcp", json=listen, headers={"Mcp-Method": "subscriptions/listen"}
+        ) as stream:
+            lines = stream.iter_lines()
+            for line in lines:
+                if line.startswith("data: "):
+                    frames.append(json.loads(line[6:]))
+                    if len(frames) == 1:  # the ack: now change both
+                        live.call(lambda sup: sup.publish(two, "two again"))
+                        live.call(lambda sup: sup.publish(one, "one again"))
+                    else:
+                        break
+        ack, updated = frames
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert updated == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": scoped[one.id], "_meta": {p.META_SUBSCRIPTION: "L"}},
+        }
+        removed = tool(c, "unsubscribe", uri=scoped[two.id])
+        assert removed["isError"] is False
+        assert [r["uri"] for r in call(c, "resources/list", {})["resources"]] == [URI]
+
+
+def test_the_agent_policy_follows_the_daemon_setting(live: LiveApi) -> None:
+    with client(live) as c:
+        refused = tool(c, "subscribe", url=ONE, uri=URI)
+        assert refused["isError"] and refused["structuredContent"]["errorCode"] == (
+            "AGENT_ORIGIN_NOT_ALLOWED"
+        )
+        live.app.state.face_backend.allowed = ("http://127.0.0.1:1",)
+        refused_two = tool(c, "subscribe", url=TWO, uri=URI)["structuredContent"]
+        assert refused_two["errorCode"] == "AGENT_ORIGIN_NOT_ALLOWED"
+        assert "agent_allowed_origins" in refused_two["message"]
+    api = httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(live.socket_path)), base_url="http://localhost"
+    )
+    with api:
+        denied = api.post("/v1/agent/subscriptions", json={"url": TWO, "uris": [URI]})
+        assert denied.status_code == 403
+        assert denied.json()["errorCode"] == "AGENT_ORIGIN_NOT_ALLOWED"
+        assert api.post("/v1/agent/subscriptions", json={"url": TWO}).status_code == 400
