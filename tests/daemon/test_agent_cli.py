@@ -3,19 +3,24 @@ daemon (SQLite and PostgreSQL), real lab servers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import signal
+import socket
 import stat
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.daemon.test_daemon import BOTH_BACKENDS, SLOW, put, subscribe, wait_text
 from tests.support.cli import BIN, REPO_ROOT, cli_env, spawn_cli
-from tests.support.daemon import Daemon
+from tests.support.daemon import Daemon, tcp_api_env
 from tests.unit.cli.test_agent_hook import assert_documented_shape
 
 
@@ -140,20 +145,16 @@ def test_tail_resumes_after_a_daemon_restart(lab_server_factory, daemon_factory,
     assert "Traceback" not in err
 
 
-def test_tail_errors(tmp_path: Path, daemon_factory) -> None:
-    env = {"MCPSUB_STATE_DIR": str(tmp_path / "nothing-here")}
+def test_tail_errors(tmp_path: Path) -> None:
+    env = cli_env({"MCPSUB_STATE_DIR": str(tmp_path / "nothing-here")})
     result = subprocess.run(
-        [str(BIN / "mcpsubctl"), "tail"], env=cli_env(env), capture_output=True, text=True
+        [str(BIN / "mcpsubctl"), "tail"], env=env, capture_output=True, text=True
     )
     assert result.returncode == 10 and "error-code DAEMON_UNAVAILABLE" in result.stdout
     assert "mcpsubd --state-dir" in result.stderr
-    d = daemon_factory()
     for bad in (["--after", "-1"], ["--after", "x"]):
         result = subprocess.run(
-            [str(BIN / "mcpsubctl"), "tail", *bad],
-            env=cli_env({"MCPSUB_STATE_DIR": str(d.state_dir)}),
-            capture_output=True,
-            text=True,
+            [str(BIN / "mcpsubctl"), "tail", *bad], env=env, capture_output=True, text=True
         )
         assert result.returncode == 2 and "not an event id" in result.stderr
 
@@ -223,9 +224,7 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     names = os.listdir(d.state_dir / "hooks")
     assert names and all(n.startswith("claude-code--h-") for n in names)
 
-
-def test_hook_help_and_global_flags(daemon_factory) -> None:
-    d = daemon_factory()
+    # Through the full parser (a global flag first), the same command does the same.
     via_parser = subprocess.run(
         [str(BIN / "mcpsubctl"), "--api", f"unix://{d.socket_path}", "hook", "claude-code"],
         input=json.dumps({"session_id": "p"}),
@@ -236,3 +235,78 @@ def test_hook_help_and_global_flags(daemon_factory) -> None:
     assert (via_parser.returncode, via_parser.stdout, via_parser.stderr) == (0, "", "")
     assert (d.state_dir / "hooks" / "claude-code--p").exists()
     assert "additionalContext" in hook(d, "codex", "", "--help").stdout
+
+
+def test_hook_over_tcp_with_the_token(daemon_factory) -> None:
+    d = daemon_factory(env=tcp_api_env())
+    assert d.tcp_url is not None
+    payload = {"session_id": "tcp", "hook_event_name": "BeforeAgent"}
+    first = hook(d, "gemini", payload, "--api", d.tcp_url)
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
+    assert (d.state_dir / "hooks" / "gemini--tcp").read_text().strip().isdigit()
+    wrong = subprocess.run(
+        [str(BIN / "mcpsubctl"), "hook", "gemini", "--api", d.tcp_url],
+        input=json.dumps(payload),
+        env=cli_env({"MCPSUB_STATE_DIR": str(d.state_dir), "MCPSUB_API_TOKEN": "not-it"}),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (wrong.returncode, wrong.stdout) == (0, "")
+    assert "HTTP 401 API_TOKEN_REQUIRED" in wrong.stderr
+    assert d.token not in wrong.stderr + wrong.stdout and "not-it" not in wrong.stderr
+
+
+class HostileApi:
+    """A unix socket that answers every connection with ``reply`` (or with nothing)."""
+
+    def __init__(self, path: Path, reply: bytes | None) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen(8)
+        self.reply = reply
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            if self.reply is not None:
+                with contextlib.suppress(OSError):
+                    conn.recv(65536)  # the request
+                    conn.sendall(self.reply)
+                    conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (None, "talking to the daemon failed"),  # never answers: the 2 s bound
+        (b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * (5 << 20), "too large"),  # 5 MiB: the size bound
+        (b"SSH-2.0-OpenSSH\r\n\r\n", "not HTTP"),
+        (b"HTTP/1.1 200 OK\r\n\r\n[1, 2]", "HTTP 200"),
+    ],
+    ids=["silent", "huge", "not-http", "not-an-object"],
+)
+def test_hook_survives_a_hostile_api(tmp_path: Path, reply: bytes | None, said: str) -> None:
+    server = HostileApi(tmp_path / "api.sock", reply)
+    (tmp_path / "hooks").mkdir(mode=0o700)
+    (tmp_path / "hooks" / "codex--s").write_text("5\n")  # a session that has its cursor
+    try:
+        started = time.monotonic()
+        result = hook(tmp_path, "codex", {"session_id": "s", "hook_event_name": "SessionStart"})
+        assert time.monotonic() - started < 15
+    finally:
+        server.close()
+    assert (result.returncode, result.stdout) == (0, "")
+    assert said in result.stderr and "Traceback" not in result.stderr
+    assert (tmp_path / "hooks" / "codex--s").read_text() == "5\n", "the cursor stays"

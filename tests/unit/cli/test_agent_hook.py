@@ -173,3 +173,47 @@ def test_tail_pieces() -> None:
     assert "\x1b" not in tail_line(event, as_json=True)
     assert after_reset({"firstEventId": 10, "lastEventId": 20}, 3) == 9
     assert after_reset({"firstEventId": 10, "lastEventId": 20}, 50) == 20
+
+
+class Pages:
+    """``Api.get`` answering from a list of events, ``limit`` at a time (no daemon)."""
+
+    def __init__(self, count: int) -> None:
+        self.events = events(count)
+        self.asked: list[str] = []
+
+    def get(self, target: str) -> dict[str, Any]:
+        self.asked.append(target)
+        if target == "/v1/status":
+            return {"lastEventId": 0}
+        query = dict(part.split("=") for part in target.split("?", 1)[1].split("&"))
+        after, limit = int(query["after"]), int(query["limit"])
+        page = [e for e in self.events if e["id"] > after][:limit]
+        return {"events": page, "nextAfter": page[-1]["id"] if page else after}
+
+
+def test_a_long_backlog_comes_in_pages_and_nothing_is_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import json
+
+    pages = Pages(agent_hook.PAGE + 30)
+    monkeypatch.setenv("MCPSUB_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(agent_hook.Api, "get", lambda self, target: pages.get(target))
+    payload = '{"session_id": "s", "hook_event_name": "UserPromptSubmit"}'
+
+    def call() -> str:
+        out = io.StringIO()
+        agent_hook.run("claude-code", None, io.StringIO(payload), out)
+        return out.getvalue()
+
+    assert call() == ""  # the session starts at event 0
+    first = json.loads(call())["hookSpecificOutput"]["additionalContext"]
+    assert f"{agent_hook.PAGE} resource changes" in first and "come with the next prompt" in first
+    second = json.loads(call())["hookSpecificOutput"]["additionalContext"]
+    assert second.startswith(
+        f"mcpsub: 30 resource changes since the previous prompt (events {agent_hook.PAGE + 1}-"
+    )
+    assert call() == ""
+    assert Cursors(str(tmp_path)).get("claude-code--s") == agent_hook.PAGE + 30
