@@ -86,7 +86,7 @@ def _note(text: str) -> None:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    from cli.daemon_cmds import _fail
+    from cli.apicmd import fail as _fail
     from cli.localapi import DaemonClient, DaemonError, DaemonUnavailable
 
     patterns: list[str] = args.uri or []
@@ -151,7 +151,12 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 # ---- argparse wiring ----------------------------------------------------------------------
-def add_agent_commands(sub: Any) -> None:
+def add_agent_commands(
+    sub: Any, commands: dict[str, Callable[[argparse.Namespace], int]] | None = None
+) -> None:
+    """Add ``tail`` and ``hook`` to the subparsers and their handlers to ``commands``."""
+    if commands is not None:
+        commands.update(AGENT_COMMANDS)
     from cli.agent_hook import AGENTS
     from cli.parsing import sub_parser
 

@@ -12,10 +12,13 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
 
 from cli.parsing import HelpFormatter, add_quiet, sub_parser
 from service._version import __version__
+
+TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 DESCRIPTION = (
     "mcpsub control: probe and call MCP 2026-07-28 servers, and drive the mcpsubd daemon "
@@ -34,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in our JSON/line shape with exit code 2."""
 
     def error(self, message: str) -> Any:
-        from cli.failures import EXIT_USAGE
+        from cli.exitcodes import EXIT_USAGE
         from cli.human import machine_lines_wanted
 
         as_json = "--json" in sys.argv
@@ -42,8 +45,29 @@ class _Parser(argparse.ArgumentParser):
             sys.stdout.write(json.dumps({"errorCode": "USAGE_ERROR", "message": message}) + "\n")
         elif machine_lines_wanted(False, "--lines" in sys.argv):
             sys.stdout.write(f"error-code USAGE_ERROR\nmessage {message}\n")
-        sys.stderr.write(f"{self.prog}: {message}\n")
+        # `mcpsubctl`, `mcpsubctl webhook`: the commands that can follow, not only "the
+        # following arguments are required"; stdout keeps the one-line message for scripts.
+        listing = self._command_listing(message)
+        sys.stderr.write(f"{self.prog}: {listing or message}\n")
         raise SystemExit(EXIT_USAGE)
+
+    def _command_listing(self, message: str) -> str | None:
+        """For a missing command (or action): the list of them and where help is."""
+        for action in self._actions:
+            if not isinstance(action, argparse._SubParsersAction):
+                continue
+            if f"required: {action.metavar}" not in message:
+                return None
+            names = [(a.dest, a.help or "") for a in action._choices_actions]
+            width = max(len(name) for name, _ in names)
+            rows = "\n".join(f"  {name.ljust(width)}  {text}" for name, text in names)
+            kind = str(action.metavar).lower()
+            article = "an" if kind[:1] in "aeiou" else "a"
+            return (
+                f"{article} {kind} is required:\n{rows}\n"
+                f"run `{self.prog} --help` or `{self.prog} {action.metavar} --help` for more"
+            )
+        return None
 
 
 def _common(p: argparse.ArgumentParser, *, follow: bool = False) -> None:
@@ -68,7 +92,31 @@ def _common(p: argparse.ArgumentParser, *, follow: bool = False) -> None:
     add_quiet(p)
 
 
-def build_parser() -> argparse.ArgumentParser:
+GLOBAL_VALUE_FLAGS = ("--api",)
+GLOBAL_SWITCHES = ("--json", "--lines", "-q", "--quiet")
+OWN_COMMANDS = ("probe", "call", "login", "logout", "completion")
+
+
+def command_word(argv: list[str]) -> str | None:
+    """The command ``argv`` names, looking past the global flags; None when unsure (help,
+    an unknown flag before the command), and then the whole parser is built."""
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word in GLOBAL_SWITCHES or word.startswith("--api="):
+            index += 1
+        elif word in GLOBAL_VALUE_FLAGS:
+            index += 2
+        elif word.startswith("-"):
+            return None
+        else:
+            return word
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """``mcpsubctl``'s parser; with ``command``, only the part that parses that command
+    (every command's parser is built only for help, completion, man pages and errors)."""
     parser = _Parser(
         prog="mcpsubctl",
         description=DESCRIPTION,
@@ -106,64 +154,61 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
     )
 
-    probe = sub_parser(
-        sub,
-        "probe",
-        help="wait once for the next update of one or more URIs",
-        epilog=EXIT_CODE_TABLE,
-    )
-    _common(probe, follow=True)
-    probe.add_argument(
-        "--uri",
-        action="append",
-        default=None,
-        help="resource URI; repeat for several URIs on one listen stream",
-    )
-    probe.add_argument(
-        "--skip-resource-list-check",
-        action="store_true",
-        help="do not require the URI in resources/list (dynamic URIs)",
-    )
-    probe.add_argument(
-        "--follow",
-        action="store_true",
-        help="keep listening; print one JSON line per re-read (NDJSON); Ctrl-C exits 0",
-    )
-    probe.add_argument("--max-events", type=int, default=None, help=argparse.SUPPRESS)
+    if command is None or command in OWN_COMMANDS:
+        probe = sub_parser(
+            sub,
+            "probe",
+            help="wait once for the next update of one or more URIs",
+            epilog=EXIT_CODE_TABLE,
+        )
+        _common(probe, follow=True)
+        probe.add_argument(
+            "--uri",
+            action="append",
+            default=None,
+            help="resource URI; repeat for several URIs on one listen stream",
+        )
+        probe.add_argument(
+            "--skip-resource-list-check",
+            action="store_true",
+            help="do not require the URI in resources/list (dynamic URIs)",
+        )
+        probe.add_argument(
+            "--follow",
+            action="store_true",
+            help="keep listening; print one JSON line per re-read (NDJSON); Ctrl-C exits 0",
+        )
+        probe.add_argument("--max-events", type=int, default=None, help=argparse.SUPPRESS)
 
-    call = sub_parser(sub, "call", help="call one tool once", epilog=EXIT_CODE_TABLE)
-    _common(call)
-    call.add_argument("--tool", help="tool name")
-    call.add_argument("--args", default=None, help="tool arguments as a JSON object (default {})")
-
-    for name, text in (
-        ("login", "device-flow login to a gateway (token cached for all tools)"),
-        ("logout", "forget the cached token of a gateway"),
-    ):
-        auth = sub_parser(sub, name, help=text)
-        auth.add_argument(
-            "url",
-            nargs="?",
-            default=os.environ.get("MCP_PROBE_URL"),
-            help="the gateway's MCP URL (env MCP_PROBE_URL)",
+        call = sub_parser(sub, "call", help="call one tool once", epilog=EXIT_CODE_TABLE)
+        _common(call)
+        call.add_argument("--tool", help="tool name")
+        call.add_argument(
+            "--args", default=None, help="tool arguments as a JSON object (default {})"
         )
 
-    from cli.daemon_cmds import add_daemon_commands
-    from cli.service_cmds import add_service_commands
+        for name, text in (
+            ("login", "device-flow login to a gateway (token cached for all tools)"),
+            ("logout", "forget the cached token of a gateway"),
+        ):
+            auth = sub_parser(sub, name, help=text)
+            auth.add_argument(
+                "url",
+                nargs="?",
+                default=os.environ.get("MCP_PROBE_URL"),
+                help="the gateway's MCP URL (env MCP_PROBE_URL)",
+            )
 
-    add_daemon_commands(sub)
-    from cli.webhook_cmds import add_webhook_commands
+    import importlib
 
-    add_webhook_commands(sub, COMMANDS)
-    add_service_commands(sub, COMMANDS)
-    from cli.face_cmds import add_face_command
+    from cli.commands import GROUPS
 
-    add_face_command(sub, COMMANDS)
-    from cli.agent_cmds import add_agent_commands
-
-    add_agent_commands(sub)
-    completion = sub_parser(sub, "completion", help="print a shell completion script")
-    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
+    for module, function, names in GROUPS:
+        if command is None or command in names:
+            getattr(importlib.import_module(module), function)(sub, COMMANDS)
+    if command is None or command in OWN_COMMANDS:
+        completion = sub_parser(sub, "completion", help="print a shell completion script")
+        completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     return parser
 
 
@@ -473,13 +518,6 @@ COMMANDS = {
     "completion": cmd_completion,
 }
 
-from cli.daemon_cmds import DAEMON_COMMANDS  # noqa: E402
-
-COMMANDS.update(DAEMON_COMMANDS)
-from cli.agent_cmds import AGENT_COMMANDS  # noqa: E402
-
-COMMANDS.update(AGENT_COMMANDS)
-
 
 def main(argv: list[str] | None = None) -> int:
     from service.exits import run_main
@@ -492,7 +530,11 @@ def _main(argv: list[str]) -> int:
     if argv == ["--version"]:  # answer before building the parser: scripts call it often
         sys.stdout.write(f"mcpsubctl v{__version__}\n")
         return 0
-    parser = build_parser()
+    from cli.commands import owner
+
+    word = command_word(argv)
+    known = word is not None and (word in OWN_COMMANDS or owner(word) is not None)
+    parser = build_parser(word if known else None)
     args = parser.parse_args(argv)
     apply_global_flags(parser, args)
     return COMMANDS[args.command](args)

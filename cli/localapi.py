@@ -39,10 +39,11 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 DEFAULT_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 5.0

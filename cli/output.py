@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.probe import ProbeResult
+from service.proberesult import ProbeResult
 
 
 def dumps(value: Any) -> str:

@@ -2,7 +2,7 @@
 
 ``webhook add|list|show|remove|enable|disable|test|rotate-secret`` and
 ``deliveries list|retry|recover``, over the daemon's local API (``docs/webhooks.md``). Same
-conventions as :mod:`cli.daemon_cmds`: ``--api``, ``--json``, error lines on stdout, the
+conventions as :mod:`cli.apicmd`: ``--api``, ``--json``, error lines on stdout, the
 message on stderr, one exit code per class. A secret is printed by ``add`` and
 ``rotate-secret`` only (it is never shown again); listings never contain it.
 """
@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cli.daemon_cmds import _common, _dumps, _emit, _fail, _run, exit_code, table, when
+from cli.apicmd import api_flags, dumps, emit, exit_code, fail, run, table, when
 from service.safetext import shown
 
 if TYPE_CHECKING:
@@ -100,56 +100,56 @@ def cmd_webhook(args: argparse.Namespace) -> int:
                 allow_private_target=args.allow_private_target,
             )
             if args.json:
-                _emit(_dumps(created))
+                emit(dumps(created))
             else:
-                _emit(table(TARGET_HEADERS, target_rows([created])))
-                _emit(f"secret {created['secret']}")
+                emit(table(TARGET_HEADERS, target_rows([created])))
+                emit(f"secret {created['secret']}")
             if args.secret is None:
                 sys.stderr.write(f"mcpsubctl webhook add: {SECRET_NOTE}\n")
             return 0
         if action == "list":
             targets = client.webhooks()
             if args.json:
-                _emit(_dumps({"webhooks": targets}))
+                emit(dumps({"webhooks": targets}))
             else:
-                _emit(table(TARGET_HEADERS, target_rows(targets)) if targets else "no webhooks")
+                emit(table(TARGET_HEADERS, target_rows(targets)) if targets else "no webhooks")
             return 0
         if action == "show":
             target = client.webhook(args.id)
-            _emit(_dumps(target) if args.json else target_lines(target))
+            emit(dumps(target) if args.json else target_lines(target))
             return 0
         if action == "remove":
             removed = client.remove_webhook(args.id)
-            _emit(_dumps(removed) if args.json else table(TARGET_HEADERS, target_rows([removed])))
+            emit(dumps(removed) if args.json else table(TARGET_HEADERS, target_rows([removed])))
             return 0
         if action in ("enable", "disable"):
             target = client.webhook_action(args.id, action)
-            _emit(_dumps(target) if args.json else table(TARGET_HEADERS, target_rows([target])))
+            emit(dumps(target) if args.json else table(TARGET_HEADERS, target_rows([target])))
             return 0
         if action == "test":
             return _test(client, args)
         if action == "rotate-secret":
             rotated = client.webhook_action(args.id, "rotate-secret")
             if args.json:
-                _emit(_dumps(rotated))
+                emit(dumps(rotated))
             else:
-                _emit(f"id {rotated['id']}\nsecret {rotated['secret']}")
-                _emit(
+                emit(f"id {rotated['id']}\nsecret {rotated['secret']}")
+                emit(
                     f"previous secret also signs until {when(rotated['previousSecretValidUntil'])}"
                 )
             sys.stderr.write(f"mcpsubctl webhook rotate-secret: {SECRET_NOTE}\n")
             return 0
         raise AssertionError(action)
 
-    return _run(args, body)
+    return run(args, body)
 
 
 def _test(client: DaemonClient, args: argparse.Namespace) -> int:
     result = client.webhook_action(args.id, "test")
     if args.json:
-        _emit(_dumps(result))
+        emit(dumps(result))
     elif result["ok"]:
-        _emit(f"ok {result['status']} in {result['elapsedMs']:g} ms")
+        emit(f"ok {result['status']} in {result['elapsedMs']:g} ms")
     if result["ok"]:
         return 0
     reason = result.get("error") or f"HTTP {result.get('status')}"
@@ -158,7 +158,7 @@ def _test(client: DaemonClient, args: argparse.Namespace) -> int:
             f"mcpsubctl webhook test: the receiver did not accept the ping: {reason}\n"
         )
         return exit_code("WEBHOOK_TEST_FAILED")
-    return _fail(
+    return fail(
         args,
         "WEBHOOK_TEST_FAILED",
         f"the receiver did not accept the ping: {reason}",
@@ -176,31 +176,29 @@ def cmd_deliveries(args: argparse.Namespace) -> int:
                 target=args.target, state=args.state, after=args.after, limit=args.limit
             )
             if args.json:
-                _emit(_dumps(page))
+                emit(dumps(page))
             else:
                 found = page["deliveries"]
-                _emit(table(DELIVERY_HEADERS, delivery_rows(found)) if found else "no deliveries")
+                emit(table(DELIVERY_HEADERS, delivery_rows(found)) if found else "no deliveries")
             return 0
         if action == "show":
             found = client.delivery(args.id)
-            _emit(_dumps(found) if args.json else table(DELIVERY_HEADERS, delivery_rows([found])))
+            emit(dumps(found) if args.json else table(DELIVERY_HEADERS, delivery_rows([found])))
             return 0
         if action == "retry":
             retried = client.retry_delivery(args.id)
-            _emit(
-                _dumps(retried) if args.json else table(DELIVERY_HEADERS, delivery_rows([retried]))
-            )
+            emit(dumps(retried) if args.json else table(DELIVERY_HEADERS, delivery_rows([retried])))
             return 0
         if action == "recover":
             result = client.recover_deliveries(args.target, args.since)
             if args.json:
-                _emit(_dumps(result))
+                emit(dumps(result))
             else:
-                _emit(f"recovered {result['recovered']} deliveries of target {result['targetId']}")
+                emit(f"recovered {result['recovered']} deliveries of target {result['targetId']}")
             return 0
         raise AssertionError(action)
 
-    return _run(args, body)
+    return run(args, body)
 
 
 # ---- argparse wiring ------------------------------------------------------------------
@@ -225,7 +223,7 @@ def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
     )
 
     p = sub_parser(actions, "add", help="add a target; prints its secret once")
-    _common(p)
+    api_flags(p)
     p.add_argument("url", help="http:// or https:// endpoint")
     p.add_argument("--uri", action="append", default=None, help="URI glob (repeatable)")
     p.add_argument(
@@ -249,7 +247,7 @@ def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
     )
 
     p = sub_parser(actions, "list", help="list targets (never their secrets)")
-    _common(p)
+    api_flags(p)
     for name, text in (
         ("show", "one target and its delivery counts"),
         ("remove", "remove a target and its deliveries"),
@@ -259,7 +257,7 @@ def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
         ("rotate-secret", "new secret (printed once); the old one also signs for 24 h"),
     ):
         p = sub_parser(actions, name, help=text)
-        _common(p)
+        api_flags(p)
         p.add_argument("id", type=_positive_int, help="target ID")
 
     deliveries = sub_parser(sub, "deliveries", help="daemon: the webhook outbox (list, retry, …)")
@@ -267,19 +265,19 @@ def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
         dest="action", required=True, parser_class=parser_class, metavar="ACTION"
     )
     p = sub_parser(actions, "list", help="deliveries, oldest first")
-    _common(p)
+    api_flags(p)
     p.add_argument("--target", type=_positive_int, default=None, help="only this target")
     p.add_argument("--state", choices=STATES, default=None, help="only this state")
     p.add_argument("--after", type=int, default=0, help="only ids above this one")
     p.add_argument("--limit", type=int, default=100, help="page size (<= 1000)")
     p = sub_parser(actions, "show", help="one delivery")
-    _common(p)
+    api_flags(p)
     p.add_argument("id", type=_positive_int, help="delivery ID")
     p = sub_parser(actions, "retry", help="send a delivery again now, same webhook-id")
-    _common(p)
+    api_flags(p)
     p.add_argument("id", type=_positive_int, help="delivery ID")
     p = sub_parser(actions, "recover", help="re-send a target's failed and dead deliveries")
-    _common(p)
+    api_flags(p)
     p.add_argument("--target", type=_positive_int, required=True, help="target ID")
     p.add_argument("--since", required=True, help="ISO-8601 (2026-11-29T00:00:00Z) or Unix seconds")
 

@@ -23,10 +23,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from service.actions import extract_next_action, is_non_terminal
+from service.actions import is_non_terminal
 from service.mcp import wire
 from service.mcp.client import ListenStream, McpClient
 from service.mcp.errors import (
@@ -40,6 +40,7 @@ from service.mcp.errors import (
 )
 from service.mcp.lean import LeanHttp, lean_usable
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
+from service.proberesult import ProbeResult as ProbeResult
 
 MAX_QUEUED_NOTIFICATIONS = 100
 """Notifications kept for a waiter; older ones are dropped (only the newest matter)."""
@@ -51,35 +52,6 @@ class ProbeTimeout(McpError):
 
 class ResourceNotText(McpError):
     """``resources/read`` returned no text content for the URI."""
-
-
-@dataclass
-class ProbeResult:
-    """Everything the front doors print. Field names follow the JSON keys."""
-
-    server_url: str
-    resource_uri: str
-    resource_uris: list[str]
-    route: str = "timeout"
-    capabilities: dict[str, Any] | None = None
-    resource_found: bool = False
-    listen_acknowledged: bool = False
-    honored_uris: list[str] = field(default_factory=list)
-    notification_count: int = 0
-    close_reason: str | None = None
-    error_code: str | None = None
-    error_message: str | None = None
-    initial_text: str | None = None
-    final_text: str | None = None
-    notification_uri: str | None = None
-
-    @property
-    def notification_received(self) -> bool:
-        return self.route == "subscription"
-
-    @property
-    def recommended_next_action(self) -> str | None:
-        return extract_next_action(self.final_text)
 
 
 @dataclass(frozen=True)

@@ -18,25 +18,37 @@ Two jobs, used by every place that prints or logs such text:
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import sys
 from collections.abc import Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff]")
-_UNSAFE_KEEP_LINES = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff]"
-)
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*@")
+_UNSAFE_CLASS = "\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff"
+_KEEP_LINES_CLASS = "\x00-\x08\x0b-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff"
 SECRET_QUERY_PARAMETERS = ("api_key", "token", "access_token", "key", "sig")
 """Query parameters whose value is a credential by convention (names compared ignoring case)."""
-_SECRET_PARAMETER = re.compile(
-    r"(?i)([?&;](?:" + "|".join(SECRET_QUERY_PARAMETERS) + r")=)[^&;#\s\"'<>]+"
-)
-_URL_WITH_QUERY = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s\"'<>?#]*\?[^\s\"'<>]*")
+_PATTERNS = {
+    "unsafe": f"[{_UNSAFE_CLASS}]",
+    "keep_lines": f"[{_KEEP_LINES_CLASS}]",
+    "userinfo": r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*@",
+    "secret_parameter": r"(?i)([?&;](?:" + "|".join(SECRET_QUERY_PARAMETERS) + r")=)[^&;#\s\"'<>]+",
+    "url_with_query": r"(?i)\b[a-z][a-z0-9+.-]*://[^\s\"'<>?#]*\?[^\s\"'<>]*",
+}
+
+
+@functools.cache
+def _pattern(name: str) -> re.Pattern[str]:
+    """Compiled on first use: every CLI call imports this module (its stderr wrapper), most
+    never meet text that needs escaping, and compiling costs more than the rest of the call's
+    own code (``results/cli.md``)."""
+    return re.compile(_PATTERNS[name])
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -47,22 +59,25 @@ def _escape(match: re.Match[str]) -> str:
 def terminal_safe(text: str, *, keep_lines: bool = False) -> str:
     """``text`` with control and bidi characters escaped; ``keep_lines`` keeps ``\\n``/``\\t``
     (for multi-line content such as a resource's text)."""
-    pattern = _UNSAFE_KEEP_LINES if keep_lines else _UNSAFE
-    return pattern.sub(_escape, text)
+    # Printable text has no C0/C1 controls, no bidi controls (format characters) and no lone
+    # surrogates: nothing to escape, and no regular expression to run.
+    if (text.replace("\n", "").replace("\t", "") if keep_lines else text).isprintable():
+        return text
+    return _pattern("keep_lines" if keep_lines else "unsafe").sub(_escape, text)
 
 
 def redact_urls(text: str) -> str:
     """Every ``scheme://user:pass@host`` in ``text`` becomes ``scheme://***@host``, and every
     secret query parameter of a URL in it (``?token=abc``) becomes ``?token=***``."""
     if "@" in text:
-        text = _USERINFO.sub(r"\1***@", text)
+        text = _pattern("userinfo").sub(r"\1***@", text)
     if "=" in text:
-        text = _URL_WITH_QUERY.sub(_redact_query, text)
+        text = _pattern("url_with_query").sub(_redact_query, text)
     return text
 
 
 def _redact_query(match: re.Match[str]) -> str:
-    return _SECRET_PARAMETER.sub(r"\1***", match.group())
+    return _pattern("secret_parameter").sub(r"\1***", match.group())
 
 
 def split_secret(url: str) -> tuple[str, str | None]:

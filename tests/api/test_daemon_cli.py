@@ -139,13 +139,15 @@ def test_tcp_with_token(
 
 
 def test_subscribe_list_show_read_unsubscribe(api_env: LiveApi, capsys: Capsys) -> None:
-    code, out, _ = run(
-        capsys, "subscribe", "--url", URL, "--uri", "test://a", "--uri", "test://b", "--json"
-    )
-    assert code == 0
+    # The fake supervisor never reads: a short first-state wait runs out (not the 30 s default).
+    code, out, err = run(
+        capsys, "subscribe", "--url", URL, "--uri", "test://a", "--uri", "test://b", "--json",
+        "--timeout-ms", "300",
+    )  # fmt: skip
+    assert code == 0 and "no first read within 300 ms" in err
     subs = json.loads(out)["subscriptions"]
     assert [(s["uri"], s["created"]) for s in subs] == [("test://a", True), ("test://b", True)]
-    code, out, _ = run(capsys, "subscribe", "--url", URL, "--uri", "test://a")
+    code, out, _ = run(capsys, "subscribe", "--url", URL, "--uri", "test://a", "--no-wait")
     assert code == 0 and "existing" in out and "test://a" in out
     code, out, _ = run(capsys, "list")
     assert code == 0 and out.splitlines()[0].split() == ["ID", "STATE", "REV", "SERVER", "URI"]
@@ -168,10 +170,17 @@ def test_subscribe_list_show_read_unsubscribe(api_env: LiveApi, capsys: Capsys) 
     assert [e["id"] for e in page["events"]] == [1, 2] and page["nextAfter"] == 2
     code, out, _ = run(capsys, "events", "--since", "2")
     assert code == 0 and "resource.updated" in out and "rev=1" in out
+    code, out, _ = run(capsys, "events", "--type", "daemon.storage,delivery.dead")
+    assert code == 0 and out == "no events\n"
+    with DaemonClient(Endpoint(socket=api_env.socket_path)) as client:
+        with pytest.raises(DaemonError) as info:
+            client.events(types="resource.updatd")
+        assert info.value.status == 400 and info.value.error_code == "INVALID_PARAMETER"
+        assert "resource.updatd" in info.value.message
     code, out, _ = run(capsys, "unsubscribe", "--uri", "test://b", "--json")
     assert code == 0 and [s["uri"] for s in json.loads(out)["removed"]] == ["test://b"]
     code, out, _ = run(capsys, "unsubscribe", str(subs[0]["id"]))
-    assert code == 0
+    assert code == 0 and out.split("\n")[1].split()[:2] == [str(subs[0]["id"]), "removed"]
     code, out, _ = run(capsys, "unsubscribe", str(subs[0]["id"]), "--json")
     assert code == 7 and json.loads(out)["errorCode"] == "SUBSCRIPTION_NOT_FOUND"
     code, out, _ = run(capsys, "subscribe", "--url", "ftp://x", "--uri", "test://a")

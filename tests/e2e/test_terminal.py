@@ -253,9 +253,13 @@ def test_events_on_a_terminal_say_how_long_ago(review_lab: LabServer, tmp_path: 
         date = re.compile(r"\b20\d\d-\d\d-\d\d \d\d:\d\d:\d\d\b")
         ago_re = re.compile(r"^1 {2}\d+ s ago {2}subscription\.created {2}" + re.escape(URI))
 
+        # On a terminal: aligned columns under a header (issue 21 §5.10).
         _, tty = run_on_pty("mcpsubctl", "events", "--since", "0", env=env, stdout_tty=True)
-        first = tty.replace("\r\n", "\n").splitlines()[0]
-        assert ago_re.match(first), tty
+        header, first, *rest = tty.replace("\r\n", "\n").splitlines()
+        assert header.split() == ["ID", "WHEN", "TYPE", "URI", "REV", "DETAIL"], tty
+        assert re.match(r"^1 +\d+ s ago +subscription\.created +" + re.escape(URI), first), tty
+        starts = {line.index(URI) for line in [first, *rest] if URI in line}
+        assert starts == {header.index("URI")}, tty  # every URI in the URI column
         assert not date.search(tty), tty
         piped = daemon.ctl("events", "--since", "0")
         assert piped.code == 0 and date.search(piped.stdout.splitlines()[0]), piped.stdout

@@ -13,6 +13,7 @@ from service.api.errors import InvalidParameter
 from service.api.sse import event_stream
 from service.api.state import api_state
 from service.api.views import event_json
+from service.eventtypes import EVENT_TYPES, unknown_types
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
 
@@ -28,13 +29,21 @@ TYPE_LIST = re.compile(r"^[a-z]+(\.[a-z]+)*(,[a-z]+(\.[a-z]+)*)*$")
 
 
 def _types(values: list[str] | None) -> list[str] | None:
+    """The ``type`` filter; a name that is not an event type is 400, not an empty answer."""
     if not values:
         return None
     if not all(TYPE_LIST.match(v) for v in values):
         raise InvalidParameter(
             "type must be event types such as resource.updated (comma-separated)", field="type"
         )
-    return [t for v in values for t in v.split(",")]
+    names = [t for v in values for t in v.split(",")]
+    unknown = unknown_types(names)
+    if unknown:
+        raise InvalidParameter(
+            f"unknown event type {', '.join(unknown)} (known: {', '.join(EVENT_TYPES)})",
+            field="type",
+        )
+    return names
 
 
 @router.get("")

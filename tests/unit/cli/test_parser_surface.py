@@ -4,6 +4,7 @@ and the completion scripts and man pages generated from the same parsers."""
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -69,7 +70,7 @@ def test_invalid_event_type_lists_the_valid_ones() -> None:
     result = run_cli("mcpsubctl", "events", "--type", "resource.updated,bogus")
     assert result.code == 2
     assert "invalid event type bogus" in result.stderr
-    assert "resource.updated, webhook.disabled" in result.stderr
+    assert "resource.updated, daemon.storage, webhook.disabled, delivery.dead" in result.stderr
     assert "error-code USAGE_ERROR" in result.stdout
 
 
@@ -160,3 +161,47 @@ def test_help_formatter_states_meaningful_defaults() -> None:
     follow = next(o for o in events.options if "--follow" in o.flags)
     assert "default: False" not in follow.help
     assert isinstance(build_parser(), argparse.ArgumentParser)
+
+
+@pytest.mark.parametrize("argv", [[], ["webhook"], ["deliveries"], ["service"], ["--json"]])
+def test_a_missing_command_lists_the_commands(argv: list[str]) -> None:
+    """Issue 21 §5.10: not only "the following arguments are required"."""
+    result = run_cli("mcpsubctl", *argv)
+    assert result.code == 2
+    assert "is required:" in result.stderr and "--help" in result.stderr
+    top = argv[:1] if argv and not argv[0].startswith("-") else []
+    node = next(n for n in walk(TREE) if n.path == tuple(top)) if top else TREE
+    for child in node.children:
+        assert f"\n  {child.path[-1]} " in result.stderr, child.path
+    if argv == ["--json"]:
+        assert json.loads(result.stdout)["errorCode"] == "USAGE_ERROR"
+    else:  # a pipe: the one-line machine form, not the listing
+        assert result.stdout.splitlines()[0] == "error-code USAGE_ERROR"
+        assert len(result.stdout.splitlines()) == 2
+
+
+def test_one_command_parser_is_the_whole_parsers_part() -> None:
+    """`mcpsubctl read …` builds only its group's parser (start-up); it must parse alike."""
+    from cli.commands import GROUPS
+    from cli.ctl import OWN_COMMANDS
+
+    whole = {n.path: n for n in walk(TREE)}
+    names = [name for _m, _f, group in GROUPS for name in group] + list(OWN_COMMANDS)
+    assert sorted(names) == sorted(p[0] for p in whole if len(p) == 1)
+    for name in names:
+        part = {n.path: n for n in walk(command_tree(build_parser(name)))}
+        for path, node in part.items():
+            if path and path[0] == name:
+                assert node.options == whole[path].options, path
+                assert node.positionals == whole[path].positionals, path
+                assert node.parser.format_help() == whole[path].parser.format_help(), path
+        assert (name,) in part
+
+
+def test_command_word_looks_past_global_flags() -> None:
+    from cli.ctl import command_word
+
+    assert command_word(["--api", "unix:///x", "--json", "read", "--uri", "u"]) == "read"
+    assert command_word(["--api=unix:///x", "-q", "events"]) == "events"
+    assert command_word(["--help"]) is None
+    assert command_word([]) is None

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from cli.daemon_cmds import event_line, table
+from cli.apicmd import table
+from cli.event_cmds import event_line
 from service.daemon.config import ConfigError, load_settings
 from service.daemon.logs import RepeatLimiter
 from service.safetext import (
