@@ -229,10 +229,13 @@ class Face:
         deadline = started + args.timeout_s
         names: dict[int, str] | None = None
         while True:
-            mark = await backend.last_event_id()
-            events = await backend.events_after(cursor, FOLLOW_PAGE, ["resource.updated"])
+            # Every type, filtered here: the cursor then moves past other events too, so a
+            # wake-up for them does not loop, and no "newest id" query is needed per turn.
+            events = await backend.events_after(cursor, FOLLOW_PAGE)
             for event in events:
                 cursor = max(cursor, int(event["id"]))
+                if event.get("type") != "resource.updated":
+                    continue
                 if names is None or event.get("subscriptionId") not in names:
                     _, names = await self.names()
                 face_name = names.get(event.get("subscriptionId") or 0)
@@ -241,7 +244,6 @@ class Face:
                     return t.tool_result(change, render.change_text(change))
             if len(events) == FOLLOW_PAGE:
                 continue
-            cursor = max(cursor, mark)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 waited = round(time.monotonic() - started, 1)
