@@ -13,10 +13,14 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+
+log = structlog.get_logger("mcpsubd.api")
 
 
 def error_body(
@@ -180,6 +184,14 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _client_gone(request: Request, _exc: Exception) -> Response:
+    """The client went away before its request (its body) arrived: nothing to answer and
+    nothing wrong with the daemon, so one info line, not an error with a traceback (the
+    ``Exception`` handler below re-raises for uvicorn to log). The answer goes nowhere."""
+    log.info("client went away mid-request", method=request.method, path=request.url.path)
+    return Response(status_code=400)
+
+
 async def _internal_error(_request: Request, _exc: Exception) -> JSONResponse:
     return JSONResponse(
         error_body("INTERNAL_ERROR", "internal error", hint="see the daemon log"),
@@ -191,4 +203,5 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _internal_error)

@@ -140,6 +140,7 @@ class ServerLink:
         self.url = url
         """The URL connected to: credentials included, never shown (:attr:`shown_url` is)."""
         self.shown_url = redact_urls(url)
+        self._background: set[asyncio.Task[Any]] = set()
         self._store = store
         self._settings = settings
         self._new_http = http
@@ -220,8 +221,13 @@ class ServerLink:
         if self.wanted.pop(uri, None) is not None:
             refresher = self.refreshers.pop(uri, None)
             if refresher is not None:
-                asyncio.get_running_loop().create_task(refresher.stop())
+                self._keep(asyncio.get_running_loop().create_task(refresher.stop()))
             self._changed.set()
+
+    def _keep(self, task: asyncio.Task[Any]) -> None:
+        """Hold a fire-and-forget task until it ends (the loop keeps only a weak reference)."""
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def recheck(self) -> None:
         """Try again now (``mcpsubctl resubscribe``, SIGHUP): ends a backoff or terminal wait."""
@@ -240,6 +246,9 @@ class ServerLink:
                 await self._task
         for refresher in list(self.refreshers.values()):
             await refresher.stop()
+        for task in list(self._background):  # refreshers unwanted just before the stop
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         await self._close_stream(self.stream)
         self.stream = None
         self.state = "stopped"
@@ -487,10 +496,15 @@ class ServerLink:
                 change = asyncio.ensure_future(self._changed.wait())
                 # No timeout here: one supervisor task checks every link's stream for
                 # silence (check_silence) instead of 1,000 links each waking up on a timer.
-                done, _ = await asyncio.wait({get, change}, return_when=asyncio.FIRST_COMPLETED)
-                for pending in (get, change):
-                    if pending not in done:
-                        pending.cancel()
+                try:
+                    done, _ = await asyncio.wait({get, change}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    # Also when the link is stopped mid-wait (unsubscribe, SIGTERM, a lost
+                    # lease): a waiter left pending is destroyed later with asyncio's
+                    # "Task was destroyed but it is pending!" at error level.
+                    for pending in (get, change):
+                        if not pending.done():
+                            pending.cancel()
                 if get in done:
                     updates, ends = queue.take()
                     for uri in updates:

@@ -111,10 +111,11 @@ class Supervisor:
         """Stop renewing, close every stream, then release the leases still held (after
         :meth:`hand_over`, none unless it timed out) so the others claim them at once."""
         self.ready = False
-        if self._prune_task is not None:
-            self._prune_task.cancel()
-        if self._tick_task is not None:
-            self._tick_task.cancel()
+        for task in (self._prune_task, self._tick_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         await self.leases.stop()
         if self._listener is not None:
             await self._listener.stop()
@@ -123,6 +124,8 @@ class Supervisor:
             self.links.clear()
             self.standby_links.clear()
         await asyncio.gather(*(link.stop() for link in links), return_exceptions=True)
+        # Links stopped on a lost lease, reconciles: ended on purpose, not left to be destroyed.
+        await asyncio.gather(*list(self._background), return_exceptions=True)
         await self.leases.leave()
         await self.webhooks.stop()
 
@@ -274,7 +277,9 @@ class Supervisor:
     def _lease_lost(self, server_id: int) -> None:
         link = self.links.pop(server_id, None)
         if link is not None:
-            asyncio.get_running_loop().create_task(link.stop())
+            task = asyncio.get_running_loop().create_task(link.stop())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def _new_http_client(self) -> httpx.AsyncClient:
         settings = self.settings
