@@ -237,7 +237,7 @@ class Cursors:
 
     def get(self, key: str) -> int | None:
         try:
-            with open(os.path.join(self.dir, key), encoding="ascii") as handle:
+            with open(os.path.join(self.dir, key), encoding="utf-8") as handle:
                 text = handle.read(32).strip()
         except (OSError, ValueError):
             return None
@@ -251,7 +251,7 @@ class Cursors:
         tmp = f"{path}.{os.getpid()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="ascii") as handle:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(f"{cursor}\n")
             os.replace(tmp, path)
         except OSError as exc:
@@ -357,7 +357,7 @@ class Api:
         chunks: list[bytes] = []
         size = 0
         try:
-            sock.sendall(request.encode("ascii"))
+            sock.sendall(request.encode())
             while True:
                 chunk = sock.recv(65536)
                 if not chunk:

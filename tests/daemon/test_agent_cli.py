@@ -11,6 +11,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -235,6 +236,28 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     assert (via_parser.returncode, via_parser.stdout, via_parser.stderr) == (0, "", "")
     assert (d.state_dir / "hooks" / "claude-code--p").exists()
     assert "additionalContext" in hook(d, "codex", "", "--help").stdout
+
+    # With nothing new, the hook loads no module an interpreter does not load anyway, but
+    # its own and two C modules: its start-up budget is twice a bare interpreter.
+    traced = subprocess.run(
+        [sys.executable, "-X", "importtime", str(BIN / "mcpsubctl"), "hook", "claude-code"],
+        input=json.dumps({"session_id": "p"}),
+        env=cli_env({"MCPSUB_STATE_DIR": str(d.state_dir)}),
+        capture_output=True,
+        text=True,
+    )
+    assert traced.returncode == 0 and traced.stdout == ""
+    loaded = {line.split("|")[-1].strip() for line in traced.stderr.splitlines() if "|" in line}
+    bare = subprocess.run(  # the same environment: tests/support/shims' sitecustomize too
+        [sys.executable, "-X", "importtime", "-c", "pass"],
+        env=cli_env({"MCPSUB_STATE_DIR": str(d.state_dir)}),
+        capture_output=True,
+        text=True,
+    )
+    baseline = {line.split("|")[-1].strip() for line in bare.stderr.splitlines() if "|" in line}
+    assert loaded - baseline - {"import time:"} <= {
+        "__future__", "cli", "cli.entry", "cli.agent_hook", "_json", "_socket"
+    }, loaded - baseline  # fmt: skip
 
 
 def test_hook_over_tcp_with_the_token(daemon_factory) -> None:
