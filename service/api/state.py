@@ -61,6 +61,8 @@ class ApiState:
     read_timeout_s: float = 10.0
     """A request body must arrive within this (a trickling client holds a connection)."""
     waiters: int = field(default=0)
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the daemon stops: streams that can end with a result do so at once."""
 
     async def read_body(self, request: Request) -> bytes:
         """The whole body, at most ``max_body_bytes`` (413), within ``read_timeout_s`` (408)."""

@@ -365,6 +365,7 @@ async def _serve(
 
     async def stop_work() -> None:
         await stopping.wait()
+        app.state.api.closing.set()  # long-lived answers (agent listens) end gracefully
         notifier.stopping()
         log.info("stopping", reason="signal")
         try:

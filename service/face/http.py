@@ -184,13 +184,12 @@ class FaceHttp:
             async with state.waiter_slot():
                 try:
                     while not overflow.is_set():
-                        try:
-                            async with asyncio.timeout(state.keepalive_s):
-                                message = await queue.get()
-                        except TimeoutError:
-                            yield b": keepalive\n\n"
-                            continue
-                        yield _frame(message)
+                        message = await _next(queue, state.closing, state.keepalive_s)
+                        if message is _CLOSING:
+                            # The daemon stops: the listen's result is its graceful end.
+                            yield _frame(session.cancel_listen(msg.id) or {})
+                            return
+                        yield b": keepalive\n\n" if message is None else _frame(message)
                 finally:
                     await session.close()
 
@@ -320,13 +319,10 @@ class FaceHttp:
                 try:
                     yield b": stream open\n\n"
                     while True:
-                        try:
-                            async with asyncio.timeout(state.keepalive_s):
-                                message = await entry.queue.get()
-                        except TimeoutError:
-                            yield b": keepalive\n\n"
-                            continue
-                        yield _frame(message)
+                        message = await _next(entry.queue, state.closing, state.keepalive_s)
+                        if message is _CLOSING:
+                            return
+                        yield b": keepalive\n\n" if message is None else _frame(message)
                 finally:
                     entry.streaming = False
                     entry.last_used = time.monotonic()
@@ -348,6 +344,33 @@ class FaceHttp:
         for entry in self.sessions.values():
             await entry.session.close()
         self.sessions.clear()
+
+
+_CLOSING: Final[dict[str, Any]] = {}
+
+
+async def _next(
+    queue: asyncio.Queue[dict[str, Any]], closing: asyncio.Event, keepalive_s: float
+) -> dict[str, Any] | None:
+    """The next queued message; None after ``keepalive_s`` of silence; ``_CLOSING`` once the
+    daemon stops (queued messages first)."""
+    if not queue.empty():
+        return queue.get_nowait()
+    if closing.is_set():
+        return _CLOSING
+    getter = asyncio.ensure_future(queue.get())
+    closer = asyncio.ensure_future(closing.wait())
+    try:
+        done, _ = await asyncio.wait(
+            {getter, closer}, timeout=keepalive_s, return_when="FIRST_COMPLETED"
+        )
+    finally:
+        closer.cancel()
+        if not getter.done():
+            getter.cancel()
+    if getter in done and not getter.cancelled():
+        return getter.result()
+    return _CLOSING if closer in done else None
 
 
 def _error_response(msg_id: Any, exc: p.RpcError) -> JSONResponse:

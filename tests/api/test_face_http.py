@@ -110,3 +110,36 @@ def test_the_agent_policy_follows_the_daemon_setting(live: LiveApi) -> None:
         assert denied.status_code == 403
         assert denied.json()["errorCode"] == "AGENT_ORIGIN_NOT_ALLOWED"
         assert api.post("/v1/agent/subscriptions", json={"url": TWO}).status_code == 400
+
+
+def test_a_listen_ends_with_its_result_when_the_daemon_stops(live: LiveApi) -> None:
+    live.call(lambda sup: sup.subscribe(ONE, URI))
+    listen = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "subscriptions/listen",
+        "params": {**META, "notifications": {"resourcesListChanged": True}},
+    }
+
+    async def closing(_sup: Any) -> None:
+        live.app.state.api.closing.set()
+
+    frames: list[dict[str, Any]] = []
+    with (
+        client(live) as c,
+        c.stream(
+            "POST", "/mcp", json=listen, headers={"Mcp-Method": "subscriptions/listen"}
+        ) as stream,
+    ):
+        for line in stream.iter_lines():
+            if line.startswith("data: "):
+                frames.append(json.loads(line[6:]))
+                if len(frames) == 1:
+                    live.call(closing)
+    ack, final = frames
+    assert ack["params"]["notifications"] == {"resourcesListChanged": True}
+    assert final == {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "result": {"resultType": "complete", "_meta": {p.META_SUBSCRIPTION: 9}},
+    }

@@ -140,3 +140,32 @@ def test_mcp_starts_the_daemon_on_first_use_unless_told_not_to(tmp_path: Path) -
         assert peer.close() == 0
         if pid is not None:
             os.kill(pid, signal.SIGTERM)
+
+
+def test_stdio_session_survives_a_daemon_restart(
+    lab_server_factory: Any, daemon_factory: Any
+) -> None:
+    """The face keeps no state: after the daemon restarts, the same stdio session still
+    answers, and a change made while it was down is notified from the stored cursor."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    put(lab, DOC, "one\n")
+    d: Daemon = daemon_factory()
+    assert d.ctl("subscribe", "--url", lab.url, "--uri", DOC, "--json").code == 0
+    peer = StdioPeer(d.state_dir, "--no-autostart")
+    try:
+        peer.request(0, "initialize", {"protocolVersion": "2025-11-25"})
+        peer.answer(0)
+        peer.request(1, "resources/subscribe", {"uri": DOC})
+        assert peer.answer(1)["result"] == {}
+        assert d.stop() == 0
+        peer.request(2, "tools/call", {"name": "read", "arguments": {"uri": DOC}})
+        down = peer.answer(2)["result"]
+        assert down["structuredContent"]["errorCode"] == "DAEMON_UNAVAILABLE"
+        d.start()
+        put(lab, DOC, "one\ntwo\n")
+        updated = peer.until(lambda m: m.get("method") == "notifications/resources/updated", 30)
+        assert updated["params"] == {"uri": DOC}
+        peer.request(3, "tools/call", {"name": "read", "arguments": {"uri": DOC}})
+        assert peer.answer(3)["result"]["structuredContent"]["revision"] == 2
+    finally:
+        assert peer.close() == 0
