@@ -21,9 +21,9 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -36,6 +36,7 @@ from service.face.session import Face, Session
 from service.jsonout import dumps
 from service.mcp.wire import decode_header_value
 
+T = TypeVar("T")
 MAX_MESSAGE_BYTES: Final = 1024 * 1024
 QUEUE_LIMIT: Final = 1024
 SESSION_IDLE_S: Final = 1800.0
@@ -130,7 +131,7 @@ class FaceHttp:
         session.version = p.MODERN
         if msg.method == "subscriptions/listen":
             return await self._listen(msg, session)
-        return await self._answer(msg, session, modern=True)
+        return await self._answer(request, msg, session, modern=True)
 
     @staticmethod
     def _check_headers(request: Request, msg: p.Incoming, header: str | None) -> None:
@@ -195,13 +196,17 @@ class FaceHttp:
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
 
-    async def _answer(self, msg: p.Incoming, session: Session, *, modern: bool) -> Response:
+    async def _answer(
+        self, request: Request, msg: p.Incoming, session: Session, *, modern: bool
+    ) -> Response:
         """One request's answer: JSON, or SSE with progress when the client asked for it."""
         token = p.progress_token(msg.params) if msg.method == "tools/call" else None
         if token is None:
             try:
                 async with self._wait_slot(msg):
-                    answer = await session.handle(msg)
+                    answer = await _unless_gone(request, session.handle(msg))
+            except ClientGone:
+                return Response(status_code=499)
             except TooBusy as exc:
                 answer = p.error(msg.id, p.RpcError(p.INTERNAL_ERROR, exc.message))
             return _json_answer(answer, modern)
@@ -265,7 +270,7 @@ class FaceHttp:
         entry.last_used = time.monotonic()
         if msg.is_response or not msg.has_id:
             return Response(status_code=202)
-        response = await self._answer(msg, entry.session, modern=False)
+        response = await self._answer(request, msg, entry.session, modern=False)
         response.headers["mcp-session-id"] = sid
         return response
 
@@ -344,6 +349,30 @@ class FaceHttp:
         for entry in self.sessions.values():
             await entry.session.close()
         self.sessions.clear()
+
+
+class ClientGone(Exception):
+    """The client closed the connection while its request was pending."""
+
+
+async def _unless_gone(request: Request, work: Awaitable[T]) -> T:
+    """``work``'s result, or ClientGone as soon as the client disconnects (a pending
+    ``wait_for_change`` must not hold its waiter slot for a client that left)."""
+    task = asyncio.ensure_future(work)
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(gone())
+    try:
+        await asyncio.wait({task, watcher}, return_when="FIRST_COMPLETED")
+    finally:
+        watcher.cancel()
+    if not task.done():
+        task.cancel()
+        raise ClientGone
+    return task.result()
 
 
 _CLOSING: Final[dict[str, Any]] = {}

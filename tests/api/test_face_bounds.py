@@ -5,6 +5,7 @@ and a session's notification queue. The API is served by uvicorn on a real unix 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -18,12 +19,12 @@ MODERN = {"MCP-Protocol-Version": p.MODERN}
 META = {"_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}
 
 
-def client(live: LiveApi) -> httpx.Client:
+def client(live: LiveApi, timeout: float = 10) -> httpx.Client:
     return httpx.Client(
         transport=httpx.HTTPTransport(uds=str(live.socket_path)),
         base_url="http://localhost",
         headers={"Accept": "application/json, text/event-stream"},
-        timeout=10,
+        timeout=httpx.Timeout(10, read=timeout),
     )
 
 
@@ -141,3 +142,25 @@ def test_a_session_queue_drops_what_does_not_fit(live: LiveApi) -> None:
                     break
         assert all(f["method"] == "notifications/resources/updated" for f in frames)
         assert {f["params"]["uri"] for f in frames} == {uri}
+
+
+def test_a_pending_wait_frees_its_slot_when_the_client_leaves(live: LiveApi) -> None:
+    state = live.app.state.api
+    with client(live, timeout=0.5) as c:
+        try:
+            modern(
+                c,
+                "tools/call",
+                {"name": "wait_for_change", "arguments": {"timeoutSeconds": 120}},
+                **{"Mcp-Name": "wait_for_change"},
+            ).read()
+        except httpx.ReadTimeout:
+            pass
+        else:
+            raise AssertionError("the wait answered before its timeout")
+    # the client gave up after 0.5 s and closed its connection: the slot is freed at once,
+    # not after the 120 s the wait asked for
+    deadline = time.monotonic() + 10
+    while state.waiters and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling another thread's counter
+    assert state.waiters == 0
