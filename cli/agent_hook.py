@@ -471,6 +471,13 @@ def run(agent: str, api_spec: str | None, stdin: Any, stdout: Any) -> None:
     cursors.put(key, int(events[-1].get("id") or cursor), new=False)
 
 
+def _say(problem: HookProblem) -> None:
+    """One line on stderr; what a hostile ``--api`` peer answered cannot drive the terminal."""
+    from service.safetext import terminal_safe
+
+    sys.stderr.write(f"mcpsubctl hook: {terminal_safe(str(problem))}\n")
+
+
 def main(argv: list[str]) -> int:
     """``mcpsubctl hook …``; ``argv`` is what follows ``hook``."""
     if "-h" in argv or "--help" in argv:
@@ -479,12 +486,12 @@ def main(argv: list[str]) -> int:
     try:
         agent, api = parse_argv(argv)
     except HookProblem as exc:
-        sys.stderr.write(f"mcpsubctl hook: {exc}\n")
+        _say(exc)
         return EXIT_USAGE
     try:
         run(agent, api, sys.stdin, sys.stdout)
     except HookProblem as exc:
-        sys.stderr.write(f"mcpsubctl hook: {exc}\n")
+        _say(exc)
     except KeyboardInterrupt:
         return 130
     return EXIT_OK

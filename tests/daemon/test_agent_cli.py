@@ -317,8 +317,9 @@ class HostileApi:
         (b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * (5 << 20), "too large"),  # 5 MiB: the size bound
         (b"SSH-2.0-OpenSSH\r\n\r\n", "not HTTP"),
         (b"HTTP/1.1 200 OK\r\n\r\n[1, 2]", "HTTP 200"),
+        (b'HTTP/1.1 500 X\r\n\r\n{"errorCode": "\\u001b[2JEVIL"}', "HTTP 500 \\x1b[2JEVIL"),
     ],
-    ids=["silent", "huge", "not-http", "not-an-object"],
+    ids=["silent", "huge", "not-http", "not-an-object", "escape"],
 )
 def test_hook_survives_a_hostile_api(tmp_path: Path, reply: bytes | None, said: str) -> None:
     server = HostileApi(tmp_path / "api.sock", reply)
@@ -332,4 +333,5 @@ def test_hook_survives_a_hostile_api(tmp_path: Path, reply: bytes | None, said: 
         server.close()
     assert (result.returncode, result.stdout) == (0, "")
     assert said in result.stderr and "Traceback" not in result.stderr
+    assert "\x1b" not in result.stderr
     assert (tmp_path / "hooks" / "codex--s").read_text() == "5\n", "the cursor stays"
