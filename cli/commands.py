@@ -25,6 +25,7 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("cli.service_cmds", "add_service_commands", ("service",)),
     ("cli.face_cmds", "add_face_command", ("mcp",)),
     ("cli.agent_cmds", "add_agent_commands", ("tail", "hook")),
+    ("cli.ui_cmds", "add_ui_command", ("ui",)),
 )
 """Command groups in their own modules, after ctl.py's own (probe, call, login, logout)."""
 

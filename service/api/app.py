@@ -27,6 +27,7 @@ from service.api.routes import (
     webhooks,
 )
 from service.api.security import DEFAULT_ALLOWED_HOSTS, LocalGuard
+from service.api.sessions import BrowserSessions
 from service.api.state import ApiState, SupervisorLike
 
 
@@ -69,7 +70,11 @@ def create_app(
     for module in routers:
         app.include_router(module.router)
     _mount_face(app, supervisor, agent_allowed_origins, agent_progress_s)
-    app.add_middleware(LocalGuard, token=token, allowed_hosts=allowed_hosts)
+    # The console's sessions (login links included) for a token; None on the unix socket.
+    app.state.sessions = BrowserSessions(token) if token is not None else None
+    app.add_middleware(
+        LocalGuard, token=token, allowed_hosts=allowed_hosts, sessions=app.state.sessions
+    )
     app.openapi = lambda: document(app)  # type: ignore[method-assign]
     return app
 

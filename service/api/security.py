@@ -78,10 +78,19 @@ def bearer_matches(header: str | None, token: str) -> bool:
 
 
 class LocalGuard:
-    def __init__(self, app: ASGIApp, *, token: str | None, allowed_hosts: Iterable[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        allowed_hosts: Iterable[str],
+        sessions: BrowserSessions | None = None,
+    ) -> None:
         self.app = app
         self._token = token
-        self.sessions = BrowserSessions(token) if token is not None else None
+        if sessions is None and token is not None:
+            sessions = BrowserSessions(token)
+        self.sessions = sessions
         self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

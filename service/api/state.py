@@ -63,6 +63,9 @@ class ApiState:
     waiters: int = field(default=0)
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the daemon stops: streams that can end with a result do so at once."""
+    console_listener: Any = None
+    """A :class:`service.api.listener.ConsoleListener` on a unix-socket daemon (the daemon
+    sets it): ``POST /v1/console/listener`` opens a loopback TCP listener for a browser."""
 
     async def read_body(self, request: Request) -> bytes:
         """The whole body, at most ``max_body_bytes`` (413), within ``read_timeout_s`` (408)."""

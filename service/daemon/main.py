@@ -307,6 +307,7 @@ async def _serve(
         return EXIT_DB_UNAVAILABLE
     store = Store.open(settings.db_url)
     from service.api.app import create_app
+    from service.api.listener import ConsoleListener
 
     supervisor = Supervisor(store, settings, token_provider=_token_provider())
     tcp = settings.api_tcp
@@ -320,6 +321,11 @@ async def _serve(
         agent_allowed_origins=parse_setting(settings.agent_allowed_origins),
         agent_progress_s=settings.agent_progress_s,
     )
+    if not tcp:  # `mcpsubctl ui` may ask for a loopback TCP listener a browser can reach
+        app.state.api.console_listener = ConsoleListener(
+            lambda t: create_app(supervisor, token=t, read_timeout_s=settings.api_header_timeout_s),
+            lambda: api_token(settings),
+        )
     limits, tracker = api_limits(settings, open_files)
     budget = FdBudget(open_files, settings.fd_reserve, limits.max_connections, lambda: tracker.open)
     supervisor.admit_link = budget.check
@@ -358,6 +364,8 @@ async def _serve(
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     server = DaemonServer(config, lambda: loop.call_soon_threadsafe(stopping.set))
+    if app.state.api.console_listener is not None:  # stops taking browsers with the API
+        app.state.api.console_listener.close_when(stopping)
     reloader = Reloader(supervisor, settings, source, set_log_level)
 
     def current_status() -> str:
@@ -417,6 +425,8 @@ async def _serve(
     await serving
     stopping.set()
     await stopper
+    if app.state.api.console_listener is not None:
+        await app.state.api.console_listener.close()
     for task in background:
         task.cancel()
     await asyncio.gather(*background, return_exceptions=True)

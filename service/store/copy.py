@@ -28,6 +28,7 @@ TABLES: tuple[Table, ...] = (
     schema.events,
     schema.webhook_targets,
     schema.deliveries,
+    schema.delivery_attempts,
 )
 """In foreign-key order."""
 RESET_ON_COPY = {"lease_owner": None, "lease_until": None, "lease_successor": None}

@@ -172,3 +172,22 @@ deliveries = Table(
 
 Index("ix_deliveries_due", deliveries.c.state, deliveries.c.next_attempt_at)
 Index("ix_deliveries_order", deliveries.c.target_id, deliveries.c.uri, deliveries.c.id)
+
+delivery_attempts = Table(
+    "delivery_attempts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("delivery_id", Integer, ForeignKey("deliveries.id", ondelete="CASCADE"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("duration_ms", Float),
+    # The headers sent (signature included; never the secret); the body is the delivery's.
+    Column("request_headers", Text, nullable=False, server_default="{}"),
+    Column("ok", Integer, nullable=False, server_default="0"),
+    Column("status", Integer),
+    # The first RESPONSE_EXCERPT bytes of the answer, decoded with replacement characters.
+    Column("response_body", Text),
+    Column("error", Text),
+    sqlite_autoincrement=True,
+)
+Index("ix_delivery_attempts_delivery", delivery_attempts.c.delivery_id, delivery_attempts.c.id)

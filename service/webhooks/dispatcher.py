@@ -25,7 +25,7 @@ import json
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -39,6 +39,7 @@ from service.store import Store
 from service.webhooks.outbox import Delivery
 from service.webhooks.repository import (
     Applied,
+    AttemptLog,
     AttemptResult,
     WebhookRepository,
     Work,
@@ -74,6 +75,19 @@ class Outcome:
     disable_reason: str | None = None
     permanent: bool = False
     """Retrying cannot help (the target resolves to a refused address): dead at once."""
+    response_body: str | None = None
+    """The answer's first :data:`RESPONSE_EXCERPT` bytes (the console's attempt log)."""
+    request_headers: dict[str, str] | None = None
+    started_at: float = 0.0
+    duration_ms: float | None = None
+
+
+RESPONSE_EXCERPT = 2048
+"""Bytes of a receiver's answer kept per attempt."""
+
+
+def excerpt(body: bytes) -> str:
+    return body[:RESPONSE_EXCERPT].decode("utf-8", "replace")
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -500,7 +514,14 @@ class Dispatcher:
             ),
         }
         self.stats["attempts_total"] += 1
-        return await self._post(delivery.target_id, url, allow_private, item.body, headers)
+        started, clock = time.time(), time.monotonic()
+        outcome = await self._post(delivery.target_id, url, allow_private, item.body, headers)
+        return replace(
+            outcome,
+            request_headers=headers,
+            started_at=started,
+            duration_ms=round((time.monotonic() - clock) * 1000, 1),
+        )
 
     async def _post(
         self, target_id: int, url: str, allow_private: bool, body: bytes, headers: dict[str, str]
@@ -519,7 +540,8 @@ class Dispatcher:
                 return refused_outcome(exc) or Outcome(
                     False, None, f"{type(exc).__name__}: {exc}"[:300]
                 )
-            return attempt_outcome(answer.status, answer.headers, time.time())
+            outcome = attempt_outcome(answer.status, answer.headers, time.time())
+            return replace(outcome, response_body=excerpt(answer.body))
         try:
             response = await self._client(target_id, allow_private).post(
                 url, content=body, headers=headers
@@ -529,7 +551,8 @@ class Dispatcher:
                 False, None, f"{type(exc).__name__}: {exc}"[:300]
             )
         await response.aclose()
-        return attempt_outcome(response.status_code, response.headers, time.time())
+        outcome = attempt_outcome(response.status_code, response.headers, time.time())
+        return replace(outcome, response_body=excerpt(response.content))
 
     async def send_test(self, target_id: int) -> Outcome:
         """A signed ``webhook.test`` ping, outside the outbox (nothing is stored or retried)."""
@@ -564,7 +587,7 @@ class Dispatcher:
     def _queue_outcome(self, delivery: Delivery, outcome: Outcome) -> None:
         if outcome.ok:
             self.stats["delivered_total"] += 1
-            result = AttemptResult(delivery, True, outcome.status or 200)
+            result = AttemptResult(delivery, True, outcome.status or 200, attempt=_attempt(outcome))
         else:
             self.stats["failed_total"] += 1
             retry_at = (
@@ -587,6 +610,7 @@ class Dispatcher:
                 outcome.error,
                 next_attempt_at=retry_at,
                 disable_target=outcome.disable_reason,
+                attempt=_attempt(outcome),
             )
         self._outcomes.append(result)
         self._outcomes_ready.set()
@@ -639,3 +663,15 @@ class Dispatcher:
                 retry_at=result.next_attempt_at,
                 dead=delivery.id in applied.dead,
             )
+
+
+def _attempt(outcome: Outcome) -> AttemptLog | None:
+    """What the attempt log keeps of an outcome (None when nothing was sent)."""
+    if outcome.request_headers is None:
+        return None
+    return AttemptLog(
+        started_at=outcome.started_at,
+        duration_ms=outcome.duration_ms,
+        request_headers=outcome.request_headers,
+        response_body=outcome.response_body,
+    )

@@ -138,6 +138,18 @@ class AttemptResult:
     error: str = ""
     next_attempt_at: float | None = None
     disable_target: str | None = None
+    attempt: AttemptLog | None = None
+    """What was sent and answered, for the attempt log (None: record no attempt row)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptLog:
+    """One attempt's request headers and the start of its answer (``delivery_attempts``)."""
+
+    started_at: float
+    duration_ms: float | None
+    request_headers: dict[str, str]
+    response_body: str | None
 
 
 @dataclass(slots=True)
@@ -316,7 +328,33 @@ def apply_outcomes_sync(
             )
     if delivered:
         conn.execute(MARK_DELIVERED, delivered)
+    attempts = [_attempt_row(result) for result in results if result.attempt is not None]
+    if attempts:
+        conn.execute(INSERT_ATTEMPT, attempts)
     return applied
+
+
+INSERT_ATTEMPT = text(
+    "INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms,"
+    " request_headers, ok, status, response_body, error) VALUES (:delivery_id, :attempt,"
+    " :started_at, :duration_ms, :request_headers, :ok, :status, :response_body, :error)"
+)
+
+
+def _attempt_row(result: AttemptResult) -> dict[str, Any]:
+    log = result.attempt
+    assert log is not None
+    return {
+        "delivery_id": result.delivery.id,
+        "attempt": result.delivery.attempts + 1,
+        "started_at": log.started_at,
+        "duration_ms": log.duration_ms,
+        "request_headers": json.dumps(log.request_headers, separators=(",", ":")),
+        "ok": 1 if result.ok else 0,
+        "status": result.status,
+        "response_body": log.response_body,
+        "error": result.error[:500] or None,
+    }
 
 
 ANY_ENABLED_TARGET = text("SELECT 1 FROM webhook_targets WHERE enabled = 1 LIMIT 1")
@@ -566,16 +604,44 @@ class WebhookRepository:
         state: str | None = None,
         after: int = 0,
         limit: int = 100,
+        since: float | None = None,
+        newest_first: bool = False,
     ) -> list[Delivery]:
+        """Ids above ``after``, oldest first; or (``newest_first``) the newest ``limit``.
+        ``since``: created at or after this Unix time."""
         d = schema.deliveries
         query = select(d).where(d.c.id > after)
         if target_id is not None:
             query = query.where(d.c.target_id == target_id)
         if state is not None:
             query = query.where(d.c.state == state)
+        if since is not None:
+            query = query.where(d.c.created_at >= since)
+        order = d.c.id.desc() if newest_first else d.c.id
         async with self._engine.connect() as conn:
-            rows = await conn.execute(query.order_by(d.c.id).limit(limit))
+            rows = await conn.execute(query.order_by(order).limit(limit))
             return [delivery_from_row(row) for row in rows]
+
+    async def attempts(self, delivery_id: int, limit: int = 100) -> list[dict[str, Any]]:
+        """The delivery's logged attempts, oldest first (the newest ``limit``)."""
+        a = schema.delivery_attempts
+        query = select(a).where(a.c.delivery_id == delivery_id).order_by(a.c.id.desc())
+        async with self._engine.connect() as conn:
+            rows = list(await conn.execute(query.limit(limit)))
+        rows.reverse()
+        return [
+            {
+                "attempt": int(row.attempt),
+                "startedAt": float(row.started_at),
+                "durationMs": row.duration_ms,
+                "requestHeaders": json.loads(row.request_headers or "{}"),
+                "ok": bool(row.ok),
+                "status": row.status,
+                "responseBody": row.response_body,
+                "error": row.error,
+            }
+            for row in rows
+        ]
 
     async def record_success(self, delivery: Delivery, status: int) -> None:
         await self.apply_outcomes([AttemptResult(delivery, True, status)])

@@ -173,6 +173,9 @@ async def test_cookie_login_csrf_and_login_link(tcp: httpx.AsyncClient) -> None:
     assert (await tcp.get("/v1/subscriptions")).status_code == 200
     tcp.cookies.clear()
     assert (await tcp.get(path)).status_code == 401  # used once already
+    here = await tcp.post("/v1/console/listener", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert here.json()["url"] == "http://127.0.0.1:7000"
+    assert (await tcp.get(here.json()["path"])).status_code == 303
 
 
 async def test_console_on_the_unix_socket_needs_no_login(client: httpx.AsyncClient) -> None:
@@ -181,6 +184,8 @@ async def test_console_on_the_unix_socket_needs_no_login(client: httpx.AsyncClie
     assert (await client.get("/ui/login")).status_code == 303
     answer = await client.post("/v1/console/login-link")
     assert answer.status_code == 409 and answer.json()["errorCode"] == "CONSOLE_NEEDS_TCP"
+    listener = await client.post("/v1/console/listener")  # no daemon here to open one
+    assert listener.json()["errorCode"] == "CONSOLE_LISTENER_UNAVAILABLE"
     assert (
         (await client.get("/ui/static/console.js"))
         .headers["content-type"]
@@ -200,3 +205,11 @@ def test_the_console_is_not_imported_until_asked_for() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_delivery_attempts_and_newest_deliveries(client: httpx.AsyncClient) -> None:
+    missing = await client.get("/v1/deliveries/999/attempts")
+    assert missing.status_code == 404 and missing.json()["errorCode"] == "DELIVERY_NOT_FOUND"
+    newest = await client.get("/v1/deliveries?newest=true&since=0")
+    assert newest.status_code == 200 and newest.json() == {"deliveries": [], "nextAfter": 0}
+    assert (await client.get("/v1/deliveries?since=-1")).status_code == 400

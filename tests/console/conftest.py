@@ -31,7 +31,12 @@ def lab() -> Iterator[LabServer]:
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     state = tmp_path_factory.mktemp("console-state")
-    started = Daemon(state, {"MCPSUB_API": f"tcp://127.0.0.1:{free_port()}"}).start()
+    env = {
+        "MCPSUB_API": f"tcp://127.0.0.1:{free_port()}",
+        # A failed delivery waits for the person to retry it (no automatic retry in a test).
+        "MCPSUB_WEBHOOK_SCHEDULE": "0,600",
+    }
+    started = Daemon(state, env).start()
     try:
         yield started
     finally:

@@ -10,10 +10,11 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 
-from tests.console.conftest import shot, subscribe
+from tests.console.conftest import shot, subscribe, wait_until
 from tests.support.browser import NARROW
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
+from tests.webhooks.receiver import Receiver, Step
 
 
 def test_login_with_the_token(context: Any, daemon: Daemon, screenshots: Path) -> None:
@@ -148,3 +149,81 @@ def test_requests_without_the_cookie_or_from_another_origin_are_refused(
     expect(logged_in).to_have_url(f"{base}/ui/login")
     logged_in.goto(f"{base}/ui/")
     expect(logged_in).to_have_url(f"{base}/ui/login")
+
+
+def test_a_failing_webhook_target_is_retried_from_the_page_once_fixed(
+    logged_in: Any, daemon: Daemon, lab: LabServer, screenshots: Path
+) -> None:
+    receiver = Receiver().start()
+    try:
+        receiver.plan(
+            "/hook", Step(503, body=b'{"error": "receiver down <b>bold</b>"}'), then=Step(200)
+        )
+        page = logged_in
+        page.goto(f"{daemon.tcp_url}/ui/webhooks")
+        page.get_by_label("Endpoint URL").fill(receiver.url("/hook"))
+        page.get_by_label("URI patterns (comma-separated, optional)").fill("test://hooked/*")
+        page.get_by_role("button", name="Add target").click()
+        expect(page.locator("#secret-box")).to_contain_text("whsec_")
+        secret = page.locator("#secret-box").inner_text().split(": ")[-1].strip()
+        receiver.expect_secret("/hook", secret)
+        expect(page.locator("#targets")).to_contain_text(receiver.url("/hook"))
+
+        subscribe(daemon, lab, "test://hooked/a", "hello hooks")
+        receiver.wait_count("/hook", 1)
+        row = page.locator("#deliveries tbody tr", has_text="test://hooked/a")
+        expect(row).to_contain_text("failed", timeout=10_000)
+        delivery_id = row.locator("td").first.inner_text()
+        page.get_by_role("button", name=f"Attempts of delivery {delivery_id}").click()
+        attempts = page.locator("#attempts")
+        expect(attempts).to_contain_text("HTTP 503")
+        expect(attempts).to_contain_text('{"error": "receiver down <b>bold</b>"}')
+        expect(attempts).to_contain_text("webhook-signature: v1,")
+        expect(attempts).to_contain_text('"uri":"test://hooked/a"')
+        assert page.locator("#attempts b").count() == 0
+        expect(page.locator("#targets")).to_contain_text("failing")
+
+        # The receiver answers 200 from now on (its plan is spent): retry from the page.
+        page.get_by_role("button", name=f"Retry delivery {delivery_id}").click()
+        expect(row).to_contain_text("delivered", timeout=10_000)
+        expect(attempts).to_contain_text("Attempt 2", timeout=10_000)
+        expect(attempts).to_contain_text("delivered, HTTP 200")
+        assert len(receiver.wait_count("/hook", 2)) == 2
+        expect(page.locator("#targets")).to_contain_text("healthy")
+        page.get_by_role("button", name="Send a test to target").first.click()
+        expect(page.locator("#notice")).to_contain_text("answered 200")
+        shot(page, screenshots, "webhooks")
+    finally:
+        receiver.close()
+    assert not receiver.verification_errors()
+
+
+def test_events_tail_pauses_and_resumes_from_its_cursor(
+    logged_in: Any, daemon: Daemon, lab: LabServer, screenshots: Path
+) -> None:
+    subscribe(daemon, lab, "test://console/tail", "one")
+    page = logged_in
+    page.goto(f"{daemon.tcp_url}/ui/events?type=resource.updated")
+    expect(page.get_by_label("Types (comma-separated)")).to_have_value("resource.updated")
+    expect(page.locator("#live-text")).to_have_text("Live: connected")
+    expect(page.locator("#events tbody")).to_contain_text("test://console/tail")
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator("#live-text")).to_have_text("Paused")
+    lab.control(
+        "PUT", "/lab/resources", json={"uri": "test://console/tail", "text": "two"}
+    ).raise_for_status()
+    wait_until(
+        lambda: (
+            daemon.api("GET", "/v1/content", params={"uri": "test://console/tail"}).json()[
+                "revision"
+            ]
+            == 2
+        )
+    )
+    tail_rows = page.locator("#events tbody tr", has_text="test://console/tail")
+    expect(tail_rows).to_have_count(1)
+    page.get_by_role("button", name="Resume").click()
+    expect(tail_rows).to_have_count(2)
+    expect(page.locator("#events tbody tr").first).to_contain_text("revision 2")
+    expect(page.locator("#live-text")).to_have_text("Live: connected")
+    shot(page, screenshots, "events")

@@ -1,8 +1,10 @@
 """Headless Chromium from Debian's package, driven by Playwright's Python API.
 
 Playwright's own browser download is never used (``executable_path`` points at the system
-Chromium, which ``.ci/run`` installs when missing). One browser per test worker; each test
-gets a fresh context (its own cookies). Under ``CI=true`` a missing Chromium fails the tests
+Chromium, which ``.ci/run`` installs when missing). One browser per test module (not per
+session: Playwright's sync API keeps its own event loop running on the worker's main thread
+while it is open, and the asyncio tests that the same xdist worker runs next then fail with
+"another loop is running"); each test gets a fresh context (its own cookies). Under ``CI=true`` a missing Chromium fails the tests
 instead of skipping them, as the PostgreSQL tests do.
 """
 
@@ -37,8 +39,8 @@ def chromium_path() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
     executable = chromium_path()
     if executable is None:
         reason = "Chromium is not installed (apt-get install chromium)"

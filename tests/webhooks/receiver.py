@@ -32,6 +32,7 @@ class Step:
     headers: dict[str, str] = field(default_factory=dict)
     hold: bool = False
     """Keep the request open until :meth:`Receiver.release` (or teardown)."""
+    body: bytes = b""
 
 
 @dataclass
@@ -183,8 +184,9 @@ class Receiver:
             handler.send_response(step.status)
             for name, value in step.headers.items():
                 handler.send_header(name, value)
-            handler.send_header("content-length", "0")
+            handler.send_header("content-length", str(len(step.body)))
             handler.end_headers()
+            handler.wfile.write(step.body)
         except OSError:
             pass  # the sender went away (killed daemon, timeout)
 

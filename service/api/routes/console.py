@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request, Response
 
 from service.api.errors import ApiError
 from service.api.sessions import BrowserSessions
+from service.api.state import api_state
 
 router = APIRouter()
 
@@ -36,6 +37,34 @@ async def login_link(request: Request) -> dict[str, Any]:
         raise ConsoleNeedsToken("the console needs no login on this listener")
     ticket, ttl = sessions.new_ticket()
     return {"path": f"/ui/login?ticket={ticket}", "expiresInSeconds": ttl}
+
+
+class NoConsoleListener(ApiError):
+    status = 409
+    error_code = "CONSOLE_LISTENER_UNAVAILABLE"
+    default_hint = "run `mcpsubctl ui` against the daemon's own socket"
+
+
+@router.post(
+    "/v1/console/listener",
+    tags=["console"],
+    status_code=201,
+    responses={409: {"description": "CONSOLE_LISTENER_UNAVAILABLE: nothing to open"}},
+)
+async def console_listener(request: Request) -> dict[str, Any]:
+    """Open (once) a loopback TCP listener for the console and hand out a one-time login
+    link on it: what ``mcpsubctl ui`` asks a daemon that serves only its unix socket. On a
+    TCP listener, the link is for that listener."""
+    listener = api_state(request).console_listener
+    own = request.scope.get("state", {}).get("sessions")
+    if listener is not None:
+        url, sessions = await listener.open()
+    elif isinstance(own, BrowserSessions):  # a TCP listener already: this one will do
+        url, sessions = f"http://{request.headers.get('host', '127.0.0.1')}", own
+    else:
+        raise NoConsoleListener("this daemon has no console listener to open")
+    ticket, ttl = sessions.new_ticket()
+    return {"url": url, "path": f"/ui/login?ticket={ticket}", "expiresInSeconds": ttl}
 
 
 @router.api_route("/ui{rest:path}", methods=["GET", "HEAD", "POST"], include_in_schema=False)

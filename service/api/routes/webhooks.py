@@ -382,13 +382,28 @@ async def list_deliveries(
     state: Annotated[str | None, Query(description=" | ".join(STATES))] = None,
     after: Annotated[int, Query(ge=0, le=validate.MAX_ID)] = 0,
     limit: Annotated[int, Query(ge=1, description=f"capped at {MAX_LIMIT}")] = 100,
+    since: Annotated[
+        float | None, Query(ge=0, le=1e11, description="created at or after (Unix seconds)")
+    ] = None,
+    newest: Annotated[bool, Query(description="the newest `limit` first instead")] = False,
 ) -> dict[str, Any]:
-    """Deliveries with an id above ``after``, oldest first; pass ``nextAfter`` back."""
+    """Deliveries with an id above ``after``, oldest first; pass ``nextAfter`` back.
+    With ``newest=true``: the newest ``limit`` matching deliveries, newest first."""
     if state is not None and state not in STATES:
         raise InvalidParameter(f"state must be one of {', '.join(STATES)}", field="state")
     found = await api_state(request).supervisor.webhooks.repo.list_deliveries(
-        target_id=target, state=state, after=after, limit=min(limit, MAX_LIMIT)
+        target_id=target,
+        state=state,
+        after=after,
+        limit=min(limit, MAX_LIMIT),
+        since=since,
+        newest_first=newest,
     )
+    if newest:
+        return {
+            "deliveries": [delivery_json(d) for d in found],
+            "nextAfter": max((d.id for d in found), default=after),
+        }
     return {
         "deliveries": [delivery_json(d) for d in found],
         "nextAfter": found[-1].id if found else after,
@@ -426,6 +441,22 @@ async def show_delivery(request: Request, delivery_id: DeliveryId) -> dict[str, 
     if found is None:
         raise DeliveryNotFound(f"no delivery {delivery_id}")
     return delivery_json(found)
+
+
+@router.get("/v1/deliveries/{id}/attempts")
+async def delivery_attempts(request: Request, delivery_id: DeliveryId) -> dict[str, Any]:
+    """Each logged attempt (headers sent, status, the answer's first 2 KiB, error) and the
+    request body (the same for every attempt: it is rebuilt from the delivery's revision)."""
+    dispatcher = api_state(request).supervisor.webhooks
+    found = await dispatcher.repo.get_delivery(delivery_id)
+    if found is None:
+        raise DeliveryNotFound(f"no delivery {delivery_id}")
+    body = await dispatcher.body(found)
+    return {
+        **delivery_json(found),
+        "requestBody": body.decode("utf-8", "replace"),
+        "attempts": await dispatcher.repo.attempts(delivery_id),
+    }
 
 
 @router.post("/v1/deliveries/{id}/retry")

@@ -442,6 +442,7 @@
     const form = $("filters");
     const targetsBody = $("targets").tBodies[0];
     const deliveriesBody = $("deliveries").tBodies[0];
+    let shown = null;  // the delivery whose attempts are on show: refreshed with the list
     const showSecret = (text) => { const box = $("secret-box"); box.hidden = false; box.textContent = text; };
     const targetRow = (t) => {
       const d = t.deliveries || {};
@@ -452,12 +453,12 @@
         el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
           const r = await api("POST", `/v1/webhooks/${t.id}/test`);
           notice(r.ok ? `Test ping to target ${t.id}: answered ${r.status} in ${r.elapsedMs} ms.` : `Test ping to target ${t.id} failed: ${r.status || ""} ${r.error || ""}`, r.ok);
-        }) }, "Send test"),
+        }), "aria-label": `Send a test to target ${t.id}` }, "Send test"),
         el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
           if (!confirm(`Rotate the secret of target ${t.id}? The old one keeps signing for 24 hours.`)) return;
           const r = await api("POST", `/v1/webhooks/${t.id}/rotate-secret`, {});
           showSecret(`New secret of target ${t.id} (shown once): ${r.secret}`);
-        }) }, "Rotate secret"),
+        }), "aria-label": `Rotate the secret of target ${t.id}` }, "Rotate secret"),
         el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
           await api("POST", `/v1/webhooks/${t.id}/${t.enabled ? "disable" : "enable"}`);
           await loadTargets();
@@ -481,13 +482,14 @@
       try {
         answer = await api("GET", `/v1/deliveries/${delivery.id}/attempts`);
       } catch (error) { report(error); return; }
-      $("attempts-label").textContent = `Delivery ${delivery.id} (${delivery.webhookId}) to target ${delivery.targetId}: ${answer.attempts.length} attempts`;
+      $("attempts-label").textContent = `Delivery ${delivery.id} (${delivery.webhookId}) to target ${delivery.targetId}, ${answer.state}: ${answer.attempts.length} attempts logged`;
+      if (!answer.attempts.length) box.append(el("p", { class: "muted", text: "No attempt yet." }));
       for (const a of answer.attempts) {
         const headers = Object.entries(a.requestHeaders || {}).map(([k, v]) => `${k}: ${v}`).join("\n");
         box.append(el("article", { class: "attempt", "aria-label": `attempt ${a.attempt}` },
-          el("h3", { text: `Attempt ${a.attempt} at ${time(a.startedAt)}: ${a.ok ? "delivered" : "failed"}${a.status ? `, HTTP ${a.status}` : ""}${a.error ? `, ${a.error}` : ""}` }),
+          el("h3", { text: `Attempt ${a.attempt} at ${time(a.startedAt)}: ${a.ok ? "delivered" : "failed"}${a.status ? `, HTTP ${a.status}` : ""}${a.error ? `, ${a.error}` : ""}${a.durationMs !== null ? ` (${a.durationMs} ms)` : ""}` }),
           el("h4", { text: "Request headers" }), el("pre", { class: "text", text: headers }),
-          el("h4", { text: "Request body" }), el("pre", { class: "text", text: a.requestBody || "" }),
+          el("h4", { text: "Request body" }), el("pre", { class: "text", text: answer.requestBody || "" }),
           el("h4", { text: "Response" }), el("pre", { class: "text", text: `${a.status ? `HTTP ${a.status}\n` : ""}${a.responseBody || ""}` })));
       }
     };
@@ -495,8 +497,8 @@
       el("td", { text: d.uri }), el("td", {}, stateTag(d.state)), el("td", { class: "num", text: d.attempts }),
       el("td", { text: d.lastStatus ? `HTTP ${d.lastStatus}` : d.lastError || "–" }), el("td", { text: time(d.createdAt) }),
       el("td", {}, el("div", { class: "actions" },
-        el("button", { type: "button", onclick: () => showAttempts(d) }, "Attempts"),
-        el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
+        el("button", { type: "button", "aria-label": `Attempts of delivery ${d.id}`, onclick: () => { shown = d; showAttempts(d); } }, "Attempts"),
+        el("button", { type: "button", "aria-label": `Retry delivery ${d.id}`, onclick: (e) => act(e.currentTarget, async () => {
           await api("POST", `/v1/deliveries/${d.id}/retry`);
           notice(`Delivery ${d.id} goes out again now.`, true);
           await loadDeliveries();
@@ -511,6 +513,7 @@
       clear(deliveriesBody);
       for (const d of answer.deliveries) deliveriesBody.append(deliveryRow(d));
       if (!answer.deliveries.length) deliveriesBody.append(el("tr", {}, el("td", { colspan: 8, text: "No deliveries match." })));
+      if (shown) await showAttempts(shown);
     };
     form.addEventListener("submit", (e) => { e.preventDefault(); loadDeliveries().catch(report); });
     $("recover").addEventListener("click", (e) => act(e.currentTarget, async () => {
@@ -537,7 +540,7 @@
     const now = await api("GET", "/v1/events?limit=1&before=9223372036854775807");
     const refresh = throttle(async () => { await Promise.all([loadTargets(), loadDeliveries()]); }, 1000);
     live({}, () => refresh(), now.nextAfter);
-    setInterval(refresh, 5000);  // delivery outcomes are not events: look again while open
+    setInterval(refresh, 3000);  // delivery outcomes are not events: look again while open
   }
 
   // ---- start ----------------------------------------------------------------------------------
