@@ -302,6 +302,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
             sys.stderr.write(f"hint: {f.hint}\n")
         if args.json:
             extra["message"] = f.message
+            learnt = outcome.result
+            if learnt is not None and learnt.listen_acknowledged:
+                # Say what was seen: the ack arrived before the frame that broke the rules.
+                extra.update(
+                    listenAcknowledged=True,
+                    honoredUris=learnt.honored_uris,
+                    closeReason=learnt.close_reason,
+                    initialText=learnt.initial_text,
+                )
             _emit(output.dumps(output.failure_json(f.code, f.hint, args.url, uris[0], extra)))
         elif machine_lines_wanted(False, args.lines):
             _emit(output.failure_lines(f.code, f.hint, args.url, uris[0]))

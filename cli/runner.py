@@ -74,6 +74,7 @@ def run_subscribe_probe(
                 skip_list_check=skip_list_check,
                 exact_uri_match=compat,
                 bound_all_phases=not compat,
+                name_violations=not compat,
                 client_name=client_name,
                 ca_cert=ca_cert,
                 request_timeout_s=phase_timeout_s,

@@ -39,6 +39,10 @@ DEFAULT_SUBSCRIBE_WAIT_MS = 30_000.0
 FIRST_STATE_POLL_S = (0.02, 0.25)
 """Polling interval while waiting for a subscription's first state (grows to the cap)."""
 LINK_FAILED_STATES = ("error", "login_required", "throttled", "backoff")
+SUBSCRIBE_TIMEOUT_HINT = (
+    "the daemon keeps trying; `mcpsubctl show ID` tells when the first read is stored "
+    "(or why not), or wait longer with --timeout-ms"
+)
 SUBSCRIPTION_HINTS = {
     "SUBSCRIPTION_NOT_HONORED": "the server acknowledged the stream without this URI; check "
     "it with `mcpsubctl probe --url URL --uri URI`",
@@ -83,11 +87,14 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
                 results[index] = {**item, **sub, "created": item["created"]}
                 if code is not None and failure is None:
                     failure = (code, f"{shown(item['uri'])}: {code}", hint)
-            pending = [r["uri"] for r in results if r["state"] == "pending"]
-            if pending and failure is None:
-                sys.stderr.write(
-                    f"mcpsubctl subscribe: no first read within {timeout_ms:g} ms for "
-                    f"{', '.join(pending)}; the daemon keeps trying (see `mcpsubctl status`)\n"
+            unread = [r["uri"] for r in results if r["state"] != "active"]
+            if unread and failure is None:
+                # Never exit 0 without a stored read: the wait ran out with nothing known.
+                failure = (
+                    "REQUEST_TIMEOUT",
+                    f"no first read within {timeout_ms:g} ms for "
+                    f"{', '.join(shown(u) for u in unread)}",
+                    SUBSCRIBE_TIMEOUT_HINT,
                 )
         if failure is not None:
             code, message, hint = failure
@@ -117,24 +124,25 @@ def first_state(
 ) -> tuple[dict[str, Any], str | None, str | None]:
     """Poll until the subscription's first state is known: (subscription, code, hint).
 
-    Known means a first revision was read (``code`` None), or the subscription or its link
-    failed (``code`` = the daemon's error code: RESOURCE_NOT_FOUND, PROTOCOL_UNSUPPORTED,
-    CONNECTION_REFUSED, …). On the deadline the subscription is returned as it is, with
-    ``code`` None and ``state`` still ``pending``.
+    Known means the first read is stored (state ``active``, ``code`` None), or the
+    subscription or its link failed (``code`` = the daemon's error code:
+    RESOURCE_NOT_FOUND, PROTOCOL_UNSUPPORTED, CONNECTION_REFUSED, REQUEST_TIMEOUT,
+    PROTOCOL_ERROR, …). On the deadline the subscription is returned as it is, with ``code``
+    None.
     """
     pause = FIRST_STATE_POLL_S[0]
     while True:
         sub = client.subscription(subscription_id)
         link = sub.get("link") or {}
         failed = sub.get("state") in ("error", "not_honored", "login_required")
-        if sub.get("revision", 0) >= 1 and not failed:
+        if sub.get("state") == "active" and sub.get("revision", 0) >= 1:
             return sub, None, None
         if failed:
             code = sub.get("stateCode") or link.get("lastErrorCode") or "INTERNAL_ERROR"
             hint = link.get("lastErrorHint") if code == link.get("lastErrorCode") else None
             if code == "RESOURCE_NOT_FOUND":
                 hint = RESOURCE_NOT_FOUND_HINT
-            return sub, code, hint or SUBSCRIPTION_HINTS.get(code)
+            return sub, code, hint or sub.get("stateHint") or SUBSCRIPTION_HINTS.get(code)
         if link.get("state") in LINK_FAILED_STATES and link.get("lastErrorCode"):
             hint = link.get("lastErrorHint")
             if link.get("state") == "backoff":

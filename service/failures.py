@@ -14,7 +14,7 @@ import ssl
 from dataclasses import dataclass
 
 from service.mcp import wire
-from service.mcp.classify import NETWORK_HINTS, network_error_code
+from service.mcp.classify import NETWORK_HINTS, malformed_http, network_error_code
 from service.mcp.errors import (
     PROTOCOL_UNSUPPORTED_HINT,
     EndpointNotFound,
@@ -88,6 +88,12 @@ def _invalid_url(exc: BaseException) -> bool:
     )
 
 
+PROTOCOL_ERROR_HINT = (
+    "the server broke MCP 2026-07-28; report it to its maintainers with this message"
+)
+REQUEST_TIMEOUT_HINT = "the server did not answer in time"
+INTERNAL_ERROR_HINT = "a bug in mcpsub: the daemon log has its traceback; please report it"
+NETWORK_ERROR_HINT = "the connection to the server failed; retry later"
 RESOURCE_NOT_FOUND_HINT = (
     "the server does not know this URI (resources/read answered -32602); check the URI with "
     "`mcpsubctl probe --url URL --uri URI`, or unsubscribe"
@@ -144,25 +150,45 @@ def classify(exc: BaseException, *, mode: str, compat: bool) -> Failure:
         return Failure("INVALID_URL", INVALID_URL_HINT, message)
     if _tls_not_spoken(exc):
         return Failure("TLS_HANDSHAKE_FAILED", TLS_NOT_SPOKEN_HINT, message)
+    if isinstance(exc, ProtocolViolation) or malformed_http(exc):
+        return Failure("PROTOCOL_ERROR", PROTOCOL_ERROR_HINT, message)
     if isinstance(exc, TransportError):
         if exc.kind == "timeout":
-            return Failure("REQUEST_TIMEOUT", "the server did not answer in time", message)
-        return Failure("NETWORK_ERROR", "the connection to the server failed; retry later", message)
+            return Failure("REQUEST_TIMEOUT", REQUEST_TIMEOUT_HINT, message)
+        return Failure("NETWORK_ERROR", NETWORK_ERROR_HINT, message)
     if isinstance(exc, TimeoutError) or getattr(exc, "error_code", None) == "NOTIFICATION_TIMEOUT":
         return Failure(
             "REQUEST_TIMEOUT", "--timeout-ms elapsed before the server answered", message
-        )
-    if isinstance(exc, ProtocolViolation):
-        return Failure(
-            "PROTOCOL_ERROR",
-            "the server broke MCP 2026-07-28; report it to its maintainers with this message",
-            message,
         )
     if isinstance(exc, McpError) and exc.error_code != "INTERNAL_ERROR":
         return Failure(exc.error_code, hint, message)
     if isinstance(exc, (JsonRpcError, HttpStatusError)):
         return Failure("SERVER_ERROR", hint, message)
     return Failure(fallback, None, message)
+
+
+_STATE_HINTS: dict[str, str] = {
+    **NETWORK_HINTS,
+    "RESOURCE_NOT_FOUND": RESOURCE_NOT_FOUND_HINT,
+    "PROTOCOL_ERROR": PROTOCOL_ERROR_HINT,
+    "REQUEST_TIMEOUT": REQUEST_TIMEOUT_HINT,
+    "NETWORK_ERROR": NETWORK_ERROR_HINT,
+    "PROTOCOL_UNSUPPORTED": PROTOCOL_UNSUPPORTED_HINT,
+    "ENDPOINT_NOT_FOUND": EndpointNotFound.hint or "",
+    "SUBSCRIPTION_NOT_HONORED": "the server acknowledged the stream without this URI; check "
+    "it with `mcpsubctl probe --url URL --uri URI`",
+    "AUTH_LOGIN_REQUIRED": "run `mcpsubctl login URL`; the daemon picks the token up",
+    "SERVER_ERROR": "the server answered with an error; the daemon retries",
+    "INTERNAL_ERROR": INTERNAL_ERROR_HINT,
+}
+
+
+def state_hint(code: str | None) -> str | None:
+    """The hint a subscription's ``stateCode`` shows (``stateHint``): what to do about it.
+
+    Kept by code, not stored: the code is the stable part, and a hint can improve without a
+    migration of every stored row."""
+    return _STATE_HINTS.get(code) if code else None
 
 
 def classify_read_failure(exc: BaseException) -> Failure:

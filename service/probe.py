@@ -39,7 +39,7 @@ from service.mcp.errors import (
     TransportError,
 )
 from service.mcp.lean import LeanHttp, lean_usable
-from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
+from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified, honored_uris
 from service.proberesult import ProbeResult as ProbeResult
 
 MAX_QUEUED_NOTIFICATIONS = 100
@@ -65,6 +65,10 @@ class ProbeOptions:
     """The drop-in counts only notifications for the exact URI; mcpsubctl takes sub-resources."""
     bound_all_phases: bool = False
     """mcpsubctl: the budget covers discovery, list and reads too, not only the wait."""
+    name_violations: bool = False
+    """mcpsubctl: a listen that breaks the protocol while opening (a wrong subscriptionId or
+    response id, a second ack) raises and is classified ``PROTOCOL_ERROR``; the drop-in keeps
+    the seed's ``SUBSCRIPTION_FAILED`` for it."""
     client_name: str = "mcpsub"
     ca_cert: str | None = None
     request_timeout_s: float = 60.0
@@ -243,6 +247,13 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
                     await stream.open()
             except (TimeoutError, JsonRpcError, ProtocolViolation, TransportError) as exc:
                 if isinstance(exc, JsonRpcError) and exc.error_code == "AUTH_FAILED":
+                    raise
+                if isinstance(exc, ProtocolViolation) and options.name_violations:
+                    # The ack may have arrived before the frame that broke the rules.
+                    if stream.acknowledged and stream.machine is not None:
+                        result.listen_acknowledged = True
+                        result.honored_uris = honored_uris(stream.machine.honored)
+                    result.close_reason = "local"
                     raise
                 if isinstance(exc, TransportError) and exc.kind == "connect":
                     raise

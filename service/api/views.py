@@ -5,17 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from service.failures import RESOURCE_NOT_FOUND_HINT
+from service.failures import state_hint as code_hint
 from service.store.records import Event, Revision, Subscription
-
-STATE_HINTS = {
-    "RESOURCE_NOT_FOUND": RESOURCE_NOT_FOUND_HINT,
-    "SUBSCRIPTION_NOT_HONORED": "the server acknowledged the stream without this URI; check "
-    "it with `mcpsubctl probe --url URL --uri URI`",
-    "AUTH_LOGIN_REQUIRED": "run `mcpsubctl login URL`; the daemon picks the token up",
-}
-"""What to do about a subscription's error state, by its code (the link's own errors carry
-their hint in ``lastErrorHint``)."""
 
 
 def camel(name: str) -> str:
@@ -30,7 +21,10 @@ _SUBSCRIPTION_KEYS = tuple(
 
 def subscription_json(sub: Subscription) -> dict[str, Any]:
     # Flat fields of plain values: no ``asdict`` deep copy, names converted once.
-    return {key: getattr(sub, name) for name, key in _SUBSCRIPTION_KEYS}
+    out = {key: getattr(sub, name) for name, key in _SUBSCRIPTION_KEYS}
+    # What to do about the state's code, shown with it (issue 22 §1).
+    out["stateHint"] = code_hint(sub.state_code)
+    return out
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -65,8 +59,9 @@ def content_json(sub: Subscription, rev: Revision, event_id: int | None) -> dict
 
 def state_hint(sub: Subscription, link: dict[str, Any] | None) -> str | None:
     """The hint for the subscription's error code, else its link's (None when all is well)."""
-    if sub.state_code and sub.state_code in STATE_HINTS:
-        return STATE_HINTS[sub.state_code]
+    hint = code_hint(sub.state_code)
+    if hint is not None:
+        return hint
     if link and link.get("lastErrorCode") and link.get("state") != "open":
         hint = link.get("lastErrorHint")
         return str(hint) if hint else None

@@ -37,7 +37,7 @@ from service.backoff import Backoff, ListenBudget
 from service.daemon.config import Settings
 from service.daemon.inbox import LeanEvent, LinkInbox
 from service.daemon.refresher import ReadTarget, UriRefresher, read_error_code
-from service.failures import classify
+from service.failures import INTERNAL_ERROR_HINT, classify, state_hint
 from service.mcp import wire
 from service.mcp.client import ListenStream, McpClient
 from service.mcp.errors import (
@@ -117,11 +117,19 @@ class LeaseLost(Exception):
 
 
 class _Restart(Exception):
-    """Internal: the session ended and the link should reconnect (after backoff)."""
+    """Internal: the session ended and the link should reconnect (after backoff).
 
-    def __init__(self, reason: str, code: str = "SUBSCRIPTION_DISCONNECTED") -> None:
+    ``failed``: the stream itself went wrong after its ack (a frame over a bound, a broken
+    rule, an error answer). That backs off like a failed connect instead of re-listening at
+    once: a server that acks and then sends a 5 MB event would otherwise be asked again and
+    again, pulling the event each time (issue 22 §1)."""
+
+    def __init__(
+        self, reason: str, code: str = "SUBSCRIPTION_DISCONNECTED", *, failed: bool = False
+    ) -> None:
         super().__init__(reason)
         self.code = code
+        self.failed = failed
 
 
 class ServerLink:
@@ -164,6 +172,12 @@ class ServerLink:
         self.relistens = 0
         """Streams re-opened at once after a close or loss (not failures)."""
         self._acked_this_session = False
+        self._unread: set[int] = set()
+        """Subscriptions (ids) with no read stored at the last ack: they turn ``active`` when
+        their first read is stored, and show a failed first read at once."""
+        self._to_activate: dict[int, set[int]] = {}
+        """Generation -> subscriptions whose read was stored under it, to mark ``active``."""
+        self._activating: asyncio.Task[None] | None = None
         self.wanted: dict[str, int] = {}
         """URI -> subscription id."""
         self.refreshers: dict[str, UriRefresher] = {}
@@ -249,6 +263,10 @@ class ServerLink:
         for task in list(self._background):  # refreshers unwanted just before the stop
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self._activating is not None:
+            self._activating.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._activating
         await self._close_stream(self.stream)
         self.stream = None
         self.state = "stopped"
@@ -300,6 +318,36 @@ class ServerLink:
 
     # ---- the loop -------------------------------------------------------------------------
     async def run(self) -> None:
+        """The link's task. Its boundary catches what nothing inside did (a bug): the crash
+        is logged with its traceback, shown as ``INTERNAL_ERROR`` and the loop restarted after
+        a backoff, so a link never dies silently while its subscriptions look fine."""
+        crashes = 0
+        while not self._stopping:
+            try:
+                await self._loop()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                crashes += 1
+                log.exception("link task crashed; restarting it", url=self.url)
+                delay = self.backoff.delay(crashes)
+                try:
+                    await self._fail(
+                        "backoff",
+                        "INTERNAL_ERROR",
+                        f"link task crashed: {exc!r}"[:300],
+                        delay,
+                        hint=INTERNAL_ERROR_HINT,
+                    )
+                except LeaseLost as lost:
+                    await self._lease_lost(str(lost))
+                    return
+                except Exception:
+                    log.exception("recording the crashed link's state failed", url=self.url)
+                await asyncio.sleep(delay)
+
+    async def _loop(self) -> None:
         attempt = 0
         while not self._stopping:
             if not self.wanted:
@@ -355,11 +403,13 @@ class ServerLink:
             await self._fail(state, exc.error_code, str(exc), slow, hint=exc.hint)
             return slow, attempt
         except Exception as exc:
-            # Backoff grows only while connecting fails; every ack resets it.
-            attempt = 0 if self._acked_this_session else attempt + 1
+            # Backoff grows only while connecting fails (or a stream fails after its ack);
+            # an ack followed by an ordinary end resets it.
+            failed = not self._acked_this_session or (isinstance(exc, _Restart) and exc.failed)
+            attempt = attempt + 1 if failed else 0
             delay = self.backoff.delay(attempt)
             if isinstance(exc, _Restart):
-                code, hint = exc.code, None
+                code, hint = exc.code, state_hint(exc.code)
             else:
                 # The CLI's classifier: CONNECTION_REFUSED, TLS_CERT_UNTRUSTED, ...
                 failure = classify(exc, mode="subscribe", compat=False)
@@ -641,14 +691,22 @@ class ServerLink:
             self.generation = taken
         honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
         not_honored = [self.wanted[u] for u in uris if u not in honored and u in self.wanted]
+        # State moves on evidence only (issue 22 §1): the ack proves the link is open, not
+        # that a read works. A subscription whose reads are failing keeps its error until a
+        # read succeeds; one with no stored read stays "pending" until its first is stored.
+        failing = {u for u in honored if (r := self.refreshers.get(u)) is not None and r.failing}
         try:
             # The generation bump, the server's "open" and the subscriptions' states: one
             # transaction (service.store.linkstate), fenced on the generation we hold.
-            generation = await self._store.listen_acknowledged(
+            acked = await self._store.listen_acknowledged(
                 self.server_id,
                 self.generation,
                 [
-                    StateChange([self.wanted[u] for u in sorted(honored)], "active"),
+                    StateChange(
+                        [self.wanted[u] for u in sorted(honored - failing)],
+                        "active",
+                        unread="pending",
+                    ),
                     StateChange(
                         not_honored,
                         "not_honored",
@@ -660,10 +718,11 @@ class ServerLink:
         except BaseException:
             await stream.aclose()
             raise
-        if generation is None:
+        if acked is None:
             await stream.aclose()
             raise LeaseLost(f"another replica holds {self.url} now (generation moved on)")
-        self.generation = generation
+        self.generation = acked.generation
+        self._unread = set(acked.unread)
         old_stream = self.stream
         if old_reader is not None:
             old_reader.cancel()
@@ -770,13 +829,16 @@ class ServerLink:
     async def _handle(self, item: ListenEvent | McpError) -> str | None:
         """Act on one stream event; returns why the stream ended when it should be reopened."""
         if isinstance(item, McpError):
-            raise _Restart(f"listen stream broke the protocol: {item}", item.error_code)
+            failure = classify(item, mode="subscribe", compat=False)
+            raise _Restart(f"listen stream broke the protocol: {item}", failure.code, failed=True)
         if isinstance(item, Closed):
             return "the server closed the listen stream"
         if isinstance(item, Lost):
             return f"the listen stream was lost: {item.reason}"
         if isinstance(item, Failed):
-            raise _Restart(f"the listen stream failed: {item.error}", "SUBSCRIPTION_FAILED")
+            raise _Restart(
+                f"the listen stream failed: {item.error}", "SUBSCRIPTION_FAILED", failed=True
+            )
         raise ListenLost(f"unexpected listen event {item!r}")
 
     def _on_updated(self, uri: str) -> None:
@@ -798,6 +860,7 @@ class ServerLink:
                 self._on_read_error,
                 self._on_read_ok,
                 self._refresher_idle,
+                self._is_unread,
             )
             self.refreshers[uri] = refresher
         return refresher
@@ -826,11 +889,34 @@ class ServerLink:
         except TimeoutError as exc:
             raise TransportError(f"resources/read {uri} timed out", kind="timeout") from exc
 
-    async def _on_read_ok(self, target: ReadTarget) -> None:
-        if target.uri in self.honored:
-            await self._store.set_subscription_state(
-                [target.subscription_id], "active", generation=self.generation
-            )
+    def _is_unread(self, target: ReadTarget) -> bool:
+        return target.subscription_id in self._unread
+
+    async def _on_read_ok(self, target: ReadTarget, generation: int) -> None:
+        """A read was stored under ``generation`` (or was unchanged) after the subscription
+        had none or was failing: it is ``active`` now, if the link is still open under that
+        generation. Marked in one write per link and loop turn: at a cold start every new
+        subscription's first read lands within moments of the others."""
+        if target.uri not in self.honored or generation != self.generation:
+            return
+        self._unread.discard(target.subscription_id)
+        self._to_activate.setdefault(generation, set()).add(target.subscription_id)
+        if self._activating is None or self._activating.done():
+            self._activating = asyncio.get_running_loop().create_task(self._activate())
+
+    async def _activate(self) -> None:
+        while self._to_activate:
+            await asyncio.sleep(0)  # gather the reads stored in this loop turn
+            batches, self._to_activate = self._to_activate, {}
+            for generation, ids in sorted(batches.items()):
+                if generation != self.generation or self.state != "open":
+                    continue  # the next ack sets the state from what is stored
+                try:
+                    await self._store.set_subscription_state(
+                        sorted(ids), "active", generation=generation
+                    )
+                except database_errors() as exc:
+                    log.warning("recording the subscription state failed", error=describe(exc))
 
     async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
         code = read_error_code(exc)

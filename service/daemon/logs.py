@@ -75,9 +75,13 @@ class RepeatLimiter:
 _limiter = RepeatLimiter()
 
 
+_NOT_IN_KEY = frozenset({"timestamp", "_record", "_from_structlog", "retry_in"})
+"""Fields that differ between otherwise identical entries: ``retry_in`` is a fresh random
+backoff on every "link down" line, and counting it made every repeat look new (issue 22)."""
+
+
 def _entry_key(event_dict: MutableMapping[str, Any]) -> str:
-    skip = {"timestamp", "_record", "_from_structlog"}
-    return repr(sorted((k, str(v)[:200]) for k, v in event_dict.items() if k not in skip))
+    return repr(sorted((k, str(v)[:200]) for k, v in event_dict.items() if k not in _NOT_IN_KEY))
 
 
 def enabled(level: int) -> bool:

@@ -77,8 +77,9 @@ class UriRefresher:
         limiter: contextlib.AbstractAsyncContextManager[Any],
         stats: dict[str, int],
         on_error: Callable[[ReadTarget, McpError], Awaitable[None]],
-        on_ok: Callable[[ReadTarget], Awaitable[None]] | None = None,
+        on_ok: Callable[[ReadTarget, int], Awaitable[None]] | None = None,
         on_idle: Callable[[UriRefresher], None] | None = None,
+        unread: Callable[[ReadTarget], bool] | None = None,
     ) -> None:
         self.target = target
         self._store = store
@@ -91,6 +92,10 @@ class UriRefresher:
         self._on_idle = on_idle
         """Called when a read ended with nothing pending and no failure to clear: the owner
         may forget this refresher (it holds no state then) and make a new one next time."""
+        self._unread = unread
+        """True while the subscription has no stored read: its first read's failure is shown
+        at once (there is no content to fall back on), and its first stored read is reported
+        through ``on_ok`` (the subscription turns ``active`` then, not at the ack)."""
         self.failing = False
         self._task: asyncio.Task[None] | None = None
         self._dirty = False
@@ -146,10 +151,12 @@ class UriRefresher:
                         read_at=time.time(),
                         trigger=reason,
                     )
-                if self.failing:
+                stored = self._generation() == generation  # not fenced out by a re-listen
+                unread = self._unread is not None and self._unread(self.target)
+                if stored and (self.failing or unread):
                     self.failing = False
                     if self._on_ok is not None:
-                        await self._on_ok(self.target)
+                        await self._report(self._on_ok(self.target, generation))
                 if revision is not None:
                     self._stats["revisions_total"] = self._stats.get("revisions_total", 0) + 1
                     # debug: at info this line cost more than the revision's own SQL; the
@@ -163,48 +170,69 @@ class UriRefresher:
                         )
             except asyncio.CancelledError:
                 raise
-            except McpError as exc:
+            except Exception as caught:
+                if isinstance(caught, database_errors()):
+                    # The read worked but could not be stored (disk full, I/O error): the store
+                    # reports the daemon-level condition; keep this read pending and read again
+                    # (fresh content, not the stale copy) until a write goes through.
+                    self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
+                    storage_failures += 1
+                    log.warning(
+                        "storing a read failed", uri=self.target.uri, error=describe(caught)
+                    )
+                    await asyncio.sleep(
+                        min(STORAGE_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (storage_failures - 1))
+                    )
+                    self._dirty = True
+                    continue
+                if isinstance(caught, McpError):
+                    exc = caught
+                else:
+                    # A bug, caught at the task boundary: classified (INTERNAL_ERROR), shown on
+                    # the subscription and retried like any failure; never a silent end.
+                    log.exception("read crashed", uri=self.target.uri, error=str(caught))
+                    exc = McpError(f"read crashed: {caught!r}"[:300])
                 self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
                 code = read_error_code(exc)
                 log.warning("read failed", uri=self.target.uri, error=str(exc), code=code)
                 if not retryable(exc):
                     self.failing = True
-                    await self._on_error(self.target, exc)
+                    await self._report(self._on_error(self.target, exc))
                     return
-                # A transport failure (refused, reset, timeout) or a server-side error
-                # (-32603): the content may be stale now and no notification will say so
-                # again, so retry with backoff; after a few tries the subscription shows it,
-                # and the next good read clears it. A re-listen after a reconnect finds this
+                # A transport failure (refused, reset, timeout), a server-side error (-32603)
+                # or an answer over a bound: the content may be stale now and no notification
+                # will say so again, so retry with backoff (READ_RETRY_BASE_S doubling up to
+                # READ_RETRY_CAP_S). A subscription with content shows the failure after a few
+                # tries; one with nothing stored yet at the first (nothing to fall back on).
+                # The next good read clears it. A re-listen after a reconnect finds this
                 # refresher busy and marks it dirty: the pending re-read is kept, not lost.
                 failures += 1
-                if failures == READ_RETRIES_BEFORE_ERROR:
+                unread = self._unread is not None and self._unread(self.target)
+                if failures == READ_RETRIES_BEFORE_ERROR or (unread and not self.failing):
                     self.failing = True
-                    await self._on_error(self.target, exc)
+                    await self._report(self._on_error(self.target, exc))
                 await asyncio.sleep(min(READ_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (failures - 1)))
                 self._dirty = True
                 self._reason = _stronger(self._reason, reason)
                 continue
-            except database_errors() as exc:
-                # The read worked but could not be stored (disk full, I/O error): the store
-                # reports the daemon-level condition; keep this read pending and read again
-                # (fresh content, not the stale copy) until a write goes through.
-                self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
-                storage_failures += 1
-                log.warning("storing a read failed", uri=self.target.uri, error=describe(exc))
-                await asyncio.sleep(
-                    min(STORAGE_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (storage_failures - 1))
-                )
-                self._dirty = True
-                continue
-            except Exception as exc:  # a bug must not kill the link
-                self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
-                log.exception("read crashed", uri=self.target.uri, error=str(exc))
-                return
             if self._generation() != generation:
                 self._dirty = True  # fenced out: read again under the current generation
                 self._reason = _stronger(self._reason, reason)
             if not self._dirty:
                 return
+
+    @staticmethod
+    async def _report(call: Awaitable[None]) -> None:
+        """Run an owner's callback (it writes a state); its failure must not end the read
+        task: the read is retried or done either way, and the next state write tries again."""
+        try:
+            await call
+        except asyncio.CancelledError:
+            raise
+        except database_errors() as exc:
+            log.warning("recording the subscription state failed", error=describe(exc))
+        except Exception:
+            log.exception("recording the subscription state crashed")
 
     async def stop(self) -> None:
         if self._task is not None:

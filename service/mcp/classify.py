@@ -27,7 +27,7 @@ from service.mcp.errors import (
     ProtocolViolation,
 )
 from service.mcp.listen import same_id
-from service.mcp.sse import Event, SSEDecoder
+from service.mcp.sse import Event, EventTooLarge, SSEDecoder
 
 TLS_HINT = (
     "the server's TLS certificate is not trusted: pass --ca-cert FILE with the CA that issued "
@@ -99,7 +99,13 @@ def parse_response(
     message: dict[str, Any] | None = None
     if mime == "text/event-stream":
         decoder = SSEDecoder()
-        for item in decoder.feed(body) + decoder.feed(b"\n\n"):
+        try:
+            items = decoder.feed(body) + decoder.feed(b"\n\n")
+        except EventTooLarge as exc:
+            # An over-bound answer is the server's protocol error, like an oversized frame
+            # on a listen stream; unhandled, it crashed the daemon's read task (issue 22).
+            raise ProtocolViolation(f"{method}: {exc}") from exc
+        for item in items:
             if isinstance(item, Event) and item.event == "message":
                 candidate = parse_json_message(item.data)
                 if "method" not in candidate and same_id(candidate.get("id"), request_id):
@@ -210,6 +216,23 @@ def iter_causes(exc: BaseException) -> list[BaseException]:
         chain.append(current)
         current = current.__cause__ or current.__context__
     return chain
+
+
+_PEER_WENT_AWAY = ("closed", "disconnected")
+"""Words in a RemoteProtocolError that mean the connection ended early (a network failure),
+not that the server sent malformed HTTP."""
+
+
+def malformed_http(exc: BaseException) -> bool:
+    """The server's HTTP itself was broken: a response head over the parser's bound (a 1 MB
+    header), an illegal status line, a bad ``Content-Length``. h11, httpcore and httpx each
+    raise a ``RemoteProtocolError`` (matched by name: httpx is imported lazily); one that
+    says the peer closed the connection is a network failure instead (pure)."""
+    return any(
+        type(item).__name__ == "RemoteProtocolError"
+        and not any(word in str(item).lower() for word in _PEER_WENT_AWAY)
+        for item in iter_causes(exc)
+    )
 
 
 def network_error_code(exc: BaseException) -> str | None:

@@ -418,6 +418,11 @@ class ListenStream:
     def honored_uris(self) -> list[str]:
         return honored_uris(self.honored)
 
+    @property
+    def acknowledged(self) -> bool:
+        """The server's acknowledgement arrived (even if a later frame broke the rules)."""
+        return self.machine is not None and self.machine.honored is not None
+
     async def __aenter__(self) -> ListenStream:
         await self.open()
         return self

@@ -45,14 +45,36 @@ OPEN_BUMPED = text(
 )
 
 
+IN_CHUNK = 500
+"""Values per ``IN (...)``: well under every backend's bound-parameter limit."""
+UNREAD = text("SELECT id FROM subscriptions WHERE id IN :ids AND revision = 0").bindparams(
+    bindparam("ids", expanding=True)
+)
+
+
 @dataclass(frozen=True, slots=True)
 class StateChange:
-    """Subscriptions to move to ``state`` (``reason``/``code`` as in ``set_subscription_state``)."""
+    """Subscriptions to move to ``state`` (``reason``/``code`` as in ``set_subscription_state``).
+
+    ``unread``: the state for those of ``ids`` with no read stored yet (revision 0) instead.
+    A listen's acknowledgement says the link is open, not that a read works: ``active``
+    needs both, so a new subscription stays ``pending`` until its first read is stored."""
 
     ids: Sequence[int]
     state: str
     reason: str | None = None
     code: str | None = None
+    unread: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledgement:
+    """What :func:`acknowledged` wrote: the link's new generation, the events, and the
+    subscriptions that went to their ``unread`` state (no read stored yet)."""
+
+    generation: int
+    events: list[Event]
+    unread: frozenset[int]
 
 
 def set_states(
@@ -102,21 +124,40 @@ def set_states(
     ]
 
 
+def unread_ids(conn: Connection, ids: Sequence[int]) -> set[int]:
+    """Those of ``ids`` with no read stored yet (revision 0)."""
+    found: set[int] = set()
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = list(ids[start : start + IN_CHUNK])
+        found.update(int(i) for i in conn.execute(UNREAD, {"ids": chunk}).scalars())
+    return found
+
+
 def acknowledged(
     conn: Connection, server_id: int, expected: int, changes: Sequence[StateChange]
-) -> tuple[int | None, list[Event]]:
+) -> Acknowledgement | None:
     """A listen was acknowledged: bump the link's generation (fenced on ``expected``), mark it
     ``open`` and apply ``changes`` under the new generation, all in this transaction.
 
-    Returns (the new generation, the events), or (None, []) when the generation was no longer
-    ``expected``: another replica claimed the link, and nothing was written."""
+    None when the generation was no longer ``expected``: another replica claimed the link,
+    and nothing was written."""
     hotpath.order_events(conn)
     now = time.time()
     generation = conn.execute(OPEN_BUMPED, {"id": server_id, "expected": expected, "now": now})
     value = generation.scalar_one_or_none()
     if value is None:
-        return None, []
+        return None
     events: list[Event] = []
+    unread: set[int] = set()
     for change in changes:
-        events += set_states(conn, change, int(value), now)
-    return int(value), events
+        if change.unread is None or not change.ids:
+            events += set_states(conn, change, int(value), now)
+            continue
+        missing = unread_ids(conn, change.ids)
+        unread |= missing
+        read = [i for i in change.ids if i not in missing]
+        events += set_states(
+            conn, StateChange(read, change.state, change.reason, change.code), int(value), now
+        )
+        events += set_states(conn, StateChange(sorted(missing), change.unread), int(value), now)
+    return Acknowledgement(int(value), events, frozenset(unread))

@@ -435,18 +435,19 @@ class Store:
 
     async def listen_acknowledged(
         self, server_id: int, expected: int, changes: Sequence[linkstate.StateChange]
-    ) -> int | None:
+    ) -> linkstate.Acknowledgement | None:
         """A listen was acknowledged: the link's next generation (fenced on ``expected``), the
         server ``open`` and its subscriptions' states (``changes``, under the new generation),
         in one transaction. None when another replica claimed the link (nothing written)."""
 
-        def transaction(conn: Connection) -> tuple[int | None, list[Event]]:
+        def transaction(conn: Connection) -> linkstate.Acknowledgement | None:
             return linkstate.acknowledged(conn, server_id, expected, changes)
 
         async with self._write_lock:
-            generation, events = await self.in_writer(transaction)
-        self._notify(events)
-        return generation
+            acked = await self.in_writer(transaction)
+        if acked is not None:
+            self._notify(acked.events)
+        return acked
 
     # ---- leases (scale-out; trivially held on SQLite) -------------------------------------
     async def _lease_call(self, fn: Callable[[Connection], T]) -> T:

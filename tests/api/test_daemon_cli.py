@@ -139,12 +139,14 @@ def test_tcp_with_token(
 
 
 def test_subscribe_list_show_read_unsubscribe(api_env: LiveApi, capsys: Capsys) -> None:
-    # The fake supervisor never reads: a short first-state wait runs out (not the 30 s default).
+    # The fake supervisor never reads: a short first-state wait runs out (not the 30 s
+    # default), and that is REQUEST_TIMEOUT (6), never 0 without a stored read (issue 22 §1).
     code, out, err = run(
         capsys, "subscribe", "--url", URL, "--uri", "test://a", "--uri", "test://b", "--json",
         "--timeout-ms", "300",
     )  # fmt: skip
-    assert code == 0 and "no first read within 300 ms" in err
+    assert code == 6 and "no first read within 300 ms" in err
+    assert json.loads(out)["errorCode"] == "REQUEST_TIMEOUT"
     subs = json.loads(out)["subscriptions"]
     assert [(s["uri"], s["created"]) for s in subs] == [("test://a", True), ("test://b", True)]
     code, out, _ = run(capsys, "subscribe", "--url", URL, "--uri", "test://a", "--no-wait")
@@ -209,7 +211,8 @@ def test_wait_for_next_update(api_env: LiveApi, capsys: Capsys) -> None:
     assert list(body) == PROBE_KEYS
     assert body["route"] == "subscription" and body["errorCode"] is None
     assert body["initialText"] == "status: pending" and body["finalText"] == "status: reviewed"
-    assert body["revision"] == 2 and body["eventId"] == 3 and body["serverUrl"] == URL
+    # events: 1 created, 2 updated, 3 state active (the first stored read), 4 updated
+    assert body["revision"] == 2 and body["eventId"] == 4 and body["serverUrl"] == URL
     assert body["honoredUris"] == ["test://a"] and body["listenAcknowledged"] is True
     assert body["notificationReceived"] is True and body["notificationCount"] == 1
     assert body["resourceUris"] == ["test://a"] and body["notificationUri"] == "test://a"
@@ -217,7 +220,7 @@ def test_wait_for_next_update(api_env: LiveApi, capsys: Capsys) -> None:
     code, out, _ = run(capsys, "wait", "--uri", "test://a", "--timeout-ms", "5000")
     lines = out.splitlines()
     assert code == 0 and "route subscription" in lines and "error-code null" in lines
-    assert lines[-3:-1] == ["event-id 4", "revision 3"]
+    assert lines[-3:-1] == ["event-id 5", "revision 3"]
     assert lines[-1].startswith("phase-summary route=subscription")
     assert lines[lines.index("final") + 1] == "status: done"
     assert not any(line.startswith("capabilities") for line in lines), "no `capabilities null`"

@@ -255,6 +255,24 @@ async def test_ids_are_never_reused(store: Store) -> None:
     assert delivery.id > first_delivery.id
 
 
+async def test_an_acknowledgement_makes_active_only_what_has_a_stored_read(store: Store) -> None:
+    """Issue 22 §1: ``active`` is "a read is stored and the link is open"; the ack proves only
+    the second. A subscription with no revision goes to the ``unread`` state instead."""
+    a, _ = await store.add_subscription(URL, "test://read")
+    b, _ = await store.add_subscription(URL, "test://unread")
+    gen = await store.bump_generation(a.server_id)
+    assert gen is not None
+    assert await store.record_read(
+        a.id, a.server_id, gen, [{"uri": "test://read", "text": "x"}], "x"
+    )
+    await store.set_subscription_state([a.id, b.id], "backoff", "CONNECTION_REFUSED: down")
+    change = StateChange([a.id, b.id], "active", unread="pending")
+    acked = await store.listen_acknowledged(a.server_id, gen, [change])
+    assert acked is not None and acked.unread == frozenset({b.id})
+    states = {s.uri: (s.state, s.state_reason) for s in await store.list_subscriptions()}
+    assert states == {"test://read": ("active", None), "test://unread": ("pending", None)}
+
+
 async def test_an_acknowledged_listen_is_one_fenced_transaction(store: Store) -> None:
     """``listen_acknowledged``: generation + 1, server open, states and their events together;
     with a stale ``expected`` generation nothing at all is written."""
@@ -277,7 +295,7 @@ async def test_an_acknowledged_listen_is_one_fenced_transaction(store: Store) ->
     assert seen == []
 
     new = await store.listen_acknowledged(a.server_id, gen, changes)
-    assert new == gen + 1
+    assert new is not None and new.generation == gen + 1 and new.unread == frozenset()
     server = await store.get_server(a.server_id)
     assert server is not None
     assert (server.generation, server.state, server.last_error) == (gen + 1, "open", None)
@@ -296,7 +314,8 @@ async def test_an_acknowledged_listen_is_one_fenced_transaction(store: Store) ->
     assert [e.id for e in seen] == sorted(e.id for e in seen)
     # unchanged states log nothing; the fence is on the generation just set
     seen.clear()
-    assert await store.listen_acknowledged(a.server_id, gen + 1, changes) == gen + 2
+    again = await store.listen_acknowledged(a.server_id, gen + 1, changes)
+    assert again is not None and again.generation == gen + 2
     assert seen == []
     assert await store.set_subscription_state([a.id], "error", "x", generation=gen + 1) == []
     assert len(await store.set_subscription_state([a.id], "error", "x", generation=gen + 2)) == 1

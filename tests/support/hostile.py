@@ -27,6 +27,12 @@ with one resource, ``hostile://<mode>/doc``; ``<mode>`` picks the misbehaviour:
 ``gzip``            behaves, but every JSON answer is gzipped (one layer) whatever the
                     request's ``Accept-Encoding`` says (``identity`` included)
 ``deflate``         the same with raw deflate (no zlib wrapper), as some servers send it
+``sse-read``        reads answer ``text/event-stream`` with one event of OVERSIZE_MB MiB
+``hang-read``       reads are never answered (the connection stays open, silent)
+``second-ack``      listen streams send the acknowledgement twice
+``wrong-ack-id``    the acknowledgement carries another subscriptionId (reads behave)
+``wrong-listen-id`` the listen is answered with a JSON-RPC error for another request id
+``huge-header``     every answer carries a HUGE_HEADER_KB KiB response header
 ==================  ==========================================================================
 
 ``GET`` on any path naming ``bomb``, ``bomb1`` or ``deep-read`` (OAuth discovery: the RFC 9728
@@ -35,7 +41,7 @@ probe and the well-known documents) answers with that mode's read attack.
 Control (tests): ``POST /control/set`` ``{"mode", "text"}`` sets the doc's text and notifies
 open listen streams of that mode; ``GET /control/stats`` returns counters.
 Knobs are env vars ``HOSTILE_<NAME>`` (FLOOD, BOMB_MB, DEEP, OVERSIZE_MB, TRICKLE_S, FLAKY,
-KEEPALIVE_S). Run: ``python -m tests.support.hostile`` (prints ``listening on URL``).
+KEEPALIVE_S, HUGE_HEADER_KB). Run: ``python -m tests.support.hostile`` (prints ``listening on URL``).
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ OVERSIZE_MB = _knob("OVERSIZE_MB", 5)
 TRICKLE_S = _knob("TRICKLE_S", 0.05)
 FLAKY = int(_knob("FLAKY", 2))
 KEEPALIVE_S = _knob("KEEPALIVE_S", 0.5)
+HUGE_HEADER_KB = int(_knob("HUGE_HEADER_KB", 1024))
 
 
 def frame(message: dict[str, Any]) -> bytes:
@@ -112,6 +119,8 @@ def bomb_body(request_id: Any, layers: int, megabytes: int) -> bytes:
 
 _CODING: contextvars.ContextVar[str | None] = contextvars.ContextVar("coding", default=None)
 """The content coding the current request's JSON answers get (modes ``gzip``/``deflate``)."""
+_HUGE_HEADER: contextvars.ContextVar[bool] = contextvars.ContextVar("huge_header", default=False)
+"""Mode ``huge-header``: every answer carries one oversized header line."""
 
 
 def encode(body: bytes, coding: str) -> bytes:
@@ -167,6 +176,8 @@ class Hostile:
         coding = _CODING.get()
         if coding is not None and content_type == "application/json":
             body, extra = encode(body, coding), extra + f"Content-Encoding: {coding}\r\n"
+        if _HUGE_HEADER.get():
+            extra += "X-Padding: " + "h" * (HUGE_HEADER_KB << 10) + "\r\n"
         writer.write(
             f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n{extra}\r\n".encode()
@@ -200,6 +211,8 @@ class Hostile:
         mode = parts[0]
         if mode in ("gzip", "deflate"):
             _CODING.set(mode)
+        if mode == "huge-header":
+            _HUGE_HEADER.set(True)
         message = json.loads(body)
         self.stats[f"{mode}.{message.get('method')}"] += 1
         if mode == "trickle-discover":
@@ -255,6 +268,13 @@ class Hostile:
         if mode == "deep-read":
             await self.respond(writer, b"[" * DEEP + b"]" * DEEP)
             return
+        if mode == "sse-read":
+            big = b"data: " + b"x" * int(OVERSIZE_MB * (1 << 20)) + b"\n\n"
+            await self.respond(writer, big, content_type="text/event-stream")
+            return
+        if mode == "hang-read":
+            self.stats["hang-read.hung"] += 1
+            await asyncio.Event().wait()  # never answered; ends when the client goes away
         if mode == "wrong-ids":
             rid = f"not-{rid}"
         if mode == "notfound":
@@ -286,11 +306,17 @@ class Hostile:
                 writer.write(b": waiting\n\n")
                 await writer.drain()
                 await asyncio.sleep(KEEPALIVE_S)
-        ack_meta = {wire.META_SUBSCRIPTION_ID: rid}
+        if mode == "wrong-listen-id":
+            writer.write(frame(wire.error_response(f"other-{rid}", wire.INTERNAL_ERROR, "no")))
+            await writer.drain()
+            return
+        ack_meta = {wire.META_SUBSCRIPTION_ID: rid if mode != "wrong-ack-id" else f"other-{rid}"}
         ack = wire.notification(
             wire.ACKNOWLEDGED, {"_meta": ack_meta, "notifications": {"resourceSubscriptions": uris}}
         )
         writer.write(frame(ack))
+        if mode == "second-ack":
+            writer.write(frame(ack))
         await writer.drain()
         doc_uri = f"hostile://{mode}/doc"
 

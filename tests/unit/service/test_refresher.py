@@ -178,3 +178,42 @@ async def test_an_idle_refresher_is_handed_back_unless_it_is_failing() -> None:
     await asyncio.sleep(0)
     assert not refresher.failing and store.texts == ["one", "back"]
     assert idle == [refresher, refresher]
+
+
+async def test_a_crash_in_a_read_is_classified_shown_and_retried() -> None:
+    """Issue 22 §1: an exception that is no McpError (a bug, or an answer a parser failed
+    on) used to end the read task with only a traceback in the log; it is INTERNAL_ERROR on
+    the subscription now, and the read is tried again."""
+    refresher, store, errors = make([RuntimeError("boom")] * 3 + ["v2"])
+    await run(refresher)
+    assert store.texts == ["v2"]
+    assert errors == ["INTERNAL_ERROR: read crashed: RuntimeError('boom')"]
+
+
+async def test_a_failing_state_write_does_not_end_the_read_task() -> None:
+    refresher, store, _errors = make([internal()] * 3 + ["v2"])
+
+    async def broken(target: ReadTarget, exc: McpError) -> None:
+        raise RuntimeError("state write broke")
+
+    refresher._on_error = broken
+    await run(refresher)
+    assert store.texts == ["v2"]
+
+
+async def test_a_subscription_with_no_stored_read_shows_its_first_failure_at_once() -> None:
+    """Nothing to fall back on: the first failed read is shown (subscribe returns with it),
+    the read goes on being retried, and the first stored read is reported to the owner."""
+    refresher, store, errors = make([TransportError("timed out", kind="timeout"), "v1"])
+    unread = [True]
+    stored: list[int] = []
+
+    async def on_ok(target: ReadTarget, generation: int) -> None:
+        unread[0] = False
+        stored.append(generation)
+
+    refresher._unread = lambda target: unread[0]
+    refresher._on_ok = on_ok
+    await run(refresher)
+    assert errors == ["REQUEST_TIMEOUT: timed out"]
+    assert store.texts == ["v1"] and stored == [1]

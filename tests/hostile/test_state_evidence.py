@@ -1,0 +1,158 @@
+"""A subscription's state is what was observed (issue 22 §1, issue 21 §5.9).
+
+``pending`` until the first read is stored; ``active`` means a read is stored and the link is
+open; a failed read is classified, shown on the subscription with its hint, and retried; a
+stream that breaks the protocol after its ack backs off like a failed connect. Real daemon,
+real CLI, the hostile server, on SQLite and PostgreSQL where states are stored.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from typing import Any
+
+from tests.hostile.helpers import links, put, state_changes, subscribe, subscription, until
+
+SLOW_READS = {"MCPSUB_REQUEST_TIMEOUT_S": "1"}
+
+
+def state_counts(d: Any) -> dict[str, int]:
+    counts: dict[str, int] = d.api("GET", "/v1/status").json()["subscriptionsByState"]
+    return counts
+
+
+def never_active_without_a_read(d: Any, uri: str) -> None:
+    """No ``subscription.state`` event ever said ``active`` for ``uri`` (it has no read)."""
+    changes = state_changes(d, uri)
+    assert all(c["state"] != "active" for c in changes), changes
+
+
+def test_a_read_that_never_completes_is_request_timeout_on_the_subscription(
+    daemon_factory: Any, hostile_factory: Any, database_url: str
+) -> None:
+    """Before: ``active`` at revision 0 with no error (the timeout only in the log), and
+    ``subscribe`` exited 0 after waiting out its own 30 s."""
+    hostile = hostile_factory()
+    d = daemon_factory(env=SLOW_READS)
+    uri = "hostile://hang-read/doc"
+    started = time.monotonic()
+    result = d.ctl(
+        "subscribe", "--url", hostile.url("hang-read"), "--uri", uri, "--json",
+        "--timeout-ms", "20000",
+    )  # fmt: skip
+    assert result.code == 6, result
+    assert time.monotonic() - started < 15, "returned at the classified failure, not its timeout"
+    assert result.json["errorCode"] == "REQUEST_TIMEOUT"
+    (sub,) = result.json["subscriptions"]
+    assert (sub["state"], sub["revision"], sub["stateCode"]) == ("error", 0, "REQUEST_TIMEOUT")
+    assert sub["stateHint"], sub
+    shown = subscription(d, sub["id"])
+    assert shown["stateCode"] == "REQUEST_TIMEOUT" and shown["stateHint"]
+    # Still retried on the schedule: the server keeps getting asked.
+    until("read retried", lambda: hostile.stats().get("hang-read.hung", 0) >= 2, timeout=15)
+    assert state_counts(d).get("active", 0) == 0
+    assert [s["state"] for s in d.ctl("list", "--json").json["subscriptions"]] == ["error"]
+    never_active_without_a_read(d, uri)
+
+
+def test_subscribe_never_exits_0_at_its_own_timeout(
+    daemon_factory: Any, hostile_factory: Any
+) -> None:
+    hostile = hostile_factory()
+    d = daemon_factory(env={"MCPSUB_REQUEST_TIMEOUT_S": "30"})
+    result = d.ctl(
+        "subscribe", "--url", hostile.url("hang-read"), "--uri", "hostile://hang-read/doc",
+        "--json", "--timeout-ms", "1500",
+    )  # fmt: skip
+    assert result.code == 6, result
+    assert result.json["errorCode"] == "REQUEST_TIMEOUT"
+    assert "keeps trying" in result.json["recommendedNextAction"]
+    assert result.json["subscriptions"][0]["state"] == "pending"
+
+
+def test_an_over_bound_read_answer_is_protocol_error_shown_and_retried(
+    daemon_factory: Any, hostile_factory: Any, database_url: str
+) -> None:
+    """A read answered as a 5 MB SSE event. Before: "read crashed" with a traceback, the
+    subscription ``active`` at revision 0 with no code, never retried, ``subscribe`` exit 0,
+    and ``mcpsubctl probe`` exit 70 ``INTERNAL_ERROR``."""
+    hostile = hostile_factory()
+    d = daemon_factory()
+    uri = "hostile://sse-read/doc"
+    result = d.ctl("subscribe", "--url", hostile.url("sse-read"), "--uri", uri, "--json")
+    assert result.code == 4, result
+    assert result.json["errorCode"] == "PROTOCOL_ERROR"
+    (sub,) = result.json["subscriptions"]
+    assert (sub["state"], sub["stateCode"]) == ("error", "PROTOCOL_ERROR")
+    assert "SSE event larger than" in sub["stateReason"] and sub["stateHint"]
+    until(
+        "read retried",
+        lambda: hostile.stats().get("sse-read.resources/read", 0) >= 3,
+        timeout=15,
+    )
+    assert not any("read crashed" in line for line in d.lines)
+    assert not any("Traceback" in line for line in d.lines)
+    assert d.proc is not None and d.proc.poll() is None
+    never_active_without_a_read(d, uri)
+
+    probe = d.ctl("probe", "--url", hostile.url("sse-read"), "--uri", uri, "--json")
+    assert probe.code == 4, probe
+    assert probe.json["errorCode"] == "PROTOCOL_ERROR"
+
+
+def test_an_unlisted_uri_goes_pending_to_error_and_stays_there_after_relistens(
+    lab_server_factory: Any, daemon_factory: Any, database_url: str
+) -> None:
+    """Before: ``pending → active → error``, then ``error → active`` without a read when the
+    link re-listened (another URI added, SIGHUP)."""
+    lab = lab_server_factory()
+    put(lab, "test://known", "k0")
+    d = daemon_factory()
+    missing = d.ctl("subscribe", "--url", lab.url, "--uri", "test://nope", "--json")
+    assert missing.code == 7, missing
+    assert [c["state"] for c in state_changes(d, "test://nope")] == ["error"]
+
+    # A re-listen for a new URI, and a SIGHUP: the error stays, nothing claims a read.
+    ok = d.ctl("subscribe", "--url", lab.url, "--uri", "test://known", "--json")
+    assert ok.code == 0, ok
+    assert ok.json["subscriptions"][0]["state"] == "active"
+    assert d.proc is not None
+    generation = links(d)[lab.url]["generation"]
+    d.proc.send_signal(signal.SIGHUP)
+    until("reloaded", lambda: any('"reloading"' in line for line in d.lines))
+    d.ctl("resubscribe", "--url", lab.url)
+    put(lab, "test://known", "k1")
+    until(
+        "k1 read",
+        lambda: (
+            d.api("GET", "/v1/content", params={"uri": "test://known"}).json().get("text") == "k1"
+        ),
+    )
+    assert links(d)[lab.url]["generation"] >= generation
+    sub = subscription(d, missing.json["subscriptions"][0]["id"])
+    assert (sub["state"], sub["stateCode"], sub["revision"]) == ("error", "RESOURCE_NOT_FOUND", 0)
+    never_active_without_a_read(d, "test://nope")
+    assert [c["state"] for c in state_changes(d, "test://nope")] == ["error"]
+    assert state_counts(d) == {"active": 1, "error": 1}
+
+
+def test_a_stream_that_breaks_the_protocol_after_its_ack_backs_off(
+    daemon_factory: Any, hostile_factory: Any
+) -> None:
+    """Before: a 5 MB event after every ack was fetched again at once, ~60 listens a minute
+    (about 240 MB pulled), with a "link down" line each time despite the de-duplication."""
+    hostile = hostile_factory()
+    d = daemon_factory(env={"MCPSUB_BACKOFF_BASE_S": "0.5", "MCPSUB_BACKOFF_CAP_S": "30"})
+    url = hostile.url("oversize")
+    subscribe(d, url, "hostile://oversize/doc")
+    until("first failure", lambda: links(d)[url]["lastErrorCode"] == "PROTOCOL_ERROR")
+    time.sleep(6)  # the window being measured, not a synchronisation
+    listens = hostile.stats().get("oversize.subscriptions/listen", 0)
+    # Full jitter doubling from 0.5 s: about 5 listens in 6 s; re-listening at once (the
+    # defect) made 20 or more.
+    assert listens <= 10, listens
+    down = [json.loads(line) for line in d.lines if '"link down"' in line and url in line]
+    assert len(down) == 1, down
+    assert links(d)[url]["lastErrorHint"], links(d)[url]
