@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from tests.hostile.helpers import links, put, state_changes, subscribe, subscription, until
+from tests.support.cli import run_cli
 
 SLOW_READS = {"MCPSUB_REQUEST_TIMEOUT_S": "1"}
 
@@ -156,3 +157,28 @@ def test_a_stream_that_breaks_the_protocol_after_its_ack_backs_off(
     down = [json.loads(line) for line in d.lines if '"link down"' in line and url in line]
     assert len(down) == 1, down
     assert links(d)[url]["lastErrorHint"], links(d)[url]
+
+
+def test_one_classifier_names_listen_violations_and_broken_http(hostile_factory: Any) -> None:
+    """``mcpsubctl probe``: a second ack, a wrong subscriptionId and a wrong response id while
+    opening the listen are PROTOCOL_ERROR (before: SUBSCRIPTION_FAILED, exit 8, with
+    ``listenAcknowledged: false`` although the ack had arrived); a 1 MB response header is
+    PROTOCOL_ERROR (before: NETWORK_ERROR). The drop-in keeps the seed's codes."""
+    hostile = hostile_factory()
+    for mode, acked in (("second-ack", True), ("wrong-ack-id", False), ("wrong-listen-id", False)):
+        args = ("--url", hostile.url(mode), "--uri", f"hostile://{mode}/doc", "--json")
+        probe = run_cli("mcpsubctl", "probe", *args, "--timeout-ms", "5000")
+        assert probe.code == 4, (mode, probe)
+        assert probe.json["errorCode"] == "PROTOCOL_ERROR", (mode, probe.json)
+        assert probe.json["listenAcknowledged"] is acked, (mode, probe.json)
+        dropin = run_cli("mcp-resource-subscriber", *args, "--timeout-ms", "5000")
+        assert (dropin.code, dropin.json["errorCode"]) == (1, "SUBSCRIPTION_FAILED"), mode
+        assert dropin.json["listenAcknowledged"] is False
+    args = ("--url", hostile.url("huge-header"), "--uri", "hostile://huge-header/doc", "--json")
+    probe = run_cli("mcpsubctl", "probe", *args, "--timeout-ms", "5000")
+    assert (probe.code, probe.json["errorCode"]) == (4, "PROTOCOL_ERROR"), probe
+    dropin = run_cli("mcp-resource-subscriber", *args, "--timeout-ms", "5000")
+    assert (dropin.code, dropin.json["errorCode"]) == (1, "INTERNAL_ERROR"), dropin
+    args = ("--url", hostile.url("sse-read"), "--uri", "hostile://sse-read/doc", "--json")
+    dropin = run_cli("mcp-resource-subscriber", *args, "--timeout-ms", "5000")
+    assert (dropin.code, dropin.json["errorCode"]) == (1, "INTERNAL_ERROR"), dropin
