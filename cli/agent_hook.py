@@ -57,7 +57,8 @@ MAX_SESSIONS = 256
 """Session cursor files kept per state dir; the least recently used go first."""
 SESSION_MAX_AGE_S = 30 * 86400
 REQUEST_TIMEOUT_S = 2.0
-"""Longest the hook waits for the daemon: a stuck daemon delays a prompt by this much, once."""
+"""Longest the hook waits for the daemon's whole answer (and for the connect): a stuck or
+trickling daemon delays a prompt by this much, once."""
 MAX_RESPONSE = 4 << 20
 _SAFE_ID = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
@@ -356,9 +357,16 @@ class Api:
         )
         chunks: list[bytes] = []
         size = 0
+        import time  # already loaded by the interpreter
+
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S  # for the whole answer: no trickling
         try:
             sock.sendall(request.encode())
             while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise HookProblem(f"the daemon did not answer within {REQUEST_TIMEOUT_S:g} s")
+                sock.settimeout(remaining)
                 chunk = sock.recv(65536)
                 if not chunk:
                     break
@@ -366,6 +374,8 @@ class Api:
                 if size > MAX_RESPONSE:
                     raise HookProblem("the daemon's answer is too large")
                 chunks.append(chunk)
+        except TimeoutError:
+            raise HookProblem(f"the daemon did not answer within {REQUEST_TIMEOUT_S:g} s") from None
         except OSError as exc:
             raise HookProblem(f"talking to the daemon failed: {exc}") from None
         finally:

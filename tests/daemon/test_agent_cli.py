@@ -298,11 +298,22 @@ class HostileApi:
             except OSError:
                 return
             self.held.append(conn)
-            if self.reply is not None:
+            if self.reply == b"trickle":
+                threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+            elif self.reply is not None:
                 with contextlib.suppress(OSError):
                     conn.recv(65536)  # the request
                     conn.sendall(self.reply)
                     conn.close()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        """One byte of a never-ending answer every 0.2 s: each recv succeeds."""
+        with contextlib.suppress(OSError):
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            while True:
+                conn.sendall(b"X")
+                time.sleep(0.2)  # the attacker's pace
 
     def close(self) -> None:
         self.sock.close()
@@ -313,13 +324,14 @@ class HostileApi:
 @pytest.mark.parametrize(
     ("reply", "said"),
     [
-        (None, "talking to the daemon failed"),  # never answers: the 2 s bound
+        (None, "did not answer within 2 s"),  # never answers: the 2 s bound
+        (b"trickle", "did not answer within 2 s"),  # answers forever, slowly: the same bound
         (b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * (5 << 20), "too large"),  # 5 MiB: the size bound
         (b"SSH-2.0-OpenSSH\r\n\r\n", "not HTTP"),
         (b"HTTP/1.1 200 OK\r\n\r\n[1, 2]", "HTTP 200"),
         (b'HTTP/1.1 500 X\r\n\r\n{"errorCode": "\\u001b[2JEVIL"}', "HTTP 500 \\x1b[2JEVIL"),
     ],
-    ids=["silent", "huge", "not-http", "not-an-object", "escape"],
+    ids=["silent", "trickle", "huge", "not-http", "not-an-object", "escape"],
 )
 def test_hook_survives_a_hostile_api(tmp_path: Path, reply: bytes | None, said: str) -> None:
     server = HostileApi(tmp_path / "api.sock", reply)
@@ -328,7 +340,7 @@ def test_hook_survives_a_hostile_api(tmp_path: Path, reply: bytes | None, said: 
     try:
         started = time.monotonic()
         result = hook(tmp_path, "codex", {"session_id": "s", "hook_event_name": "SessionStart"})
-        assert time.monotonic() - started < 15
+        assert time.monotonic() - started < 10
     finally:
         server.close()
     assert (result.returncode, result.stdout) == (0, "")
