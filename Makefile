@@ -42,7 +42,7 @@ fmt: setup
 	$(VENV)/bin/ruff check --fix .
 
 # The bench/ package: one module per report in results/, sharing bench/harness.py.
-BENCHES := probe webhooks hotpath daemon api scaleout agents console
+BENCHES := probe webhooks hotpath daemon api scaleout agents console cli
 
 # Man pages are generated from the argument parsers; commit the result.
 man: setup

@@ -111,7 +111,11 @@ def api_flags(p: argparse.ArgumentParser, *, follow: bool = False) -> None:
 
 # ---- the shared error path ----------------------------------------------------------------
 def fail(args: argparse.Namespace, code: str, message: str, hint: str | None) -> int:
-    """Print a failure the documented way and return its exit code."""
+    """Print a failure the documented way and return its exit code; without a hint of its
+    own the failure points to the command's ``--help``."""
+    if hint is None:  # never `recommended-next-action null` for a daemon command
+        action = getattr(args, "action", None)
+        hint = f"see `mcpsubctl {args.command}{' ' + action if action else ''} --help`"
     sys.stderr.write(f"mcpsubctl {args.command}: {message}\n")
     if hint:
         sys.stderr.write(f"hint: {hint}\n")

@@ -25,7 +25,17 @@ SECRET_NOTE = "the secret is shown once: store it in your receiver's configurati
 
 # ---- formatting (pure) ------------------------------------------------------------------
 TARGET_HEADERS = ("ID", "ENABLED", "MODE", "FAILURES", "URL", "FILTER")
-DELIVERY_HEADERS = ("ID", "TARGET", "STATE", "ATTEMPTS", "STATUS", "WEBHOOK-ID", "WHEN", "URI")
+DELIVERY_HEADERS = (
+    "ID",
+    "TARGET",
+    "STATE",
+    "ATTEMPTS",
+    "STATUS",
+    "WEBHOOK-ID",
+    "WHEN",
+    "URI",
+    "LAST ERROR",
+)
 
 
 def target_filter(t: dict[str, Any]) -> str:
@@ -61,9 +71,30 @@ def delivery_rows(deliveries: list[dict[str, Any]]) -> list[list[Any]]:
                 d["webhookId"],
                 when(moment),
                 d["uri"],
+                d.get("lastError"),
             ]
         )
     return rows
+
+
+def delivery_lines(d: dict[str, Any]) -> str:
+    """One delivery, a field per line (``deliveries show``): the last error in full."""
+    lines = [
+        f"id:            {d['id']}",
+        f"target:        {d['targetId']}",
+        f"state:         {d['state']}",
+        f"attempts:      {d['attempts']}",
+        f"last status:   {d.get('lastStatus') if d.get('lastStatus') is not None else '-'}",
+        f"last error:    {shown(d['lastError']) if d.get('lastError') else '-'}",
+        f"next attempt:  {when(d.get('nextAttemptAt'))}",
+        f"delivered:     {when(d.get('deliveredAt'))}",
+        f"created:       {when(d.get('createdAt'))}",
+        f"webhook-id:    {d['webhookId']}",
+        f"event:         {d.get('eventId')}",
+        f"subscription:  {d.get('subscriptionId')}",
+        f"uri:           {shown(d['uri'])}",
+    ]
+    return "\n".join(lines)
 
 
 def target_lines(t: dict[str, Any]) -> str:
@@ -183,7 +214,7 @@ def cmd_deliveries(args: argparse.Namespace) -> int:
             return 0
         if action == "show":
             found = client.delivery(args.id)
-            emit(dumps(found) if args.json else table(DELIVERY_HEADERS, delivery_rows([found])))
+            emit(dumps(found) if args.json else delivery_lines(found))
             return 0
         if action == "retry":
             retried = client.retry_delivery(args.id)
@@ -194,7 +225,12 @@ def cmd_deliveries(args: argparse.Namespace) -> int:
             if args.json:
                 emit(dumps(result))
             else:
-                emit(f"recovered {result['recovered']} deliveries of target {result['targetId']}")
+                count = result["recovered"]
+                noun = "delivery" if count == 1 else "deliveries"
+                emit(
+                    f"{count} failed or dead {noun} of target {result['targetId']} "
+                    "queued to be sent again"
+                )
             return 0
         raise AssertionError(action)
 
@@ -202,6 +238,21 @@ def cmd_deliveries(args: argparse.Namespace) -> int:
 
 
 # ---- argparse wiring ------------------------------------------------------------------
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def since_value(text: str) -> str:
+    """``--since``: a duration back from now (``2h``) becomes Unix seconds; ISO-8601 and Unix
+    seconds pass through (the daemon checks them)."""
+    value = text.strip()
+    unit = DURATION_UNITS.get(value[-1:].lower())
+    if unit is None or not value[:-1].isdigit():
+        return value
+    import time
+
+    return str(int(time.time()) - int(value[:-1]) * unit)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -279,6 +330,12 @@ def add_webhook_commands(sub: Any, commands: dict[str, Any]) -> None:
     p = sub_parser(actions, "recover", help="re-send a target's failed and dead deliveries")
     api_flags(p)
     p.add_argument("--target", type=_positive_int, required=True, help="target ID")
-    p.add_argument("--since", required=True, help="ISO-8601 (2026-11-29T00:00:00Z) or Unix seconds")
+    p.add_argument(
+        "--since",
+        required=True,
+        type=since_value,
+        help="deliveries created since: a duration back from now (90s, 30m, 2h, 7d), "
+        "ISO-8601 (2026-11-29T00:00:00Z) or Unix seconds",
+    )
 
     commands.update({"webhook": cmd_webhook, "deliveries": cmd_deliveries})

@@ -88,7 +88,12 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-lab-server",
         description="Reference MCP server (protocol revision 2026-07-28) for testing clients.",
-        epilog="`mcp-lab-server report --url URL` prints a running lab's per-client report.",
+        epilog="Settings come from the environment (docs/labserver.md lists them all), e.g. "
+        "MCP_TEST_CONTROL=1 mounts the /lab/* control surface (change a resource by hand: "
+        "PUT /lab/resources; faults; POST /lab/reset), MCP_TEST_UPDATE_DELAY_SECONDS (5) is "
+        "the delay from the first open listen stream to the update, MCP_TEST_LOG_LEVEL, "
+        "MCP_TEST_AUTH_TOKEN. `mcp-lab-server report --url URL` prints a running lab's "
+        "per-client report.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(

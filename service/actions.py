@@ -9,9 +9,12 @@ CLI does, so scripts that switch to us see the same action.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from service import safejson
+
+TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 NON_TERMINAL_ACTIONS = frozenset({"POLL_AFTER"})
 """Actions that mean "not done yet, keep waiting". Case-sensitive, on purpose."""

@@ -213,7 +213,9 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
                 async with asyncio.timeout(overall.remaining()):
                     return await coro
             except TimeoutError as exc:
-                raise ProbeTimeout(f"--timeout-ms elapsed after {options.timeout_s:g} s") from exc
+                raise ProbeTimeout(
+                    f"--timeout-ms elapsed after {round(options.timeout_s, 1):g} s"
+                ) from exc
 
         _phase(options, f"discovering {options.url}")
         discovered = await bounded(client.discover())
@@ -342,4 +344,4 @@ async def _wait_for_change(
             result.final_text = await read(uri)
     except TimeoutError:
         result.error_code = "NOTIFICATION_TIMEOUT"
-        result.error_message = f"no matching update within {options.timeout_s:g} s"
+        result.error_message = f"no matching update within {round(options.timeout_s, 1):g} s"

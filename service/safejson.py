@@ -15,7 +15,10 @@ not per byte; a 16 MiB text resource is a handful of containers).
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 128
 """Deepest nesting accepted. An MCP message needs about 6; tool results rarely exceed 20."""

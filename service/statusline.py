@@ -19,7 +19,10 @@ import sys
 import threading
 import time
 from types import TracebackType
-from typing import IO, Any
+
+TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 SHOW_AFTER_S = 1.0
 TICK_S = 1.0

@@ -41,11 +41,13 @@ def default_state_dir() -> Path:
 class Settings:
     state_dir: Path = field(default_factory=default_state_dir)
     api: str = ""
-    """``unix:///path/api.sock`` (default: ``<state_dir>/api.sock``) or ``tcp://127.0.0.1:PORT``."""
+    """``unix:///path/api.sock`` (default: ``<state_dir>/api.sock``) or ``tcp://127.0.0.1:PORT``
+    (``http://127.0.0.1:PORT``, the documented spelling, is stored as ``tcp://``)."""
     database_url: str = ""
     """Default: SQLite ``<state_dir>/mcpsub.db``; ``postgresql://…`` for several replicas."""
     replica_id: str = ""
-    """This replica's name in the ``replicas`` table; default ``<host>-<pid>-<random>``."""
+    """This replica's name in the ``replicas`` table; default ``<host>-<random>``, kept in
+    ``<state_dir>/replica.id``."""
     lease_ttl_s: float = 15.0
     """How long a link's lease lasts unrenewed (renewed every third of it); a dead replica's
     links are re-listened by the others within about this long."""
@@ -179,17 +181,20 @@ def _coerce(name: str, raw: Any) -> Any:
 
 def _validate(settings: Settings) -> Settings:
     api = settings.api
+    if api.startswith("http://"):  # the spelling the docs and mcpsubctl use; tcp:// is the same
+        api = "tcp://" + api[len("http://") :].rstrip("/")
+        settings = replace(settings, api=api)
     if api and not api.startswith(("unix://", "tcp://")):
         raise ConfigError(
-            f"invalid value for api: {api!r} (use unix:///PATH or tcp://127.0.0.1:PORT)"
+            f"invalid value for api: {api!r} (use unix:///PATH or http://127.0.0.1:PORT)"
         )
     if api.startswith("tcp://"):
         try:
             host, _port = settings.api_tcp or ("", 0)
         except ValueError as exc:
-            raise ConfigError(f"invalid value for api: {api!r} (tcp://127.0.0.1:PORT)") from exc
+            raise ConfigError(f"invalid value for api: {api!r} (http://127.0.0.1:PORT)") from exc
         if host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
-            raise ConfigError("api: the TCP listener binds loopback only (tcp://127.0.0.1:PORT)")
+            raise ConfigError("api: the TCP listener binds loopback only (http://127.0.0.1:PORT)")
     try:
         schedule = settings.webhook_settings().schedule
     except ValueError as exc:

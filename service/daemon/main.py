@@ -455,10 +455,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcpsubd",
         description="mcpsub daemon: keeps MCP 2026-07-28 subscriptions alive and serves them.",
-        epilog="exit codes: 0 stopped cleanly, 69 database unavailable, 75 another mcpsubd "
-        "serves the socket (or runs on the state migrate-db would copy), 66 no SQLite "
-        "database to copy, 73 migrate-db target not empty, 78 bad setting or unusable state "
-        "directory, 130 Ctrl-C",
+        epilog="exit codes: 0 stopped cleanly (SIGTERM, or Ctrl-C while serving), 69 database "
+        "unavailable, 75 another mcpsubd serves the socket (or runs on the state migrate-db "
+        "would copy), 66 no SQLite database to copy, 73 migrate-db target not empty, 78 bad "
+        "setting or unusable state directory, 130 Ctrl-C during migrate, migrate-db or backup",
     )
     parser.add_argument(
         "command",
@@ -482,8 +482,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--api",
-        help="unix:///PATH or tcp://127.0.0.1:PORT (env MCPSUB_API; default "
-        "unix://<state-dir>/api.sock)",
+        help="unix:///PATH or http://127.0.0.1:PORT (tcp://127.0.0.1:PORT too; env MCPSUB_API; "
+        "default unix://<state-dir>/api.sock)",
     )
     parser.add_argument(
         "--database-url",

@@ -1,6 +1,6 @@
 """When is a new subscription's first state known, and what went wrong (pure).
 
-The same reading as ``mcpsubctl subscribe`` (``cli/daemon_cmds.py::_first_state``): a first
+The same reading as ``mcpsubctl subscribe`` (``cli/subscription_cmds.py::first_state``): a first
 revision was read, or the subscription or its link failed with the daemon's error code.
 """
 

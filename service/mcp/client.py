@@ -245,7 +245,7 @@ class McpClient:
                 return await self._request(method, params)
         except TimeoutError as exc:
             raise TransportError(
-                f"{method}: no complete answer from {self.url} within {self.timeout:g} s",
+                f"{method}: no complete answer from {self.url} within {round(self.timeout, 1):g} s",
                 kind="timeout",
             ) from exc
 

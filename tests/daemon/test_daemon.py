@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import signal
 import stat
 import time
 from typing import Any
 
 import pytest
 
-from tests.support.daemon import Daemon
+from tests.support.cli import run_cli
+from tests.support.daemon import Daemon, free_port
 from tests.support.lab import LabServer
 
 SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
@@ -235,6 +237,17 @@ def test_sigterm_exits_0_quickly_and_files_are_private(lab_server_factory, daemo
     lab.wait_event("listen.closed", timeout=5)
 
 
+def test_ctrl_c_stops_cleanly_with_exit_0_as_help_says(daemon_factory) -> None:
+    """Issue 21 §5.3: Ctrl-C (SIGINT) while serving is a clean stop, exit 0, like SIGTERM."""
+    d = daemon_factory()
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGINT)
+    assert d.proc.wait(timeout=15) == 0
+    assert not any("Traceback" in line for line in d.lines)
+    helped = run_cli("mcpsubd", "--help")
+    assert "0 stopped cleanly (SIGTERM, or Ctrl-C while serving)" in " ".join(helped.stdout.split())
+
+
 def test_bad_input_is_rejected_and_the_daemon_keeps_serving(daemon_factory) -> None:
     d = daemon_factory()
     for body in (
@@ -334,3 +347,15 @@ def test_a_failed_read_is_retried_until_it_succeeds(lab_server_factory, daemon_f
     lab.configure(failMethods={})
     wait_text(d, "test://r", "r2", timeout=40)
     _wait_state(d, sub["id"], "active")
+
+
+@pytest.mark.parametrize("scheme", ["http", "tcp"])
+def test_both_spellings_of_the_tcp_api(daemon_factory, scheme: str) -> None:
+    """Issue 21 §5.5: the docs say http://127.0.0.1:PORT; tcp:// (the old spelling) works too,
+    for mcpsubd and mcpsubctl alike, through the same MCPSUB_API value."""
+    api = f"{scheme}://127.0.0.1:{free_port()}"
+    d = daemon_factory(env={"MCPSUB_API": api})
+    result = run_cli(
+        "mcpsubctl", "status", "--json", env={"MCPSUB_API": api, "MCPSUB_API_TOKEN": d.token}
+    )
+    assert result.code == 0 and result.json["ready"] is True, result

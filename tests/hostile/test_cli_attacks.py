@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import tempfile
 import time
@@ -118,6 +119,17 @@ def test_drop_in_discovery_has_a_deadline_against_a_trickling_server(
     assert run.json["errorCode"] == "INTERNAL_ERROR"
     assert "server/discover: no complete answer" in run.stderr
     assert "within 0.6 s" in run.stderr
+
+
+def test_ctl_probe_timeout_message_is_rounded(hostile: HostileServer) -> None:
+    """Issue 21 §5.10: the budget left for a request is printed rounded, not `0.79319 s`."""
+    run = run_measured(
+        "mcpsubctl", "probe", "--url", hostile.url("trickle-discover"), "--uri",
+        "hostile://trickle-discover/doc", "--timeout-ms", "800", "--json",
+    )  # fmt: skip
+    assert run.json["errorCode"] == "REQUEST_TIMEOUT", run.stderr
+    found = re.findall(r"(?:within|after) (\S+) s\b", run.stderr)
+    assert found and all(re.fullmatch(r"\d+(\.\d)?", value) for value in found), run.stderr
 
 
 def test_ctl_probe_on_a_trickling_listen_ends_at_its_budget(hostile: HostileServer) -> None:

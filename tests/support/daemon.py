@@ -29,12 +29,17 @@ FAST_ENV = {
 }
 
 
-def tcp_api_env() -> dict[str, str]:
-    """Env that makes the daemon listen on loopback TCP (a free port) instead of its socket."""
+def free_port() -> int:
+    """A loopback port nothing listens on now (for a daemon's TCP API)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return {"MCPSUB_API": f"tcp://127.0.0.1:{port}"}
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def tcp_api_env() -> dict[str, str]:
+    """Env that makes the daemon listen on loopback TCP (a free port) instead of its socket."""
+    return {"MCPSUB_API": f"http://127.0.0.1:{free_port()}"}
 
 
 class Daemon:
@@ -84,9 +89,12 @@ class Daemon:
 
     @property
     def tcp_url(self) -> str | None:
-        """``http://127.0.0.1:PORT`` when started with ``MCPSUB_API=tcp://…`` (else None)."""
+        """``http://127.0.0.1:PORT`` when started with ``MCPSUB_API=http://…`` or ``tcp://…``."""
         api = self.env.get("MCPSUB_API", "")
-        return "http://" + api[len("tcp://") :] if api.startswith("tcp://") else None
+        for scheme in ("tcp://", "http://"):  # both spellings are accepted
+            if api.startswith(scheme):
+                return "http://" + api[len(scheme) :]
+        return None
 
     @property
     def token(self) -> str:

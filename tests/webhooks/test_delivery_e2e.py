@@ -163,12 +163,18 @@ def test_dead_letter_then_recover_and_retry(
     assert d.api("GET", "/v1/status").json()["deliveries"]["dead"] == 1
     listed = d.ctl("deliveries", "list", "--state", "dead")
     assert listed.code == 0 and dead["webhookId"] in listed.stdout
+    assert dead["lastError"] and listed.stdout.split("\n")[0].endswith("LAST ERROR")
+    assert dead["lastError"] in listed.stdout  # issue 21 §5.6: not only with --json
+    one = d.ctl("deliveries", "show", str(dead["id"]))
+    assert one.code == 0 and f"last error:    {dead['lastError']}" in one.stdout.splitlines()
 
     receiver.plan("/hook", then=Step(200))
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started - 1))
     result = d.ctl("deliveries", "recover", "--target", str(target["id"]), "--since", since)
     assert result.code == 0, result.stderr
-    assert "recovered 1" in result.stdout
+    assert result.stdout == (
+        f"1 failed or dead delivery of target {target['id']} queued to be sent again\n"
+    )
     got = receiver.wait_count("/hook", 4)
     assert got[-1].status == 200 and got[-1].webhook_id == dead["webhookId"]
     wait_deliveries(d, lambda ds: ds[0]["state"] == "delivered")

@@ -205,3 +205,10 @@ def test_command_word_looks_past_global_flags() -> None:
     assert command_word(["--api=unix:///x", "-q", "events"]) == "events"
     assert command_word(["--help"]) is None
     assert command_word([]) is None
+
+
+def test_lab_help_names_the_control_knob() -> None:
+    """Issue 21 §5.10: README needs MCP_TEST_CONTROL; the lab's own --help says it."""
+    result = run_cli("mcp-lab-server", "--help")
+    assert result.code == 0 and "MCP_TEST_CONTROL=1" in result.stdout
+    assert "docs/labserver.md" in result.stdout
