@@ -11,10 +11,13 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
+from service.face import protocol as p
+from tests.face.stdio_peer import StdioPeer
 from tests.support.cli import BIN
 from tests.support.daemon import Daemon
 
 DOC = "test://face/doc"
+META = {"_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}
 
 
 def stdio_params(d: Daemon, *extra: str) -> StdioServerParameters:
@@ -39,12 +42,17 @@ def test_sdk_stdio_tools_resources_and_subscribe(
 
     updates: list[str] = []
     got_update = asyncio.Event()
+    list_changes: list[int] = []
+    got_list_change = asyncio.Event()
 
     async def on_message(message: Any) -> None:
         root = getattr(message, "root", message)
         if getattr(root, "method", None) == "notifications/resources/updated":
             updates.append(str(root.params.uri))
             got_update.set()
+        if getattr(root, "method", None) == "notifications/resources/list_changed":
+            list_changes.append(1)
+            got_list_change.set()
 
     async def scenario() -> None:
         warnings.simplefilter("ignore")
@@ -111,5 +119,54 @@ def test_sdk_stdio_tools_resources_and_subscribe(
             assert not added.is_error, added
             (sub,) = added.structured_content["subscriptions"]
             assert (sub["state"], sub["revision"]) == ("active", 1)
+            await asyncio.wait_for(got_list_change.wait(), 20)  # a subscription came
+            got_list_change.clear()
+            gone = await client.call_tool("unsubscribe", {"uri": other})
+            assert not gone.is_error, gone
+            await asyncio.wait_for(got_list_change.wait(), 20)  # and went
+
+            missing = await client.call_tool(
+                "subscribe", {"url": lab.url, "uri": "test://face/nope"}
+            )
+            assert missing.is_error
+            assert missing.structured_content["errorCode"] == "RESOURCE_NOT_FOUND"
+            assert "probe" in missing.structured_content["hint"]
 
     asyncio.run(scenario())
+    channel_and_listen(lab, d)
+
+
+def channel_and_listen(lab: Any, d: Daemon) -> None:
+    """The same daemon through raw JSON-RPC: a 2026-07-28 listen on stdio and Claude Code
+    channel messages, whose text is escaped."""
+    peer = StdioPeer(d.state_dir, "--channel")
+    try:
+        peer.request(1, "server/discover", META)
+        discover = peer.answer(1)["result"]
+        assert discover["supportedVersions"] == [p.MODERN]
+        assert discover["capabilities"]["experimental"] == {"claude/channel": {}}
+        peer.request(
+            "L", "subscriptions/listen", {**META, "notifications": {"resourceSubscriptions": [DOC]}}
+        )
+        ack = peer.until(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
+        assert ack["params"]["_meta"][p.META_SUBSCRIPTION] == "L"
+        put(lab, DOC, "one\nevil \x1b]0;owned\x07 two\n")
+        updated = peer.until(lambda m: m.get("method") == "notifications/resources/updated")
+        assert updated["params"] == {"uri": DOC, "_meta": {p.META_SUBSCRIPTION: "L"}}
+        channel = peer.until(lambda m: m.get("method") == "notifications/claude/channel")
+        content = channel["params"]["content"]
+        assert "two" in content and "\x1b" not in content and "\x07" not in content
+        assert channel["params"]["meta"]["uri"] == DOC
+        assert channel["params"]["meta"]["revision"] == "3"
+        peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "L"}}
+        )
+        closed = peer.answer("L")
+        assert closed["result"]["_meta"][p.META_SUBSCRIPTION] == "L"
+        peer.request(2, "tools/call", {**META, "name": "read", "arguments": {"uri": DOC}})
+        read = peer.answer(2)["result"]
+        assert read["resultType"] == "complete" and read["structuredContent"]["revision"] == 3
+        assert "\x1b" not in read["content"][0]["text"]
+        assert read["structuredContent"]["text"].startswith("one\nevil \x1b]0;owned")
+    finally:
+        assert peer.close() == 0

@@ -1,5 +1,6 @@
-"""``mcpsubctl mcp`` on stdio with raw JSON-RPC: 2026-07-28 listens, Claude Code channel
-messages, bounds under attack, and starting the daemon on first use."""
+"""``mcpsubctl mcp`` on stdio with raw JSON-RPC: bounds under attack, starting the daemon on
+first use, and a daemon restart under a live session (2026-07-28 listens and channel
+messages are in test_face_sdk_stdio.py, on the SDK test's daemon)."""
 
 from __future__ import annotations
 
@@ -20,46 +21,6 @@ META = {"_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}
 
 def put(lab: Any, uri: str, text: str) -> None:
     lab.control("PUT", "/lab/resources", json={"uri": uri, "text": text}).raise_for_status()
-
-
-def test_stdio_2026_listen_and_channel_messages(
-    lab_server_factory: Any, daemon_factory: Any, database_url: str
-) -> None:
-    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
-    put(lab, DOC, "one\n")
-    d: Daemon = daemon_factory()
-    assert d.ctl("subscribe", "--url", lab.url, "--uri", DOC, "--json").code == 0
-    peer = StdioPeer(d.state_dir, "--channel")
-    try:
-        peer.request(1, "server/discover", META)
-        discover = peer.answer(1)["result"]
-        assert discover["supportedVersions"] == [p.MODERN]
-        assert discover["capabilities"]["experimental"] == {"claude/channel": {}}
-        peer.request(
-            "L", "subscriptions/listen", {**META, "notifications": {"resourceSubscriptions": [DOC]}}
-        )
-        ack = peer.until(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
-        assert ack["params"]["_meta"][p.META_SUBSCRIPTION] == "L"
-        put(lab, DOC, "one\nevil \x1b]0;owned\x07 two\n")
-        updated = peer.until(lambda m: m.get("method") == "notifications/resources/updated")
-        assert updated["params"] == {"uri": DOC, "_meta": {p.META_SUBSCRIPTION: "L"}}
-        channel = peer.until(lambda m: m.get("method") == "notifications/claude/channel")
-        content = channel["params"]["content"]
-        assert "two" in content and "\x1b" not in content and "\x07" not in content
-        assert channel["params"]["meta"]["uri"] == DOC
-        assert channel["params"]["meta"]["revision"] == "2"
-        peer.send(
-            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "L"}}
-        )
-        closed = peer.answer("L")
-        assert closed["result"]["_meta"][p.META_SUBSCRIPTION] == "L"
-        peer.request(2, "tools/call", {**META, "name": "read", "arguments": {"uri": DOC}})
-        read = peer.answer(2)["result"]
-        assert read["resultType"] == "complete" and read["structuredContent"]["revision"] == 2
-        assert "\x1b" not in read["content"][0]["text"]
-        assert read["structuredContent"]["text"].startswith("one\nevil \x1b]0;owned")
-    finally:
-        assert peer.close() == 0
 
 
 def test_stdio_bounds_under_attack(daemon_factory: Any) -> None:
