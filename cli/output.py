@@ -3,7 +3,9 @@
 The line and JSON shapes are a contract with scripts written against the TypeScript CLI
 (seed-behaviour §3.1-§3.3, §3.7): same keys, same order, same spellings, including the two
 spellings of the action key (``recommended_next_action`` in a probe result,
-``recommended-next-action`` in a failure). Golden tests pin every shape.
+``recommended-next-action`` in a failure). Golden tests pin every shape. One departure:
+credentials in the server URL (``user:password@``, ``?token=…``) are shown as ``***``
+(``service.safetext.redact_urls``); the seed printed them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 from typing import Any
 
 from service.proberesult import ProbeResult
+from service.safetext import redact_urls
 
 
 def dumps(value: Any) -> str:
@@ -22,7 +25,7 @@ def dumps(value: Any) -> str:
 def probe_json(result: ProbeResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "route": result.route,
-        "serverUrl": result.server_url,
+        "serverUrl": redact_urls(result.server_url),
         "resourceUri": result.resource_uri,
         "listenAcknowledged": result.listen_acknowledged,
         "honoredUris": list(result.honored_uris),
@@ -44,7 +47,7 @@ def probe_lines(result: ProbeResult) -> str:
         f"capabilities {dumps(result.capabilities)}",
         f"resource-found {dumps(result.resource_found)}",
         f"resource-uri {result.resource_uri}",
-        f"server-url {result.server_url}",
+        f"server-url {redact_urls(result.server_url)}",
     ]
     if result.initial_text:
         lines += ["initial", result.initial_text]
@@ -64,9 +67,7 @@ def probe_lines(result: ProbeResult) -> str:
         lines.append(f"notification {result.notification_uri}")
     if result.final_text:
         lines += ["final", result.final_text]
-    summary = (
-        f"phase-summary route={result.route} url={result.server_url} uri={result.resource_uri}"
-    )
+    summary = f"phase-summary route={result.route} url={redact_urls(result.server_url)} uri={result.resource_uri}"
     if result.error_code:
         summary += f" error-code={result.error_code}"
     lines.append(summary)
@@ -82,7 +83,7 @@ def failure_json(
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
         "route": "failed",
-        "serverUrl": url,
+        "serverUrl": None if url is None else redact_urls(url),
         "resourceUri": uri,
         "listenAcknowledged": False,
         "honoredUris": [],
@@ -106,7 +107,7 @@ def failure_lines(code: str, hint: str | None, url: str | None, uri: str | None)
         [
             f"error-code {code}",
             f"recommended-next-action {hint or 'null'}",
-            f"phase-summary route=failed url={url or 'unknown'} uri={uri or ''} error-code={code}",
+            f"phase-summary route=failed url={redact_urls(url or 'unknown')} uri={uri or ''} error-code={code}",
         ]
     )
 
@@ -120,7 +121,7 @@ def call_json(
     hint: str | None,
 ) -> dict[str, Any]:
     return {
-        "serverUrl": url,
+        "serverUrl": None if url is None else redact_urls(url),
         "tool": tool,
         "isError": is_error,
         "errorCode": code,
@@ -139,7 +140,7 @@ def call_lines(
 ) -> str:
     return "\n".join(
         [
-            f"server-url {url or 'unknown'}",
+            f"server-url {redact_urls(url or 'unknown')}",
             f"tool {tool or 'unknown'}",
             f"is-error {dumps(is_error)}",
             f"error-code {code or 'null'}",

@@ -27,7 +27,7 @@ from cli.apicmd import (
     table,
     when,
 )
-from service.safetext import shown
+from service.safetext import redact_urls, shown
 
 TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
 if TYPE_CHECKING:
@@ -164,11 +164,14 @@ def cmd_unsubscribe(args: argparse.Namespace) -> int:
             ids = [args.id]
         else:
             subs = client.subscriptions()
+            shown_url = None if args.url is None else redact_urls(args.url)  # as the API shows
             ids = [
-                s["id"] for s in subs if s["uri"] == args.uri and args.url in (None, s["serverUrl"])
+                s["id"]
+                for s in subs
+                if s["uri"] == args.uri and shown_url in (None, s["serverUrl"])
             ]
             if not ids:
-                where = f" on {args.url}" if args.url else ""
+                where = f" on {shown_url}" if shown_url else ""
                 raise DaemonError(
                     404,
                     "SUBSCRIPTION_NOT_FOUND",

@@ -93,7 +93,8 @@ def shown(value: object) -> str:
 
 
 class SafeStream:
-    """A text stream that escapes what :func:`terminal_safe` escapes (lines and tabs kept).
+    """A text stream that escapes what :func:`terminal_safe` escapes (lines and tabs kept)
+    and redacts credentials in URLs (:func:`redact_urls`).
 
     Installed over ``sys.stderr`` by both CLIs (:func:`safe_stderr`), so no diagnostic, whatever
     text from a server it quotes, can drive the terminal. Normal text passes byte for byte."""
@@ -102,7 +103,7 @@ class SafeStream:
         self._inner = inner
 
     def write(self, text: str) -> int:
-        self._inner.write(terminal_safe(text, keep_lines=True))
+        self._inner.write(terminal_safe(redact_urls(text), keep_lines=True))
         return len(text)
 
     def __getattr__(self, name: str) -> Any:

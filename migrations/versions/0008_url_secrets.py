@@ -30,6 +30,7 @@ depends_on = None
 MAYBE_SECRET = "({column} LIKE '%@%' OR {column} LIKE '%=%')"
 REDACTED = (
     ("events", "id", "server_url"),
+    ("events", "id", "data"),
     ("servers", "id", "last_error"),
     ("subscriptions", "id", "state_reason"),
     ("deliveries", "id", "last_error"),

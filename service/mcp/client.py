@@ -47,6 +47,7 @@ from service.mcp.listen import (
     honored_uris,
 )
 from service.mcp.sse import Comment, Event, EventTooLarge, SSEDecoder
+from service.safetext import redact_urls
 
 if TYPE_CHECKING:
     import httpx
@@ -144,7 +145,7 @@ def _transport_error(exc: httpx.HTTPError, url: str) -> TransportError:
         else ("connect" if isinstance(exc, httpx.ConnectError) else "read")
     )
     detail = str(exc) or type(exc).__name__
-    error = TransportError(f"{kind} error talking to {url}: {detail}", kind=kind)
+    error = TransportError(f"{kind} error talking to {redact_urls(url)}: {detail}", kind=kind)
     error.__cause__ = exc
     return error
 

@@ -39,6 +39,7 @@ import h11
 from service.mcp.coding import LimitedBody, codings
 from service.mcp.errors import ProtocolViolation, TransportError
 from service.netguard import AddressCheck, resolve_checked
+from service.safetext import redact_urls
 
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
 READ_CHUNK = 65536
@@ -88,7 +89,7 @@ class LeanStream:
             except (OSError, h11.RemoteProtocolError) as exc:
                 detail = str(exc) or type(exc).__name__
                 raise TransportError(
-                    f"read error talking to {self._url}: {detail}", kind="read"
+                    f"read error talking to {redact_urls(self._url)}: {detail}", kind="read"
                 ) from exc
             if isinstance(event, h11.Data):
                 yield bytes(event.data)
@@ -96,7 +97,7 @@ class LeanStream:
                 return
             elif isinstance(event, h11.ConnectionClosed):
                 raise TransportError(
-                    f"read error talking to {self._url}: server closed the connection",
+                    f"read error talking to {redact_urls(self._url)}: server closed the connection",
                     kind="read",
                 )
 
@@ -259,7 +260,9 @@ class LeanHttp:
 
     def _error(self, kind: str, exc: BaseException) -> TransportError:
         detail = str(exc) or type(exc).__name__
-        return TransportError(f"{kind} error talking to {self.url}: {detail}", kind=kind)
+        return TransportError(
+            f"{kind} error talking to {redact_urls(self.url)}: {detail}", kind=kind
+        )
 
     async def _send(
         self, conn: _Connection, content: bytes, headers: dict[str, str], reused: bool = False

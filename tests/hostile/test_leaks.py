@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.hostile.helpers import put, subscribe, text_of, until
+from tests.support.cli import run_cli
 from tests.support.daemon import Daemon, tcp_api_env
 from tests.webhooks.helpers import FAST as WEBHOOKS_FAST
 from tests.webhooks.receiver import Receiver
@@ -232,3 +233,26 @@ def _logged(d: Daemon, event: str) -> dict[str, Any] | None:
         if entry.get("event") == event:
             return entry  # type: ignore[no-any-return]
     return None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("mcpsubctl", "--json", "probe"),
+        ("mcpsubctl", "--json", "call", "--tool", "echo"),
+        ("mcp-resource-subscriber", "--json"),
+        ("mcp-resource-subscriber", "call", "--tool", "echo", "--json"),
+    ],
+)
+def test_the_one_shot_clis_show_no_url_credentials(command: tuple[str, ...]) -> None:
+    """Before: ``serverUrl`` in --json and ``server-url`` lines printed the URL as given."""
+    url = f"http://alice:sekrit7x@127.0.0.1:{_closed_port()}/mcp?access_token=sekrit8x"
+    program, *args = command
+    extra = ["--uri", "test://x"] if "--tool" not in args else []
+    result = run_cli(program, *args, "--url", url, *extra, "--timeout-ms", "2000")
+    assert result.code != 0, result
+    assert "sekrit" not in result.stdout + result.stderr, result
+    if "--json" in args:
+        assert json.loads(result.stdout)["serverUrl"] == url.replace(
+            "alice:sekrit7x@", "***@"
+        ).replace("sekrit8x", "***")
