@@ -22,13 +22,21 @@ T = TypeVar("T")
 
 class LiveApi:
     def __init__(
-        self, state_dir: Path, template: Path, *, token: str | None = None, tcp: bool = False
+        self,
+        state_dir: Path,
+        template: Path,
+        *,
+        token: str | None = None,
+        tcp: bool = False,
+        database_url: str | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.socket_path = state_dir / "api.sock"
         self.template = template
         self.token = token
         self.tcp = tcp
+        self.database_url = database_url
+        """A migrated database (the ``database_url`` fixture) instead of a copy of template."""
         self.port = 0
         self.loop: asyncio.AbstractEventLoop | None = None
         self.supervisor: FakeSupervisor | None = None
@@ -61,7 +69,10 @@ class LiveApi:
     async def _main(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.supervisor = await make_supervisor(self.state_dir / "state.db", self.template)
+        if self.database_url is not None:
+            self.supervisor = await make_supervisor(self.database_url)
+        else:
+            self.supervisor = await make_supervisor(self.state_dir / "state.db", self.template)
         app = self.app = create_app(self.supervisor, token=self.token, keepalive_s=0.3)
         if self.tcp:
             sock = bind_loopback("127.0.0.1", 0)

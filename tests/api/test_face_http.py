@@ -1,4 +1,4 @@
-"""``/mcp`` in-process over a real SQLite store: one URI watched on two servers is named
+"""``/mcp`` in-process over a real store (SQLite and PostgreSQL): one URI watched on two servers is named
 apart (``mcpsub://<id>/<uri>``), read from the store by either name, and followed by its
 own name on a listen; the agent policy can be widened by the daemon's setting."""
 
@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import httpx
+import pytest
 
 from service.face import protocol as p
 from tests.api.live import LiveApi
@@ -16,6 +20,16 @@ ONE, TWO = "http://127.0.0.1:1/mcp", "http://127.0.0.1:2/mcp"
 URI = "test://shared/doc"
 MODERN = {"MCP-Protocol-Version": p.MODERN}
 META = {"_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}
+
+
+@pytest.fixture
+def live(tmp_path: Path, migrated_db: Path, database_url: str) -> Iterator[LiveApi]:
+    """The API on a unix socket over the parametrized backend (SQLite, PostgreSQL)."""
+    server = LiveApi(tmp_path / "state", migrated_db, database_url=database_url).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def client(live: LiveApi) -> httpx.Client:
