@@ -5,10 +5,9 @@ own name on a listen; the agent policy can be widened by the daemon's setting.""
 from __future__ import annotations
 
 import json
-from typing import Any
-
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
