@@ -421,6 +421,21 @@ class DaemonClient:
     def from_options(cls, api: str | None = None, *, quiet: bool = False) -> DaemonClient:
         return cls(resolve_endpoint(api), quiet=quiet)
 
+    def reread_token(self) -> bool:
+        """Read the TCP API's token again (``MCPSUB_API_TOKEN`` or ``<state dir>/api.token``);
+        True when it changed. A client started just before the daemon read no token, or the
+        previous run's: the daemon writes the file while it starts, so a client that waits
+        for it (``status --wait-ready``) must look again after a 401."""
+        if self.endpoint.socket is not None:
+            return False
+        token = _read_token(state_dir())
+        if token is None or token == self.endpoint.token:
+            return False
+        self.endpoint.token = token
+        head = [f"Host: {self.endpoint.host_header}", f"Authorization: Bearer {token}"]
+        self._fixed_headers = "\r\n".join(head)
+        return True
+
     def close(self) -> None:
         if self._reader is not None:
             self._reader.close()

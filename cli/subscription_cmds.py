@@ -320,6 +320,8 @@ def _wait_ready(client: DaemonClient, args: argparse.Namespace) -> dict[str, Any
                 last = DaemonError(503, "NOT_READY", "the daemon is not ready yet", None, st)
             except (DaemonUnavailable, DaemonError) as exc:
                 last = exc
+                if isinstance(exc, DaemonError) and exc.status == 401 and client.reread_token():
+                    continue  # the daemon wrote its token after we started: try it now
             if time.monotonic() >= deadline:
                 break
             time.sleep(READY_POLL_S)

@@ -17,6 +17,7 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
@@ -127,6 +128,18 @@ class NotReady(ApiError):
     default_hint = "the daemon is still starting; retry in a moment"
 
 
+class StorageFailing(ApiError):
+    """The database refused the write (full disk, I/O error) or did not answer: nothing was
+    stored. The same condition ``/readyz`` and ``/v1/status`` report."""
+
+    status = 503
+    error_code = "STORAGE_FAILING"
+    default_hint = (
+        "nothing was stored; free space in the state directory's filesystem (or bring the "
+        "database back) and retry; `mcpsubctl status` shows the storage state"
+    )
+
+
 _HTTP_CODES = {
     404: ("NOT_FOUND", "no such endpoint; see /openapi.json"),
     405: ("METHOD_NOT_ALLOWED", None),
@@ -192,6 +205,23 @@ async def _client_gone(request: Request, _exc: Exception) -> Response:
     return Response(status_code=400)
 
 
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """A write the database refused is the daemon-level storage condition, answered 503 with
+    the hint and no traceback; any other database error is a bug (500, logged with its
+    stack by the server error middleware)."""
+    from service.store.health import is_storage_failure, is_unanswered
+
+    if is_storage_failure(exc) or is_unanswered(exc):
+        failing = StorageFailing(f"the database refused the write: {_first_line(exc)}")
+        return JSONResponse(failing.to_json(), status_code=failing.status)
+    raise exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
 async def _internal_error(_request: Request, _exc: Exception) -> JSONResponse:
     return JSONResponse(
         error_body("INTERNAL_ERROR", "internal error", hint="see the daemon log"),
@@ -204,4 +234,5 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(ClientDisconnect, _client_gone)
+    app.add_exception_handler(SQLAlchemyError, _database_error)
     app.add_exception_handler(Exception, _internal_error)

@@ -51,6 +51,10 @@ class Settings:
     lease_ttl_s: float = 15.0
     """How long a link's lease lasts unrenewed (renewed every third of it); a dead replica's
     links are re-listened by the others within about this long."""
+    storage_recovery_s: float = 10.0
+    """After the database refused writes (a full disk) or did not answer: how long writes
+    must go through without a failure before the storage is reported ok again (one failing
+    period, not a flap at every write that happens to fit)."""
     handover_timeout_s: float = 5.0
     """On SIGTERM, how long the other replicas get to listen to this replica's links and take
     them (make-before-break) before the rest are stopped and released; PostgreSQL only."""

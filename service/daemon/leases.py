@@ -12,9 +12,20 @@ and the replica waits, bounded, until they are taken. A renew that fails keeps b
 succeeded for two thirds of the TTL every link is stopped locally, so no link runs on after
 its lease could have expired (the database would fence its writes anyway, see
 :mod:`service.store.leases`). The time base is the start of the last successful renew, which
-can only make the local deadline earlier than the database's.
+can only make the local deadline earlier than the database's. A renew has a deadline of its
+own (at the latest that local deadline): a frozen database does not fail a statement, it
+never answers it, and a renew awaited without one kept every link running past its lease.
+While the database does not answer, the storage is reported failing (``/readyz`` 503).
 
-On SQLite the same loop runs with one replica: it holds every link.
+After an outage every replica's leases have expired in the database's clock at once. Each
+replica first renews and takes back what it held (its orphans) and claims other replicas'
+expired links only a renew interval later, by which time their owners have heartbeated
+again; a claim also skips links whose owner heartbeats (:func:`service.store.leases.claim`).
+Without that, the first replica to reach the database took every link and the others
+dropped theirs: a mass swap with a re-listen of every link.
+
+On SQLite the same loop runs with one replica: it holds every link, and no other process
+can take one, so a failing renew (a full disk) never stops its links.
 """
 
 from __future__ import annotations
@@ -32,6 +43,8 @@ from typing import Protocol
 import structlog
 
 from service.store import Store
+from service.store.database import database_errors, describe
+from service.store.health import is_unanswered
 from service.store.leases import Claimed, Requested
 from service.store.records import Subscription
 
@@ -112,6 +125,12 @@ class LeaseKeeper:
         self._passes = 0
         self._orphans: set[int] = set()
         """Links the last renew found ours in the database but not running here."""
+        self._renewing: asyncio.Task[set[int]] | None = None
+        """The renew in flight: one at most, however long the database takes to answer."""
+        self._renew_failing = False
+        self._foreign_claims_after = 0.0
+        """Monotonic time before which only our own and unowned links are claimed (set after
+        an outage: the other replicas need a renew to show they are alive)."""
 
     @property
     def interval_s(self) -> float:
@@ -119,10 +138,21 @@ class LeaseKeeper:
 
     async def start(self) -> None:
         """Register and take a first share before the API says ready; then ask the others to
-        rebalance now (they offer what is above the new share) rather than at their next pass."""
-        await self.store.lease_heartbeat(self.replica_id, socket.gethostname(), os.getpid())
-        await self.tick()
-        await self.store.wake_replicas()
+        rebalance now (they offer what is above the new share) rather than at their next pass.
+
+        A database that refuses these writes (a full disk) does not stop the start: the API
+        comes up and says ``STORAGE_FAILING``, and the renew loop claims the links as soon as
+        a write goes through."""
+        try:
+            await self.store.lease_heartbeat(self.replica_id, socket.gethostname(), os.getpid())
+            await self.tick()
+            await self.store.wake_replicas()
+        except database_errors() as exc:
+            self._renew_failed(exc)
+            log.warning(
+                "the database refuses the lease writes; the links start once it takes them",
+                error=describe(exc),
+            )
         loop = asyncio.get_running_loop()
         self._task = loop.create_task(self._run(), name="leases")
         self._renewer = loop.create_task(self._renew_forever(), name="lease-renew")
@@ -165,25 +195,28 @@ class LeaseKeeper:
 
     async def stop(self) -> None:
         """Announce the stop (the others stop counting us); the caller then stops the links
-        and :meth:`leave` releases every lease still held."""
+        and :meth:`leave` releases every lease still held. Bounded: a database that does not
+        answer must not hold up a SIGTERM (the leases then expire after their TTL)."""
         self._stopping = True
-        for task in (self._task, self._renewer):
+        for task in (self._task, self._renewer, self._renewing):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         try:
-            await self.store.lease_heartbeat(
-                self.replica_id, socket.gethostname(), os.getpid(), stopping=True
-            )
+            async with asyncio.timeout(self.interval_s):
+                await self.store.lease_heartbeat(
+                    self.replica_id, socket.gethostname(), os.getpid(), stopping=True
+                )
         except Exception as exc:
-            log.warning("could not announce the stop", error=str(exc))
+            log.warning("could not announce the stop", error=describe(exc))
 
     async def leave(self) -> None:
         try:
-            await self.store.leave(self.replica_id)
+            async with asyncio.timeout(self.interval_s):
+                await self.store.leave(self.replica_id)
         except Exception as exc:  # the leases then expire after their TTL
-            log.warning("could not release the leases", error=str(exc))
+            log.warning("could not release the leases", error=describe(exc))
 
     async def _run(self) -> None:
         """The balance loop: a pass every third of the TTL, or at once when woken."""
@@ -210,27 +243,80 @@ class LeaseKeeper:
         leases lapse, the others claim them, the claims add load: a replica-wide flap."""
         while not self._stopping:
             try:
-                await self.renew()
+                await self._renew_by_deadline()
                 delay = self.interval_s
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 self.stats["lease_renew_failures_total"] += 1
-                log.warning("lease renew failed", error=str(exc))
+                self._renew_failed(exc)
+                log.warning("lease renew failed", error=describe(exc))
                 await self._expire_locally()
                 delay = min(1.0, self.ttl_s / 10)
+            else:
+                if self.store.health.pending_events:  # "failing"/"ok", kept while writes failed
+                    await self.store.record_storage_events()
+                if self._renew_failing:
+                    self._renew_failing = False
+                    # Others' expired links only after they had a renew interval to show
+                    # they are alive; our own (orphans) at once.
+                    if self.store.database.is_postgresql:
+                        self._foreign_claims_after = time.monotonic() + self.interval_s
+                    log.info("lease renew works again")
+                    self.wake()
             await asyncio.sleep(delay)
 
+    def renew_deadline_s(self) -> float:
+        """How long the next renew may take: until the local deadline (2/3 of the TTL after
+        the last successful renew started), at most a renew interval, at least a tenth of
+        the TTL (a renew that is merely slow is awaited again, not started twice)."""
+        local_deadline = self.valid_until - self.ttl_s / 3
+        return min(self.interval_s, max(self.ttl_s / 10, local_deadline - time.monotonic()))
+
+    async def _renew_by_deadline(self) -> None:
+        """:meth:`renew` within :meth:`renew_deadline_s`. A renew the database does not answer
+        stays in flight (its connection is the pool's problem, not the loop's) and is awaited
+        again by the next attempt rather than started a second time beside it."""
+        if self._renewing is None:
+            self._renewing = asyncio.get_running_loop().create_task(self.renew(), name="renew")
+        deadline = self.renew_deadline_s()
+        done, _ = await asyncio.wait({self._renewing}, timeout=deadline)
+        if not done:
+            raise TimeoutError(f"the database did not answer the lease renew within {deadline:g} s")
+        task, self._renewing = self._renewing, None
+        task.result()
+
+    def _renew_failed(self, exc: BaseException) -> None:
+        """A database that does not answer is the daemon-level storage condition (a refused
+        write was counted by the store already)."""
+        self._renew_failing = True
+        if self.store.database.is_postgresql:
+            self._foreign_claims_after = math.inf
+        if is_unanswered(exc):
+            self.store.health.failed(exc)
+
     async def _expire_locally(self) -> None:
-        """No successful renew for 2/3 of the TTL: stop every link before its lease lapses."""
+        """No successful renew for 2/3 of the TTL: stop every link before its lease lapses.
+        Not on SQLite: one daemon holds every link there and no other can claim one, so a
+        failing renew (a full disk) must not stop the links; their reads stay pending."""
+        if not self.store.database.is_postgresql:
+            return
         if time.monotonic() < self.valid_until - self.ttl_s / 3:
             return
         held = self.owner.held()
         if held:
-            log.warning("leases about to expire without renewal; stopping links", links=len(held))
+            log.warning(
+                "leases about to expire without renewal; stopping links",
+                links=len(held),
+                server_ids=sorted(held),
+            )
             self.stats["lease_expired_locally_total"] += len(held)
-        for server_id in sorted(held):
-            await self.owner.drop(server_id, release=False)
+        # Together: a link stopped in the middle of a database call waits for that call's
+        # connection to be closed, and one after the other that added up past the TTL.
+        await asyncio.gather(
+            *(self.owner.drop(server_id, release=False) for server_id in sorted(held)),
+            return_exceptions=True,
+        )
 
     async def renew(self) -> set[int]:
         """Heartbeat and renew; stop the links the database no longer lists as ours. Returns
@@ -282,7 +368,13 @@ class LeaseKeeper:
                 await self.owner.abandon(server_id)
             standby = self.owner.standby()
         if len(mine) + len(standby) < share:
-            claimed = await self.claim(share - len(mine) - len(standby))
+            # Expired links of others only once they had time to renew after an outage;
+            # offered links (their owner is alive and asks) at any time.
+            claimed = (
+                await self.claim(share - len(mine) - len(standby))
+                if time.monotonic() >= self._foreign_claims_after
+                else []
+            )
             need = share - len(mine) - len(standby) - len(claimed)
             if need > 0 and self.store.database.is_postgresql:
                 for item in await self.store.request_leases(self.replica_id, self.ttl_s, need):

@@ -306,6 +306,7 @@ async def _serve(
         log.error("database unavailable", database=settings.db_display, error=describe(exc))
         return EXIT_DB_UNAVAILABLE
     store = Store.open(settings.db_url)
+    store.health.recovery_s = settings.storage_recovery_s
     from service.api.app import create_app
     from service.api.listener import ConsoleListener
 

@@ -49,8 +49,41 @@ def is_storage_failure(exc: BaseException) -> bool:
     return False
 
 
+_UNANSWERED = frozenset(
+    {
+        "TimeoutError",  # builtin, asyncio's, and SQLAlchemy's pool timeout
+        "ConnectionDoesNotExistError",  # asyncpg: the connection was lost mid-statement
+        "CannotConnectNowError",  # asyncpg: the server is starting or shutting down
+        "ConnectionFailureError",
+    }
+)
+
+
+def is_unanswered(exc: BaseException) -> bool:
+    """True for errors that mean "the database did not answer" (refused, lost, timed out):
+    like a full disk, a daemon-level condition, not a bug of the request at hand."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionError) or type(current).__name__ in _UNANSWERED:
+            return True
+        if getattr(current, "connection_invalidated", False):
+            return True
+        current = getattr(current, "orig", None) or current.__cause__
+    return False
+
+
 @dataclass
 class StorageHealth:
+    """One failing period from the first failed write until writes have succeeded for
+    :attr:`recovery_s` without a failure in between.
+
+    On a really full disk some writes still go through (an ``UPDATE`` that rewrites a page
+    the WAL has room for, a lease renew) while others fail (a new revision): flipping to
+    "ok" at every success made the status flap five times in 25 s while the disk stayed full.
+    """
+
     failing: bool = False
     error: str | None = None
     since: float | None = None
@@ -58,9 +91,14 @@ class StorageHealth:
     recoveries_total: int = 0
     pending_events: list[dict[str, Any]] = field(default_factory=list)
     """``daemon.storage`` event data to record once a write can carry it (bounded)."""
+    recovery_s: float = 0.0
+    """How long writes must go through without a failure before the period ends."""
+    last_failure: float = 0.0
+    """Monotonic time of the last failed write."""
 
     def failed(self, exc: BaseException) -> None:
         self.failures_total += 1
+        self.last_failure = time.monotonic()
         text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         self.error = (text[0] if text else type(exc).__name__)[:300]
         if not self.failing:
@@ -69,7 +107,7 @@ class StorageHealth:
             self._queue({"state": "failing", "error": self.error, "since": self.since})
 
     def succeeded(self) -> None:
-        if self.failing:
+        if self.failing and time.monotonic() - self.last_failure >= self.recovery_s:
             self.failing = False
             self.recoveries_total += 1
             self._queue(
@@ -115,9 +153,12 @@ def install(engine: Any, health: StorageHealth) -> None:
     event.listen(engine, "handle_error", on_error)
     fault_file = os.environ.get(FAULT_FILE_ENV)
     if fault_file:
+        from sqlalchemy.exc import OperationalError
 
         def fault(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
             if _writes(statement) and os.path.exists(fault_file):
-                raise sqlite3.OperationalError("database or disk is full")
+                # Wrapped as SQLAlchemy wraps a driver's error, on either backend.
+                full = sqlite3.OperationalError("database or disk is full")
+                raise OperationalError(statement, None, full)
 
         event.listen(engine, "before_cursor_execute", fault)

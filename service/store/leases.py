@@ -163,14 +163,24 @@ def claim(
     only: list[int] | None = None,
     mine_too: bool = False,
 ) -> list[Claimed]:
-    """Take up to ``limit`` links that are unowned or whose lease expired (SQLite: every link
-    not held by us), bumping epoch and generation; ``only`` restricts it to these ids.
-    ``mine_too``: also links leased to this replica id (a previous run of ours)."""
+    """Take up to ``limit`` links that are unowned or whose lease expired while their owner
+    stopped heartbeating (SQLite: every link not held by us), bumping epoch and generation;
+    ``only`` restricts it to these ids. ``mine_too``: also links leased to this replica id
+    (a previous run of ours).
+
+    An expired lease whose owner is still live (heartbeat within the TTL, not stopping) is
+    left to that owner: after the database was frozen or unreachable every lease has
+    expired in its clock at once, and the owner's next renew takes them back."""
     if limit <= 0:
         return []
     now = now_sql(postgresql)
+    owner_live = (
+        "EXISTS (SELECT 1 FROM replicas r WHERE r.id = s.lease_owner AND r.stopping = 0 "
+        f"AND r.heartbeat_at > {now} - :ttl)"
+    )
     free = (
-        f"(s.lease_owner IS NULL OR s.lease_until IS NULL OR s.lease_until < {now})"
+        f"(s.lease_owner IS NULL OR s.lease_until IS NULL "
+        f"OR (s.lease_until < {now} AND NOT {owner_live}))"
         if postgresql
         else "(s.lease_owner IS NULL OR s.lease_owner != :me)"
     )

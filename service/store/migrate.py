@@ -61,13 +61,37 @@ def stored_revision(conn: Connection) -> str | None:
     return str(rows[0]) if len(rows) == 1 else None
 
 
+MIGRATION_LOCK = 0x6D63_7073_7562_6D69  # "mcpsubmi"
+"""PostgreSQL advisory lock held by the transaction that migrates: replicas started at the
+same instant on a fresh database (a deployment of three) ran the same ``CREATE TABLE`` at
+once and all but one died with ``IntegrityError … pg_type_typname_nsp_index``."""
+RACE_ATTEMPTS = 3
+
+
+def lost_race(exc: BaseException) -> bool:
+    """A migration that failed because another process created the same thing at the same
+    time (a start without the lock, e.g. an older replica): migrating again finds it done."""
+    text = str(exc).lower()
+    return any(
+        marker in text
+        for marker in ("already exists", "duplicate key value", "pg_type_typname_nsp_index")
+    )
+
+
 def upgrade_if_needed(url: str) -> None:
     """:func:`upgrade` to head, unless the database already records the newest script's
-    revision (then Alembic is not even imported)."""
+    revision (then Alembic is not even imported). A start that lost a race with another
+    process migrating the same database tries again (the winner's work is then seen)."""
     head = script_head()
-    if head is not None and _on_connection(url, stored_revision) == head:
-        return
-    upgrade(url)
+    for attempt in range(RACE_ATTEMPTS):
+        if head is not None and _on_connection(url, stored_revision) == head:
+            return
+        try:
+            upgrade(url)
+            return
+        except Exception as exc:
+            if attempt == RACE_ATTEMPTS - 1 or not lost_race(exc):
+                raise
 
 
 def alembic_config(url: str) -> Config:
@@ -122,6 +146,8 @@ def upgrade(url: str, revision: str = "head") -> None:
     from alembic import command
 
     def run(conn: Connection) -> None:
+        if conn.dialect.name == "postgresql":  # one migrating process at a time
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         config = alembic_config(url)
         config.attributes["connection"] = conn
         command.upgrade(config, revision)

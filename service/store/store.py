@@ -43,6 +43,7 @@ from service.store import catalog, health, hotpath, leases, linkstate, schema
 from service.store.database import Database, database_errors, parse
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
+from service.store.remembered import Answer, Remembered
 from service.store.writer import WriterThread
 
 T = TypeVar("T")
@@ -131,6 +132,10 @@ class Store:
         self._committer: asyncio.Task[None] | None = None
         self.on_event: list[Any] = []
         """Callbacks ``(Event) -> None`` run after an event's transaction commits."""
+        self._status: Remembered[catalog.StatusCounts] = Remembered(
+            self.status_counts, catalog.StatusCounts({}, {}, 0, {}, 0, 0)
+        )
+        """The last status counts, for when the database does not answer in time."""
         self.health = StorageHealth()
         """Whether writes succeed (a full disk is a daemon-level condition, see health.py)."""
         self.event_sinks: list[EventSink] = []
@@ -826,6 +831,23 @@ class Store:
     async def counts(self) -> dict[str, int]:
         """Rows per table, read in one reader hop."""
         return await self.in_reader(catalog.row_counts)
+
+    async def status_counts_within(self, deadline_s: float) -> Answer[catalog.StatusCounts]:
+        """:meth:`status_counts` within ``deadline_s`` (half a second while the storage is
+        failing already), else the last counts (:mod:`service.store.remembered`): status and
+        metrics answer while the database does not. A PostgreSQL that does not answer marks
+        the storage failing; a read that fails for another reason is raised (a bug)."""
+        if self.health.failing:
+            deadline_s = min(deadline_s, 0.5)
+        answer = await self._status.get(deadline_s)
+        error = answer.error
+        if error is None:
+            return answer
+        if health.is_storage_failure(error) or health.is_unanswered(error):
+            if self.database.is_postgresql or not isinstance(error, TimeoutError):
+                self.health.failed(error)
+            return answer
+        raise error
 
     async def status_counts(self) -> catalog.StatusCounts:
         """Everything ``GET /v1/status`` counts (rows, states, deliveries, targets, the

@@ -36,6 +36,8 @@ from service.mcp.errors import McpError
 from service.mcp.lean import LeanHttp, lean_usable
 from service.netguard import AddressRefused, address_problem, guard_httpx, refused_in
 from service.store import Store
+from service.store.database import describe
+from service.store.health import is_storage_failure, is_unanswered
 from service.webhooks.outbox import Delivery
 from service.webhooks.repository import (
     Applied,
@@ -49,6 +51,18 @@ from service.webhooks.repository import (
 from service.webhooks.signing import signature_header
 
 log = structlog.get_logger("mcpsubd.webhooks")
+
+
+def _log_failure(message: str, exc: BaseException, **fields: Any) -> None:
+    """A database that refuses writes or does not answer is the daemon-level storage
+    condition (status, ``/readyz``): one warning line, not a traceback; anything else is a
+    bug and keeps its stack."""
+    if is_storage_failure(exc) or is_unanswered(exc):
+        log.warning(message, error=describe(exc), **fields)
+    else:
+        log.exception(message, error=str(exc), **fields)
+
+
 USER_AGENT = f"mcpsub/{__version__} (+webhooks; Standard Webhooks v1)"
 DEFAULT_SCHEDULE = (0.0, 5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0)
 
@@ -387,7 +401,7 @@ class Dispatcher:
                     empty = not await self.repo.has_enabled_targets()
                     self._no_targets = empty and changes == self._target_changes
             except Exception as exc:  # keep delivering whatever one query did
-                log.exception("dispatcher pass failed", error=str(exc))
+                _log_failure("dispatcher pass failed", exc)
                 next_due = now + 1.0
             # Rows already due are in flight (their recorded outcome wakes us), behind a full
             # target (likewise) or behind an open breaker (its half-open time is below): only
@@ -635,7 +649,7 @@ class Dispatcher:
             try:
                 applied = await self.repo.apply_outcomes(batch, self.settings.disable_after_s)
             except Exception as exc:  # they stay pending: sent again, same webhook-id
-                log.exception("recording outcomes failed", count=len(batch), error=str(exc))
+                _log_failure("recording outcomes failed", exc, count=len(batch))
             finally:
                 for result in batch:
                     self._release(result.delivery)

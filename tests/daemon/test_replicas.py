@@ -417,8 +417,9 @@ def test_a_paused_replica_is_fenced_and_gives_its_links_up(cluster: Cluster) -> 
         cluster.put_all("read by a stale replica", notify=False)
     finally:
         paused.proc.send_signal(signal.SIGCONT)
-    # It learns from its first renew (or a rejected write) that the links are gone, stops
-    # them, and then takes its fair share again like any replica that joins.
+    # Its local deadline passed while it was paused: it stops the links at once, or learns
+    # from its first renew (or a rejected write) that they are gone; then it takes its fair
+    # share again like any replica that joins.
     wait_until("it gave up every link it held", lambda: given_up(paused) >= held)
     wait_until("spread evenly again", lambda: spread_evenly(cluster.daemons))
     cluster.put_all("after")
@@ -445,4 +446,6 @@ def given_up(d: Daemon) -> set[int]:
             "lease lost; giving the link up",
         ):
             ids.add(int(entry["server_id"]))
+        elif entry.get("event") == "leases about to expire without renewal; stopping links":
+            ids.update(int(server_id) for server_id in entry["server_ids"])
     return ids

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -190,6 +191,40 @@ def test_wait_ready_gives_up_with_daemon_unavailable(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.code == 10
     assert "not ready within 200 ms" in result.stderr
+
+
+def test_wait_ready_reads_the_token_a_tcp_daemon_writes_after_it_started(tmp_path: Path) -> None:
+    """Issue 22: ``status --wait-ready`` started before a TCP daemon read no token and got 401
+    for the whole wait (exit 3); it must read the token file again while it waits."""
+    state = tmp_path / "state"
+    env = {"MCPSUB_STATE_DIR": str(state)}
+    with socket.socket() as listener:  # the daemon's port, held until the CLI polls it
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        waiter = subprocess.Popen(
+            [str(BIN / "mcpsubctl"), "status", "--wait-ready", "--json", "--timeout-ms", "30000",
+             "--api", f"http://127.0.0.1:{port}"],
+            env=cli_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        listener.settimeout(30)
+        polled, _ = listener.accept()  # the CLI has read (no) token and is polling now
+        polled.close()
+    assert not (state / "api.token").exists()
+    daemon = subprocess.Popen(
+        [str(BIN / "mcpsubd")],
+        env=cli_env({**env, "MCPSUB_API": f"tcp://127.0.0.1:{port}"}),
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        out, err = waiter.communicate(timeout=40)
+        assert waiter.returncode == 0, (waiter.returncode, out, err)
+        assert json.loads(out)["ready"] is True
+    finally:
+        waiter.kill()
+        daemon.terminate()
+        daemon.wait(20)
 
 
 # ---- errors on a terminal -------------------------------------------------------------------

@@ -29,8 +29,31 @@ async def add_links(store: Store, count: int) -> list[int]:
 
 
 async def expire_all(store: Store) -> None:
+    """Every lease expired, and every replica's heartbeat as old (its owner paused or died)."""
     async with store.engine.begin() as conn:
         await conn.execute(text("UPDATE servers SET lease_until = 0"))
+        await conn.execute(text("UPDATE replicas SET heartbeat_at = 0"))
+
+
+async def test_an_expired_lease_of_a_live_owner_is_left_to_it(
+    pg_pair: tuple[Store, Store],
+) -> None:
+    """Issue 22: after the database was frozen every lease had expired in its clock at once,
+    and the first replica back claimed all of them (a mass swap). A claim leaves an expired
+    lease whose owner heartbeats; the owner's renew takes it back."""
+    a, b = pg_pair
+    ids = await add_links(a, 4)
+    await a.lease_heartbeat("a", "h", 1)
+    assert len(await a.claim_leases("a", TTL, 10)) == 4
+    async with a.engine.begin() as conn:  # the database was frozen past the TTL
+        await conn.execute(text("UPDATE servers SET lease_until = 0"))
+    await a.lease_heartbeat("a", "h", 1)  # a is back first
+    assert await b.claim_leases("b", TTL, 10) == [], "a live owner keeps its links"
+    assert set(await a.renew_leases("a", TTL)) == set(ids)
+    async with a.engine.begin() as conn:  # a stops heartbeating: now they are free
+        await conn.execute(text("UPDATE servers SET lease_until = 0"))
+        await conn.execute(text("UPDATE replicas SET heartbeat_at = 0"))
+    assert len(await b.claim_leases("b", TTL, 10)) == 4
 
 
 async def test_concurrent_claims_never_overlap(pg_pair: tuple[Store, Store]) -> None:

@@ -56,7 +56,9 @@ class Daemon:
     def socket_path(self) -> Path:
         return self.state_dir / "api.sock"
 
-    def start(self, timeout: float = 20.0) -> Daemon:
+    def start(self, timeout: float = 20.0, *, ready: bool = True) -> Daemon:
+        """Start and wait until ``/readyz`` says 200 (``ready=False``: until the API answers at
+        all, e.g. a daemon that starts on a full disk and says 503 ``STORAGE_FAILING``)."""
         self.proc = subprocess.Popen(
             [str(BIN / "mcpsubd")],
             env=self.env,
@@ -74,7 +76,7 @@ class Daemon:
                 raise RuntimeError("mcpsubd exited:\n" + "\n".join(self.lines))
             if self.tcp_url is not None or self.socket_path.exists():
                 try:
-                    if self.api("GET", "/readyz").status_code == 200:
+                    if self.api("GET", "/readyz").status_code == 200 or not ready:
                         return self
                 except httpx.TransportError:
                     pass
@@ -175,9 +177,11 @@ def daemon_factory(
     ):
         backend["MCPSUB_DATABASE_URL"] = request.getfixturevalue("database_url")
 
-    def start(state_dir: Path | None = None, env: dict[str, str] | None = None) -> Daemon:
+    def start(
+        state_dir: Path | None = None, env: dict[str, str] | None = None, *, ready: bool = True
+    ) -> Daemon:
         d = Daemon(state_dir or tmp_path / f"state{len(daemons)}", {**backend, **(env or {})})
-        daemons.append(d.start())
+        daemons.append(d.start(ready=ready))
         return d
 
     yield start

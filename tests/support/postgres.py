@@ -21,6 +21,7 @@ import itertools
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -154,6 +155,34 @@ class PgCluster:
         template = " TEMPLATE mcpsub_template" if migrated else ""
         self.execute(f"CREATE DATABASE {name}{template}")
         return self.url(name)
+
+    def processes(self) -> list[int]:
+        """The postmaster's pid, then every process it started (backends, checkpointer, …)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        found, todo = [], [postmaster]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            with contextlib.suppress(OSError):
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+                todo.extend(int(child) for child in children)
+        return found
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """The whole cluster stopped (SIGSTOP: a VM pause, a frozen host) until the block
+        ends: no statement fails, none is answered, no connection is accepted."""
+        stopped: list[int] = []
+        try:
+            for pid in self.processes():  # the postmaster first: it forks no new backend
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.append(pid)
+            yield
+        finally:
+            for pid in stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     def stop(self) -> None:
         with contextlib.suppress(Exception):

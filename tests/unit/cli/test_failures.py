@@ -299,6 +299,7 @@ def test_ctl_exit_code_table() -> None:
         "PRIVATE_TARGET": 2,
         "DUPLICATE_HEADER": 2,
         "WEBHOOK_TEST_FAILED": 5,
+        "STORAGE_FAILING": 10,
         "INTERNAL_ERROR": 70,
     }
 
