@@ -32,6 +32,7 @@ import structlog
 
 from service.daemon.config import ConfigError, Settings, load_settings
 from service.store import Subscription
+from service.store.database import database_errors, describe
 
 log = structlog.get_logger("mcpsubd.reload")
 
@@ -227,7 +228,12 @@ class Reloader:
             declared = declared_subscriptions(self.source.path, self.settings.state_dir)
         except ReloadError as exc:
             return self._failed(str(exc), "subscription files not applied")
-        added, removed = await apply_declared(self.target, self.managed, declared)
+        try:
+            added, removed = await apply_declared(self.target, self.managed, declared)
+        except database_errors() as exc:  # a full disk must not stop the start
+            return self._failed(
+                describe(exc), "subscription files not applied (send SIGHUP once writes work)"
+            )
         if added or removed:
             log.info("subscription files applied", added=added, removed=removed)
         self.last_error = None

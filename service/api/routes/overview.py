@@ -15,6 +15,7 @@ from service._version import __version__
 from service.api import queries, validate
 from service.api.errors import InvalidParameter
 from service.api.metrics import uptime
+from service.api.routes.system import STATUS_DEADLINE_S
 from service.api.state import api_state
 from service.webhooks.outbox import FINAL_STATES, OPEN_STATES
 
@@ -46,9 +47,12 @@ async def overview(request: Request) -> dict[str, Any]:
     replicas with the links each holds: a few kilobytes whatever the daemon's size."""
     supervisor = api_state(request).supervisor
     store = supervisor.store
-    counts = await store.status_counts()
+    # From memory when the database does not answer in time (a frozen PostgreSQL): the
+    # storage then says failing, and the two history queries are left out.
+    answer = await store.status_counts_within(STATUS_DEADLINE_S)
+    counts = answer.value
     links = supervisor.link_status()
-    return {
+    body: dict[str, Any] = {
         "version": __version__,
         "ready": supervisor.ready,
         "uptimeSeconds": round(uptime(supervisor.started_at), 3),
@@ -66,9 +70,14 @@ async def overview(request: Request) -> dict[str, Any]:
         },
         "webhooks": {"targets": counts.targets, "enabled": counts.targets_enabled},
         "storage": {**store.health.to_json(), "backend": store.engine.dialect.name},
-        "revisionsPerMinute": await queries.revisions_per_minute(store, time.time(), CHART_MINUTES),
-        "replicas": await queries.lease_view(store),
     }
+    if not answer.fresh:
+        return {**body, "revisionsPerMinute": [], "replicas": [], "countsFromMemory": True}
+    body["revisionsPerMinute"] = await queries.revisions_per_minute(
+        store, time.time(), CHART_MINUTES
+    )
+    body["replicas"] = await queries.lease_view(store)
+    return body
 
 
 @router.get("/v1/links")
