@@ -132,6 +132,12 @@ class _Restart(Exception):
         self.failed = failed
 
 
+def _read_error(subscription_id: int, exc: McpError) -> StateChange:
+    """The ``error`` state a failed read shows: ``CODE: message`` and the code."""
+    code = read_error_code(exc)
+    return StateChange([subscription_id], "error", f"{code}: {exc}", code)
+
+
 class ServerLink:
     def __init__(
         self,
@@ -694,7 +700,7 @@ class ServerLink:
         # State moves on evidence only (issue 22 §1): the ack proves the link is open, not
         # that a read works. A subscription whose reads are failing keeps its error until a
         # read succeeds; one with no stored read stays "pending" until its first is stored.
-        failing = {u for u in honored if (r := self.refreshers.get(u)) is not None and r.failing}
+        failing = {u: r.error for u in honored if (r := self.refreshers.get(u)) and r.failing}
         try:
             # The generation bump, the server's "open" and the subscriptions' states: one
             # transaction (service.store.linkstate), fenced on the generation we hold.
@@ -703,7 +709,7 @@ class ServerLink:
                 self.generation,
                 [
                     StateChange(
-                        [self.wanted[u] for u in sorted(honored - failing)],
+                        [self.wanted[u] for u in sorted(honored - set(failing))],
                         "active",
                         unread="pending",
                     ),
@@ -712,6 +718,11 @@ class ServerLink:
                         "not_honored",
                         "the server's acknowledgement did not include this URI",
                         "SUBSCRIPTION_NOT_HONORED",
+                    ),
+                    *(
+                        _read_error(self.wanted[u], error)
+                        for u, error in sorted(failing.items())
+                        if error is not None
                     ),
                 ],
             )
@@ -919,13 +930,13 @@ class ServerLink:
                     log.warning("recording the subscription state failed", error=describe(exc))
 
     async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
-        code = read_error_code(exc)
+        if self.state != "open":
+            # The link is down: its own state (backoff, …) is what the subscription shows;
+            # the read's error is written again with the next acknowledgement if it lasts.
+            return
+        change = _read_error(target.subscription_id, exc)
         await self._store.set_subscription_state(
-            [target.subscription_id],
-            "error",
-            f"{code}: {exc}",
-            generation=self.generation,
-            code=code,
+            change.ids, change.state, change.reason, generation=self.generation, code=change.code
         )
 
     @staticmethod

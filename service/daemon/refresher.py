@@ -97,7 +97,11 @@ class UriRefresher:
         at once (there is no content to fall back on), and its first stored read is reported
         through ``on_ok`` (the subscription turns ``active`` then, not at the ack)."""
         self.failing = False
+        self.error: McpError | None = None
+        """The failure the subscription shows while ``failing`` (a re-listen writes it again)."""
         self._task: asyncio.Task[None] | None = None
+        self._retry: asyncio.Future[bool] | None = None
+        """Set while waiting to retry a failed read; an acknowledgement ends the wait."""
         self._dirty = False
         self._reason: str | None = None
 
@@ -114,6 +118,10 @@ class UriRefresher:
         self._reason = _stronger(self._reason, reason)
         if self.busy:
             self._dirty = True
+            if reason == "acknowledged" and self._retry is not None and not self._retry.done():
+                # A new listen was acknowledged: the failures so far may have been the
+                # link's own (a refused connection while it was down); try at once.
+                self._retry.set_result(True)
             return
         self._dirty = False
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -154,7 +162,7 @@ class UriRefresher:
                 stored = self._generation() == generation  # not fenced out by a re-listen
                 unread = self._unread is not None and self._unread(self.target)
                 if stored and (self.failing or unread):
-                    self.failing = False
+                    self.failing, self.error = False, None
                     if self._on_ok is not None:
                         await self._report(self._on_ok(self.target, generation))
                 if revision is not None:
@@ -196,22 +204,27 @@ class UriRefresher:
                 code = read_error_code(exc)
                 log.warning("read failed", uri=self.target.uri, error=str(exc), code=code)
                 if not retryable(exc):
-                    self.failing = True
+                    self.failing, self.error = True, exc
                     await self._report(self._on_error(self.target, exc))
                     return
                 # A transport failure (refused, reset, timeout), a server-side error (-32603)
                 # or an answer over a bound: the content may be stale now and no notification
                 # will say so again, so retry with backoff (READ_RETRY_BASE_S doubling up to
                 # READ_RETRY_CAP_S). A subscription with content shows the failure after a few
-                # tries; one with nothing stored yet at the first (nothing to fall back on).
-                # The next good read clears it. A re-listen after a reconnect finds this
-                # refresher busy and marks it dirty: the pending re-read is kept, not lost.
+                # tries; one with nothing stored yet at the first (nothing to fall back on);
+                # once shown, every later failure is shown too (its code may change: a
+                # timeout, then a refused connection). The next good read clears it. A
+                # re-listen after a reconnect finds this refresher busy and marks it dirty:
+                # the pending re-read is kept, not lost.
                 failures += 1
                 unread = self._unread is not None and self._unread(self.target)
-                if failures == READ_RETRIES_BEFORE_ERROR or (unread and not self.failing):
-                    self.failing = True
+                if failures >= READ_RETRIES_BEFORE_ERROR or unread or self.failing:
+                    self.failing, self.error = True, exc
                     await self._report(self._on_error(self.target, exc))
-                await asyncio.sleep(min(READ_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (failures - 1)))
+                if await self._wait_retry(
+                    min(READ_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (failures - 1))
+                ):
+                    failures = 0  # a fresh listen: the schedule starts over
                 self._dirty = True
                 self._reason = _stronger(self._reason, reason)
                 continue
@@ -220,6 +233,16 @@ class UriRefresher:
                 self._reason = _stronger(self._reason, reason)
             if not self._dirty:
                 return
+
+    async def _wait_retry(self, seconds: float) -> bool:
+        """Wait before retrying a failed read; True when an acknowledgement cut it short."""
+        self._retry = asyncio.get_running_loop().create_future()
+        try:
+            done, _ = await asyncio.wait({self._retry}, timeout=seconds)
+            return bool(done)
+        finally:
+            self._retry.cancel()
+            self._retry = None
 
     @staticmethod
     async def _report(call: Awaitable[None]) -> None:

@@ -182,3 +182,32 @@ def test_one_classifier_names_listen_violations_and_broken_http(hostile_factory:
     args = ("--url", hostile.url("sse-read"), "--uri", "hostile://sse-read/doc", "--json")
     dropin = run_cli("mcp-resource-subscriber", *args, "--timeout-ms", "5000")
     assert (dropin.code, dropin.json["errorCode"]) == (1, "INTERNAL_ERROR"), dropin
+
+
+def test_a_failing_read_shows_its_own_error_again_when_the_link_is_back(
+    daemon_factory: Any, hostile_factory: Any, database_url: str
+) -> None:
+    """While the link is down the subscription shows the link's ``backoff``; once a new
+    listen is acknowledged it shows the read's failure again (and the new ones), never
+    ``active`` and never a stale ``backoff`` while its reads keep failing."""
+    hostile = hostile_factory()
+    d = daemon_factory(env=SLOW_READS)
+    url, uri = hostile.url("hang-read"), "hostile://hang-read/doc"
+    sub_id = subscribe(d, url, uri)["id"]
+    until("timed out", lambda: subscription(d, sub_id)["stateCode"] == "REQUEST_TIMEOUT")
+    port = int(hostile.base_url.rsplit(":", 1)[1])
+    hostile.stop()
+    until("link down", lambda: subscription(d, sub_id)["state"] == "backoff")
+    hostile_factory(port=port)
+    until("link back", lambda: links(d)[url]["state"] == "open", timeout=30)
+    # The ack retries the failing read at once (its past failures may have been the link's)
+    # and every failure is shown: the timeout is back within a request timeout or two.
+    until(
+        "the read's own error shown again",
+        lambda: (
+            (s := subscription(d, sub_id))["state"] == "error"
+            and s["stateCode"] == "REQUEST_TIMEOUT"
+        ),
+        timeout=10,
+    )
+    never_active_without_a_read(d, uri)

@@ -385,14 +385,16 @@ async def serve(port: int = 0) -> None:
 class HostileServer:
     """The hostile server as a subprocess (so its floods do not share our interpreter)."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, port: int = 0) -> None:
         self.env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+        self.port = port
+        """0: any free port; a given port brings a stopped server back at its old address."""
         self.proc: subprocess.Popen[str] | None = None
         self.base_url = ""
 
     def start(self) -> HostileServer:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.hostile"],
+            [sys.executable, "-m", "tests.support.hostile", str(self.port)],
             env=self.env,
             cwd=str(REPO_ROOT),
             stdin=subprocess.DEVNULL,
@@ -431,8 +433,8 @@ class HostileServer:
 def hostile_factory() -> Iterator[Callable[..., HostileServer]]:
     servers: list[HostileServer] = []
 
-    def start(env: dict[str, str] | None = None) -> HostileServer:
-        server = HostileServer(env).start()
+    def start(env: dict[str, str] | None = None, port: int = 0) -> HostileServer:
+        server = HostileServer(env, port).start()
         servers.append(server)
         return server
 

@@ -81,7 +81,8 @@ async def test_persistent_server_errors_show_error_and_keep_retrying() -> None:
     refresher, store, errors = make([internal()] * 4 + ["v2"])
     await run(refresher)
     assert store.texts == ["v2"]
-    assert errors == ["SERVER_ERROR: transient backend error (JSON-RPC -32603)"]
+    # shown from the third failure on, each time (the store logs an event only on a change)
+    assert errors == ["SERVER_ERROR: transient backend error (JSON-RPC -32603)"] * 2
 
 
 async def test_unknown_uri_is_resource_not_found_and_not_retried() -> None:
@@ -217,3 +218,21 @@ async def test_a_subscription_with_no_stored_read_shows_its_first_failure_at_onc
     await run(refresher)
     assert errors == ["REQUEST_TIMEOUT: timed out"]
     assert store.texts == ["v1"] and stored == [1]
+
+
+async def test_an_acknowledgement_ends_the_wait_before_a_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read failing while the link was down waits out a long backoff; a new listen's
+    acknowledgement retries it at once instead (and the schedule starts over)."""
+    monkeypatch.setattr(refresher_module, "READ_RETRY_BASE_S", 60.0)
+    refresher, store, errors = make([TransportError("refused"), "v1"])
+    refresher._unread = lambda target: True
+    refresher.trigger()
+    task = refresher._task
+    assert task is not None
+    while refresher._retry is None:
+        await asyncio.sleep(0)
+    refresher.trigger("acknowledged")
+    await asyncio.wait_for(task, 5)
+    assert store.texts == ["v1"] and errors == ["NETWORK_ERROR: refused"]
