@@ -111,8 +111,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     import asyncio
 
     from cli.localapi import resolve_endpoint
+    from service.face.handlers import Face
     from service.face.remote import ApiBackend
-    from service.face.session import Face
     from service.face.stdio import StdioServer
 
     try:

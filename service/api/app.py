@@ -88,9 +88,9 @@ def _mount_face(
     """The agent face at ``/mcp`` (``service/face``), behind the same guard as the API."""
     from starlette.routing import Route
 
+    from service.face.handlers import Face
     from service.face.http import FaceHttp
     from service.face.inproc import InProcessBackend
-    from service.face.session import Face
 
     backend = InProcessBackend(supervisor, allowed_origins)
     app.state.face_backend = backend

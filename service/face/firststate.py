@@ -26,7 +26,9 @@ def verdict(
     """(known, errorCode, hint) for a subscription and its link's status entry."""
     link = link or {}
     failed = sub.get("state") in FAILED_STATES
-    if (sub.get("revision") or 0) >= 1 and not failed:
+    if (sub.get("revision") or 0) >= 1 and not failed and sub.get("state") != "pending":
+        # (the first read can commit just before the acknowledgement's state change; an agent
+        # reading "pending, revision 1" would not know which to believe)
         return True, None, None
     if failed:
         code = sub.get("stateCode") or link.get("lastErrorCode") or "INTERNAL_ERROR"

@@ -32,7 +32,8 @@ from starlette.types import Receive, Scope, Send
 from service.api.errors import BodyTimeout, BodyTooLarge, TooBusy
 from service.api.state import ApiState
 from service.face import protocol as p
-from service.face.session import Face, Session
+from service.face.handlers import Face
+from service.face.session import Session
 from service.jsonout import dumps
 from service.mcp.wire import decode_header_value
 

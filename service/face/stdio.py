@@ -16,7 +16,8 @@ import sys
 from typing import IO, Any, Final
 
 from service.face import protocol as p
-from service.face.session import Face, Session
+from service.face.handlers import Face
+from service.face.session import Session
 from service.jsonout import dumps
 
 MAX_MESSAGE_BYTES: Final = 1024 * 1024

@@ -10,8 +10,8 @@ from typing import Any
 
 from service.api.state import ApiState
 from service.face import protocol as p
+from service.face.handlers import Face
 from service.face.http import FaceHttp
-from service.face.session import Face
 
 URI = "test://x"
 

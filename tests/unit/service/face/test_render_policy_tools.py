@@ -72,3 +72,17 @@ def test_tool_arguments() -> None:
         "changes_since",
     ]  # fmt: skip
     assert all(t["inputSchema"]["type"] == "object" for t in tools.TOOLS)
+
+
+def test_first_state_waits_for_the_state_that_goes_with_the_first_read() -> None:
+    from service.face.firststate import verdict
+
+    assert verdict({"state": "pending", "revision": 0}, None) == (False, None, None)
+    assert verdict({"state": "pending", "revision": 1}, None) == (False, None, None)
+    assert verdict({"state": "active", "revision": 1}, {"state": "open"}) == (True, None, None)
+    known, code, hint = verdict({"state": "error", "stateCode": "RESOURCE_NOT_FOUND"}, None)
+    assert (known, code) == (True, "RESOURCE_NOT_FOUND") and hint and "probe" in hint
+    link = {"state": "backoff", "lastErrorCode": "CONNECTION_REFUSED", "lastErrorHint": "start it"}
+    assert verdict({"state": "pending", "revision": 0}, link) == (
+        True, "CONNECTION_REFUSED", "start it; the daemon keeps retrying",
+    )  # fmt: skip

@@ -1,0 +1,243 @@
+"""The face's request handlers: tools and resources answered from the backend (no client
+state; one :class:`Face` serves every session of a process)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from service.face import protocol as p
+from service.face import render
+from service.face import tools as t
+from service.face.backend import FaceBackend, FaceError
+
+Progress = Callable[[float, float | None, str], Awaitable[None]]
+FOLLOW_PAGE: Final = 100
+META_PREFIX: Final = "mcpsub/"
+
+
+class Face:
+    """Request handlers shared by every session (stateless)."""
+
+    def __init__(
+        self,
+        backend: FaceBackend,
+        *,
+        channel: bool = False,
+        progress_every_s: float = t.PROGRESS_EVERY_S,
+    ) -> None:
+        self.backend = backend
+        self.channel = channel
+        self.progress_every_s = min(progress_every_s, t.MAX_PROGRESS_EVERY_S)
+
+    async def names(self) -> tuple[list[dict[str, Any]], dict[int, str]]:
+        subs = await self.backend.subscriptions()
+        return subs, render.face_names(subs)
+
+    # ---- resources --------------------------------------------------------------------
+    async def list_resources(self, modern: bool) -> dict[str, Any]:
+        subs, names = await self.names()
+        resources = []
+        for sub in subs:
+            entry: dict[str, Any] = {
+                "uri": names[sub["id"]],
+                "name": sub["uri"],
+                "description": f"watched on {sub['serverUrl']} (state {sub['state']})",
+                "_meta": {
+                    META_PREFIX + "revision": sub.get("revision"),
+                    META_PREFIX + "serverUrl": sub["serverUrl"],
+                    META_PREFIX + "state": sub["state"],
+                },
+            }
+            resources.append(entry)
+        return p.paged(resources, "resources", modern)
+
+    async def newest(
+        self, name: str, url: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(subscription, content) of the newest revision ``name`` names; FaceError else."""
+        subs, _ = await self.names()
+        found = [s for s in render.resolve(name, subs) if url in (None, s["serverUrl"])]
+        if not found:
+            raise FaceError(
+                "NOT_WATCHED",
+                f"nothing watches {render.one_line(name)}",
+                "list_subscriptions shows what is watched; subscribe adds a URI",
+            )
+        best: tuple[dict[str, Any], dict[str, Any]] | None = None
+        for sub in found:
+            content = await self.backend.content(sub)
+            if content is not None and (best is None or content["readAt"] > best[1]["readAt"]):
+                best = (sub, content)
+        if best is None:
+            raise FaceError(
+                "NO_CONTENT_YET",
+                f"{render.one_line(name)} has not been read yet (state {found[0]['state']})",
+                "wait_for_change with this uri returns its first revision",
+            )
+        return best
+
+    async def read_resource(self, params: dict[str, Any], modern: bool) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise p.RpcError(p.INVALID_PARAMS, "params.uri must be a string")
+        try:
+            sub, content = await self.newest(uri)
+        except FaceError as exc:
+            message = "Resource not found: " + exc.message
+            raise p.RpcError(p.INVALID_PARAMS, message, {"uri": uri}) from None
+        contents = []
+        for item in content.get("contents") or []:
+            if isinstance(item, dict):
+                contents.append({**item, "uri": uri} if item.get("uri") == sub["uri"] else item)
+        if not contents:
+            contents = [{"uri": uri, "text": content.get("text") or ""}]
+        body: dict[str, Any] = {
+            "contents": contents,
+            "_meta": {
+                META_PREFIX + "revision": content["revision"],
+                META_PREFIX + "eventId": content.get("eventId"),
+                META_PREFIX + "serverUrl": sub["serverUrl"],
+                META_PREFIX + "readAt": content.get("readAt"),
+            },
+        }
+        if modern:
+            body.update(ttlMs=p.LIST_TTL_MS, cacheScope="private")
+        return body
+
+    async def known(self, name: str) -> bool:
+        subs, _ = await self.names()
+        return bool(render.resolve(name, subs))
+
+    # ---- tools ------------------------------------------------------------------------
+    async def call_tool(self, params: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+        name = params.get("name")
+        args = params.get("arguments") or {}
+        if name not in t.TOOL_NAMES:
+            raise p.RpcError(p.INVALID_PARAMS, f"Unknown tool: {render.one_line(name)}")
+        if not isinstance(args, dict):
+            return t.tool_error("INVALID_ARGUMENT", "arguments must be an object", None)
+        try:
+            if name == "subscribe":
+                return await self._subscribe(t.subscribe_args(args))
+            if name == "unsubscribe":
+                return await self._unsubscribe(*t.uri_args(args))
+            if name == "list_subscriptions":
+                subs, names = await self.names()
+                rows = [{**s, "faceUri": names[s["id"]]} for s in subs]
+                return t.tool_result({"subscriptions": rows}, render.listing(subs, names))
+            if name == "read":
+                return await self._read(*t.uri_args(args))
+            if name == "wait_for_change":
+                return await self._wait(t.wait_args(args), progress)
+            return await self._changes(*t.changes_args(args))
+        except t.ToolArgError as exc:
+            return t.tool_error("INVALID_ARGUMENT", exc.message, exc.hint)
+        except FaceError as exc:
+            return t.tool_error(exc.code, exc.message, exc.hint)
+
+    async def _subscribe(self, args: t.SubscribeArgs) -> dict[str, Any]:
+        results = await self.backend.subscribe(args.url, args.uris)
+        _, names = await self.names()
+        rows = [{**r, "faceUri": names.get(r["id"], r["uri"])} for r in results]
+        failed = [r for r in rows if r.get("errorCode")]
+        lines = [
+            render.subscription_line(r, r["faceUri"])
+            + (f"\n  hint: {render.one_line(r['hint'])}" if r.get("hint") else "")
+            for r in rows
+        ]
+        body: dict[str, Any] = {"subscriptions": rows}
+        if failed:
+            body.update(errorCode=failed[0]["errorCode"], hint=failed[0].get("hint"))
+        return t.tool_result(body, "\n".join(lines), is_error=len(failed) == len(rows))
+
+    async def _unsubscribe(self, uri: str, url: str | None) -> dict[str, Any]:
+        subs, names = await self.names()
+        found = [s for s in render.resolve(uri, subs) if url in (None, s["serverUrl"])]
+        if not found:
+            raise FaceError("NOT_WATCHED", f"nothing watches {render.one_line(uri)}", None)
+        if len(found) > 1:
+            raise FaceError(
+                "AMBIGUOUS_URI",
+                f"{len(found)} servers are watched for {render.one_line(uri)}",
+                "pass url, or the mcpsub://<id>/<uri> name from list_subscriptions",
+            )
+        removed = await self.backend.unsubscribe(int(found[0]["id"]))
+        text = f"unsubscribed {render.one_line(names[found[0]['id']])}"
+        return t.tool_result({"removed": removed}, text)
+
+    async def _read(self, uri: str, url: str | None) -> dict[str, Any]:
+        sub, content = await self.newest(uri, url)
+        name = render.face_names(await self.backend.subscriptions()).get(sub["id"], uri)
+        body = {"uri": name, **{k: v for k, v in content.items() if k != "uri"}}
+        body["originalUri"] = sub["uri"]
+        return t.tool_result(body, render.content_text(name, content))
+
+    async def describe_change(self, event: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
+        detail = await self.backend.change(event)
+        rev = detail.get("revision") or {}
+        previous = detail.get("previous") or {}
+        final, initial = rev.get("text"), previous.get("text") if previous else None
+        name = names.get(event.get("subscriptionId") or 0, event.get("uri"))
+        return {
+            "changed": True,
+            "uri": name,
+            "originalUri": event.get("uri"),
+            "serverUrl": event.get("serverUrl"),
+            "eventId": event["id"],
+            "cursor": event["id"],
+            "revision": event.get("revision"),
+            "previousRevision": previous.get("revision") if previous else None,
+            "initialText": initial,
+            "finalText": final,
+            "diff": render.unified_diff(
+                str(name), initial, final, previous.get("revision"), event.get("revision")
+            ),
+            "contents": rev.get("contents"),
+        }
+
+    async def _wait(self, args: t.WaitArgs, progress: Progress | None) -> dict[str, Any]:
+        backend = self.backend
+        cursor = args.after if args.after is not None else await backend.last_event_id()
+        started = time.monotonic()
+        deadline = started + args.timeout_s
+        names: dict[int, str] | None = None
+        while True:
+            # Every type, filtered here: the cursor then moves past other events too, so a
+            # wake-up for them does not loop, and no "newest id" query is needed per turn.
+            events = await backend.events_after(cursor, FOLLOW_PAGE)
+            for event in events:
+                cursor = max(cursor, int(event["id"]))
+                if event.get("type") != "resource.updated":
+                    continue
+                if names is None or event.get("subscriptionId") not in names:
+                    _, names = await self.names()
+                face_name = names.get(event.get("subscriptionId") or 0)
+                if render.matches(args.pattern, event.get("uri"), face_name):
+                    change = await self.describe_change(event, names)
+                    return t.tool_result(change, render.change_text(change))
+            if len(events) == FOLLOW_PAGE:
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                waited = round(time.monotonic() - started, 1)
+                body = {"changed": False, "cursor": cursor, "waitedSeconds": waited}
+                return t.tool_result(body, render.change_text(body))
+            step = min(remaining, self.progress_every_s) if progress is not None else remaining
+            if not await backend.wait_beyond(cursor, step) and progress is not None:
+                elapsed = time.monotonic() - started
+                await progress(round(elapsed, 3), args.timeout_s, "waiting for a change")
+
+    async def _changes(self, after: int | None, limit: int, pattern: str | None) -> dict[str, Any]:
+        cursor = after if after is not None else await self.backend.last_event_id()
+        events = await self.backend.events_after(cursor, limit)
+        _, names = await self.names()
+        shown = []
+        for event in events:
+            face_name = names.get(event.get("subscriptionId") or 0)
+            if pattern is None or render.matches(pattern, event.get("uri"), face_name):
+                shown.append({**event, "faceUri": face_name or event.get("uri")})
+        next_cursor = int(events[-1]["id"]) if events else cursor
+        body = {"events": shown, "cursor": next_cursor, "more": len(events) == limit}
+        return t.tool_result(body, render.events_text(shown, names, next_cursor))
