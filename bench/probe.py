@@ -204,13 +204,9 @@ async def _phases_once(url: str) -> dict[str, float]:
         marks[name] = (now - last) * 1000
         last = now
 
-    from service.mcp.lean import LeanHttp
-
     async with asyncio.timeout(RUN_TIMEOUT_S):
-        lean = LeanHttp(url)  # as service.probe does on plain http://
-        async with McpClient(
-            url, client_name="mcpsub-bench", lean=lean, own_lean=True, lean_only=True
-        ) as client:
+        # The transport service.probe gets: lean h11 on plain http://.
+        async with McpClient(url, client_name="mcpsub-bench") as client:
             mark("client setup")
             await client.discover()
             mark("server/discover")

@@ -268,9 +268,8 @@ async def phase_breakdown(receiver: ReceiverProcess, work: Path, n: int = 100) -
         }
         tick("attempt: signature + headers", t0)
         t0 = time.perf_counter()
-        response = await dispatcher._http.post(item.url, content=item.body, headers=headers)
-        await response.aclose()
-        tick("attempt: httpx POST (loopback, 204, keep-alive)", t0)
+        await dispatcher._post(item.delivery.target_id, item.url, True, item.body, headers)
+        tick("attempt: the target's transport POST (loopback, 204, keep-alive)", t0)
         t0 = time.perf_counter()
         await repo.apply_outcomes([AttemptResult(item.delivery, True, 204)])
         tick("outcome: repo.apply_outcomes, 1 success per transaction (writer thread)", t0)

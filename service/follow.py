@@ -29,7 +29,6 @@ from service.mcp.errors import (
     ProtocolViolation,
     TransportError,
 )
-from service.mcp.lean import LeanHttp, lean_usable
 from service.mcp.listen import Closed, Failed, Lost, Notified
 from service.probe import ProbeOptions, text_of
 
@@ -81,14 +80,11 @@ async def follow(
         emitted += 1
         return max_events is not None and emitted >= max_events
 
-    lean = LeanHttp(options.url) if lean_usable(options.url) else None
     async with McpClient(
         options.url,
         token=options.token,
         client_name=options.client_name,
         ca_cert=options.ca_cert,
-        lean=lean,
-        own_lean=True,
     ) as client:
         await client.discover()
         while True:

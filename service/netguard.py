@@ -11,11 +11,10 @@ address, :data:`METADATA_HOSTS` for well-known names), with no DNS lookup. That 
 applies the same rule again at delivery time, after resolution: :func:`resolve_checked`
 resolves the host once, refuses the attempt if any address is refused, and hands back the
 addresses to connect to, so the connection goes to exactly the address that was judged (no
-second lookup a rebinding DNS server could answer differently). Both HTTP paths use it:
-:class:`~service.mcp.lean.LeanHttp` (plain ``http://``) in its connect, and httpx through
-:func:`guard_httpx` (a network backend that connects to the checked address; TLS still
-verifies the certificate for the name). Through a proxy the proxy resolves the name, so only
-the proxy's own address is judged.
+second lookup a rebinding DNS server could answer differently). Both transports connect
+through :func:`connect_checked` when given an address check (the lean one directly, httpx's
+through a network backend; TLS still verifies the certificate for the name). Through a proxy
+the proxy resolves the name, so only the proxy's own address is judged.
 
 The rule itself (:func:`address_problem`) is pure. It judges an IPv6 address also by every
 IPv4 address it embeds (mapped, compatible, NAT64, 6to4, Teredo: :func:`embedded_ipv4`), since
@@ -27,11 +26,10 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    import httpx
+T = TypeVar("T")
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 AddressCheck = Callable[[IPAddress], "str | None"]
@@ -166,57 +164,18 @@ async def resolve_checked(host: str, port: int, check: AddressCheck) -> list[str
     return judge(host, (str(info[4][0]) for info in infos), check)
 
 
-def guard_httpx(client: httpx.AsyncClient, check: AddressCheck) -> httpx.AsyncClient:
-    """Make every connection ``client`` opens go through :func:`resolve_checked`."""
-    import httpcore
-
-    class _Refused(httpcore.ConnectError):
-        """httpx maps httpcore's ConnectError to its own; the AddressRefused rides along as
-        the cause, where :func:`refused_in` finds it."""
-
-    class GuardedBackend(httpcore.AsyncNetworkBackend):
-        def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
-            self._inner = inner
-
-        async def connect_tcp(
-            self,
-            host: str,
-            port: int,
-            timeout: float | None = None,
-            local_address: str | None = None,
-            socket_options: Any = None,
-        ) -> httpcore.AsyncNetworkStream:
-            try:
-                async with asyncio.timeout(timeout):
-                    addresses = await resolve_checked(host, port, check)
-            except AddressRefused as exc:
-                raise _Refused(str(exc)) from exc
-            except TimeoutError as exc:
-                raise httpcore.ConnectTimeout(f"resolving {host} timed out") from exc
-            except OSError as exc:  # gaierror: let it read as the inner backend's would
-                raise httpcore.ConnectError(str(exc)) from exc
-            failure: Exception | None = None
-            for address in addresses:
-                try:
-                    return await self._inner.connect_tcp(
-                        address, port, timeout, local_address, socket_options
-                    )
-                except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                    failure = exc
-            assert failure is not None  # getaddrinfo never answers with no address
-            raise failure
-
-        async def connect_unix_socket(
-            self, path: str, timeout: float | None = None, socket_options: Any = None
-        ) -> httpcore.AsyncNetworkStream:
-            return await self._inner.connect_unix_socket(path, timeout, socket_options)
-
-        async def sleep(self, seconds: float) -> None:
-            await self._inner.sleep(seconds)
-
-    transports = [client._transport, *client._mounts.values()]
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        if pool is not None and not isinstance(pool._network_backend, GuardedBackend):
-            pool._network_backend = GuardedBackend(pool._network_backend)
-    return client
+async def connect_checked(
+    host: str, port: int, check: AddressCheck, connect: Callable[[str], Awaitable[T]]
+) -> T:
+    """``connect`` to the first address of ``host`` that takes the connection, every address
+    judged first (:class:`AddressRefused` if any is refused); each is tried in turn, as
+    ``open_connection`` would, and the last failure is raised. Both transports connect
+    through this: the lean one with asyncio, httpx's through a network backend."""
+    failure: Exception | None = None
+    for address in await resolve_checked(host, port, check):
+        try:
+            return await connect(address)
+        except Exception as exc:  # the transport's own connect errors: try the next address
+            failure = exc
+    assert failure is not None  # getaddrinfo never answers with no address
+    raise failure

@@ -38,7 +38,6 @@ from service.mcp.errors import (
     ProtocolViolation,
     TransportError,
 )
-from service.mcp.lean import LeanHttp, lean_usable
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified, honored_uris
 from service.proberesult import ProbeResult as ProbeResult
 
@@ -188,22 +187,14 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
     uris = options.uris
     result = result or ProbeResult(options.url, uris[0], list(uris))
     overall = _Deadline(options.timeout_s) if options.bound_all_phases else None
-    # Plain http:// with no proxy: every request and the listen go through the lean h11 path
-    # and httpx is never imported (a third of a probe's wall time); TLS and proxies use httpx.
-    lean = (
-        LeanHttp(options.url, connect_timeout=options.request_timeout_s)
-        if lean_usable(options.url)
-        else None
-    )
+    # Plain http:// with no proxy: every request and the listen go through the lean h11
+    # transport and httpx is never imported (a third of a probe's wall time).
     async with McpClient(
         options.url,
         token=options.token,
         client_name=options.client_name,
         ca_cert=options.ca_cert,
         timeout=options.request_timeout_s,
-        lean=lean,
-        own_lean=True,
-        lean_only=True,
     ) as client:
 
         async def bounded(coro: Any) -> Any:

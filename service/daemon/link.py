@@ -30,7 +30,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
 import structlog
 
 from service.backoff import Backoff, ListenBudget
@@ -48,8 +47,8 @@ from service.mcp.errors import (
     ProtocolUnsupported,
     TransportError,
 )
-from service.mcp.lean import LeanHttp, lean_usable
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
+from service.mcp.transport import Transport
 from service.safetext import redact_urls
 from service.store import Store
 from service.store.database import database_errors, describe
@@ -145,7 +144,7 @@ class ServerLink:
         url: str,
         store: Store,
         settings: Settings,
-        http: Callable[[], httpx.AsyncClient],
+        new_transport: Callable[[str], Transport],
         limiter: asyncio.Semaphore,
         stats: dict[str, int],
         token_provider: TokenProvider | None = None,
@@ -157,15 +156,9 @@ class ServerLink:
         self._background: set[asyncio.Task[Any]] = set()
         self._store = store
         self._settings = settings
-        self._new_http = http
-        self._http_client: httpx.AsyncClient | None = None
-        """Made on first use: a link on plain http:// never needs one (all lean)."""
-        self._lean = (
-            LeanHttp(url, connect_timeout=settings.connect_timeout_s, max_idle=1)
-            if lean_usable(url)
-            else None
-        )
-        """Re-reads on plain http:// go through h11 directly (see :mod:`service.mcp.lean`)."""
+        self._transport = new_transport(url)
+        """Every exchange of this link (discover, listen, re-reads), across its sessions: on
+        plain http:// the lean h11 transport (:mod:`service.mcp.transport`)."""
         self._limiter = _ReadSlot(asyncio.Semaphore(READS_PER_LINK), limiter)
         self._stats = stats
         self._tokens = token_provider
@@ -220,16 +213,6 @@ class ServerLink:
         it writes nothing until its first listen is acknowledged, then this takes the lease
         and returns the generation to write under (None: the request is gone)."""
 
-    def _http(self) -> httpx.AsyncClient | None:
-        """The link's httpx client, or None on plain http:// where every request this link
-        sends (discover, listen, read) goes through :mod:`service.mcp.lean`. ~6.5 kB per
-        link that a daemon watching 1,000 servers does not spend."""
-        if self._lean is not None:
-            return None
-        if self._http_client is None:
-            self._http_client = self._new_http()
-        return self._http_client
-
     # ---- control from the supervisor ----------------------------------------------------
     def want(self, uri: str, subscription_id: int) -> None:
         if self.wanted.get(uri) == subscription_id:
@@ -276,10 +259,7 @@ class ServerLink:
         await self._close_stream(self.stream)
         self.stream = None
         self.state = "stopped"
-        if self._http_client is not None:
-            await self._http_client.aclose()
-        if self._lean is not None:
-            await self._lean.aclose()
+        await self._transport.aclose()
 
     def status_key(self) -> tuple[Any, ...]:
         """Everything :meth:`status` reads, cheap to compare: the supervisor serialises a
@@ -522,13 +502,8 @@ class ServerLink:
             self.url,
             token=token,
             client_name="mcpsubd",
-            http=self._http(),
+            transport=self._transport,
             timeout=self._settings.request_timeout_s,
-            # Plain http://: discover and the listen stream on h11 too. httpcore re-registered
-            # each idle stream's socket with the selector around every keep-alive frame (half
-            # of the daemon's idle CPU with 1,000 links); asyncio's reader does not.
-            lean=self._lean,
-            lean_only=True,
         )
         try:
             async with asyncio.timeout(self._settings.request_timeout_s):
@@ -890,9 +865,8 @@ class ServerLink:
             self.url,
             token=self._session_token,
             client_name="mcpsubd",
-            http=self._http(),
+            transport=self._transport,
             timeout=self._settings.request_timeout_s,
-            lean=self._lean,
         )
         try:
             async with asyncio.timeout(self._settings.request_timeout_s):

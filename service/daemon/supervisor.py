@@ -11,17 +11,18 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import structlog
 
 from service.daemon.config import Settings
 from service.daemon.leases import LeaseKeeper, default_replica_id
 from service.daemon.link import ServerLink, TokenProvider
 from service.jsonout import dumps
+from service.mcp.transport import Transport, default_tls, make_transport
 from service.store import Store, Subscription
 from service.store.database import database_errors
 from service.store.eventhub import EventHub
@@ -53,11 +54,11 @@ class Supervisor:
         self.stats: dict[str, int] = {}
         self._tokens = token_provider
         self._limiter = asyncio.Semaphore(settings.read_concurrency)
-        # One TLS context for every link (loading the CA bundle once), and one small
-        # connection pool per link (see ServerLink.http): httpcore scans its whole pool on
-        # every request, and with one shared pool holding 1,000 listen streams that scan
+        # One TLS context for every https link (loading the CA bundle once, when the first
+        # one is made), and one small connection pool per link: httpcore scans its whole pool
+        # on every request, and with one shared pool holding 1,000 listen streams that scan
         # was most of the daemon's CPU per update (results/daemon.md).
-        self._tls = httpx.create_ssl_context()
+        self._tls: ssl.SSLContext | None = None
         self._lock = asyncio.Lock()
         self._prune_task: asyncio.Task[None] | None = None
         self._tick_task: asyncio.Task[None] | None = None
@@ -142,7 +143,7 @@ class Supervisor:
             url,
             self.store,
             self.settings,
-            self._new_http_client,
+            self._new_transport,
             self._limiter,
             self.stats,
             self._tokens,
@@ -281,15 +282,23 @@ class Supervisor:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
-    def _new_http_client(self) -> httpx.AsyncClient:
+    def _new_transport(self, url: str) -> Transport:
+        """A link's transport. The listen stream holds one connection, reads a few more; on
+        plain http:// one idle connection is kept (memory per link at 1,000 links)."""
         settings = self.settings
-        return httpx.AsyncClient(
-            verify=self._tls,
-            timeout=httpx.Timeout(settings.request_timeout_s, connect=settings.connect_timeout_s),
-            # The listen stream holds one connection; reads use a few more.
-            limits=httpx.Limits(max_connections=8, max_keepalive_connections=2),
-            follow_redirects=False,
+        return make_transport(
+            url,
+            timeout=settings.request_timeout_s,
+            connect_timeout=settings.connect_timeout_s,
+            max_connections=8,
+            max_idle=1,
+            tls=self._shared_tls,
         )
+
+    def _shared_tls(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = default_tls()
+        return self._tls
 
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
         return (await self.subscribe_many(url, [uri]))[0]

@@ -2,12 +2,9 @@
 
 This is the thin I/O shell around the pure modules: :mod:`wire` builds messages and
 headers, :mod:`classify` reads answers, :mod:`listen` judges listen frames, :mod:`sse`
-decodes bytes. Here we only move bytes with httpx and translate httpx exceptions into
-:class:`TransportError` at the one place they can enter.
-
-httpx is imported on first use, not with this module: a client given a :class:`LeanHttp`
-and ``lean_only=True`` (the one-shot probe on plain ``http://``) never needs it, and
-importing httpx, httpcore and anyio is a third of such a probe's wall time.
+decodes bytes. Bytes move through one :class:`~service.mcp.transport.Transport` (lean h11 on
+plain ``http://``, httpx otherwise), chosen once when the client is made; this module never
+asks which one it holds, and never imports httpx.
 """
 
 from __future__ import annotations
@@ -15,19 +12,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import ssl
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NoReturn
-from urllib.parse import urlsplit
+from typing import Any, NoReturn
 
 from service._version import __version__
 from service.mcp import wire
 from service.mcp.classify import discover_failure, parse_json_message, parse_response
-from service.mcp.coding import ACCEPT_ENCODING, ContentDecoder, LimitedBody
+from service.mcp.coding import ContentDecoder
 from service.mcp.errors import (
     HttpStatusError,
     JsonRpcError,
@@ -36,7 +30,6 @@ from service.mcp.errors import (
     ProtocolViolation,
     TransportError,
 )
-from service.mcp.lean import BodyRefused, LeanHttp, LeanStream
 from service.mcp.listen import (
     Acknowledged,
     Closed,
@@ -47,18 +40,21 @@ from service.mcp.listen import (
     honored_uris,
 )
 from service.mcp.sse import Comment, Event, EventTooLarge, SSEDecoder
-from service.safetext import redact_urls
-
-if TYPE_CHECKING:
-    import httpx
+from service.mcp.transport import (
+    MAX_BODY_BYTES,
+    BodyRefused,
+    StreamAnswer,
+    Transport,
+    make_transport,
+)
 
 DEFAULT_CLIENT_NAME = "mcpsub"
-MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+MAX_RESPONSE_BYTES = MAX_BODY_BYTES
 """A single JSON-RPC response larger than this (decoded) is refused rather than buffered."""
-LEAN_METHODS = frozenset(
+IDEMPOTENT_METHODS = frozenset(
     {wire.DISCOVER, wire.RESOURCES_LIST, wire.RESOURCES_TEMPLATES_LIST, wire.RESOURCES_READ}
 )
-"""Idempotent methods: safe to send again on a fresh connection (see :mod:`lean`)."""
+"""Safe to send again when a kept-alive connection was found dead (see :mod:`lean`)."""
 STREAM_PIECE_BYTES = 16 * 1024
 """A listen stream is decoded this much at a time (one event-loop turn at most ~16 KiB)."""
 MAX_LIST_PAGES = 1000
@@ -78,128 +74,36 @@ class DiscoverResult:
         return value if isinstance(value, dict) else None
 
 
-def make_http_client(
-    url: str,
-    *,
-    ca_cert: str | None = None,
-    timeout: float | None = 30.0,
-    max_connections: int = 10,
-) -> httpx.AsyncClient:
-    """An httpx client for one server URL.
-
-    For plain ``http://`` URLs we skip loading a CA bundle (a measurable part of a one-shot
-    probe's start-up); ``https://`` gets the default trust (certifi, or ``SSL_CERT_FILE``)
-    or exactly the CA file the user named.
-    """
-    import httpx
-
-    verify: ssl.SSLContext | bool
-    if ca_cert:
-        verify = ssl.create_default_context(cafile=ca_cert)
-    elif urlsplit(url).scheme == "http":
-        verify = False
-    else:
-        verify = True
-    return httpx.AsyncClient(
-        verify=verify,
-        timeout=httpx.Timeout(timeout, connect=timeout),
-        follow_redirects=False,
-        limits=httpx.Limits(
-            max_connections=max_connections, max_keepalive_connections=max_connections
-        ),
-        trust_env=True,
-    )
-
-
-async def read_body(response: httpx.Response, limit: int = MAX_RESPONSE_BYTES) -> bytes:
-    """The decoded body, inflated piece by piece and refused the moment it passes ``limit``.
-
-    httpx's own decoding (``aread``/``aiter_bytes``) inflates each chunk in one go, which a
-    compression bomb turns into hundreds of MiB before any check; we read raw bytes and
-    decode them with :class:`~service.mcp.coding.LimitedBody` instead.
-    """
-    import httpx
-
-    body = LimitedBody(response.headers.get("content-encoding"), limit)
-    try:
-        async for chunk in response.aiter_raw():
-            body.feed(chunk)
-    except httpx.StreamConsumed:
-        # Read before it got here (an in-memory transport): httpx decoded it already.
-        return _capped(response.content, limit)
-    return body.finish()
-
-
-def _capped(content: bytes, limit: int) -> bytes:
-    checked = LimitedBody(None, limit)
-    checked.feed(content)
-    return checked.finish()
-
-
-def _transport_error(exc: httpx.HTTPError, url: str) -> TransportError:
-    import httpx
-
-    kind = (
-        "timeout"
-        if isinstance(exc, httpx.TimeoutException)
-        else ("connect" if isinstance(exc, httpx.ConnectError) else "read")
-    )
-    detail = str(exc) or type(exc).__name__
-    error = TransportError(f"{kind} error talking to {redact_urls(url)}: {detail}", kind=kind)
-    error.__cause__ = exc
-    return error
-
-
-def _is_httpx_error(exc: BaseException) -> bool:
-    """``isinstance(exc, httpx.HTTPError)`` without importing httpx for it."""
-    httpx = sys.modules.get("httpx")
-    return httpx is not None and isinstance(exc, httpx.HTTPError)
-
-
 class McpClient:
-    """A client for one MCP endpoint. Cheap to create; owns its httpx client unless given one."""
+    """A client for one MCP endpoint. Cheap to create; owns its transport unless given one."""
 
     def __init__(
         self,
         url: str,
         *,
+        transport: Transport | None = None,
         token: str | None = None,
         client_name: str = DEFAULT_CLIENT_NAME,
         client_version: str = __version__,
         capabilities: dict[str, Any] | None = None,
-        http: httpx.AsyncClient | None = None,
         ca_cert: str | None = None,
         timeout: float | None = 30.0,
-        lean: LeanHttp | None = None,
-        own_lean: bool = False,
-        lean_only: bool = False,
     ) -> None:
-        """``lean_only`` (with ``lean``): every request and the listen stream go through
-        ``lean``, and httpx is never imported (see :mod:`lean` for what that path covers)."""
+        """``transport``: one the caller keeps (a daemon link reuses its connections across
+        sessions); otherwise :func:`~service.mcp.transport.make_transport` makes one for
+        ``url`` (``ca_cert``, ``timeout``) and :meth:`aclose` closes it."""
         self.url = url
         self.token = token
-        self._lean = lean
-        """Where the idempotent requests go on a plain ``http://`` URL (:mod:`lean`)."""
-        self._owns_lean = own_lean
+        self._owns_transport = transport is None
+        self.transport: Transport = transport or make_transport(
+            url, ca_cert=ca_cert, timeout=timeout
+        )
         self.client_info = {"name": client_name, "version": client_version}
         self.capabilities = dict(capabilities or {})
-        self._lean_only = lean_only and lean is not None
-        self._owns_http = http is None
-        self._http_client = http
-        self._ca_cert = ca_cert
         self._ids = itertools.count(1)
         self.timeout = timeout
         """Deadline for one whole request (not per socket read: a trickling server resets those)."""
         self.discovered: DiscoverResult | None = None
-
-    @property
-    def _http(self) -> httpx.AsyncClient:
-        """The httpx client, made (and httpx imported) on first use."""
-        if self._http_client is None:
-            self._http_client = make_http_client(
-                self.url, ca_cert=self._ca_cert, timeout=self.timeout
-            )
-        return self._http_client
 
     async def __aenter__(self) -> McpClient:
         return self
@@ -213,10 +117,8 @@ class McpClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._owns_http and self._http_client is not None:
-            await self._http_client.aclose()
-        if self._owns_lean and self._lean is not None:
-            await self._lean.aclose()
+        if self._owns_transport:
+            await self.transport.aclose()
 
     # ---- building -------------------------------------------------------------------------
     def _message(
@@ -226,7 +128,7 @@ class McpClient:
         body_params = dict(params or {})
         body_params["_meta"] = wire.request_meta(self.client_info, self.capabilities)
         headers = wire.request_headers(method, body_params)
-        headers["Accept-Encoding"] = ACCEPT_ENCODING
+        headers["Accept-Encoding"] = self.transport.accept_encoding
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}
@@ -253,41 +155,13 @@ class McpClient:
     async def _request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         request_id, message, headers = self._message(method, params)
         content = json.dumps(message, separators=(",", ":")).encode()
-        if self._lean is not None and (self._lean_only or method in LEAN_METHODS):
-            if not self._lean_only:
-                # The shared lean path (the daemon's reads, --follow) asks for no coding:
-                # inflating costs CPU on every re-read. A server that compresses anyway is
-                # decoded under the same bound (one layer, 16 MiB), not refused.
-                headers["Accept-Encoding"] = "identity"
-            return await self._request_lean(self._lean, method, request_id, content, headers)
-        import httpx
-
         try:
-            async with self._http.stream(
-                "POST", self.url, content=content, headers=headers
-            ) as response:
-                try:
-                    body = await read_body(response)
-                except ProtocolViolation as exc:
-                    raise ProtocolViolation(f"{method}: {exc}") from exc
-        except httpx.HTTPError as exc:
-            raise _transport_error(exc, self.url) from exc
-        return _result_of(response.status_code, response.headers, body, request_id, method)
-
-    async def _request_lean(
-        self,
-        lean: LeanHttp,
-        method: str,
-        request_id: Any,
-        content: bytes,
-        headers: dict[str, str],
-    ) -> dict[str, Any]:
-        """:meth:`request` through :class:`LeanHttp`: same answers, same errors, less CPU."""
-        try:  # request() bounds the whole exchange
-            response = await lean.post(content, headers)
+            answer = await self.transport.post(
+                content, headers, idempotent=method in IDEMPOTENT_METHODS
+            )
         except BodyRefused as exc:
             raise ProtocolViolation(f"{method}: {exc}") from exc
-        return _result_of(response.status, response.headers, response.body, request_id, method)
+        return _result_of(answer.status, answer.headers, answer.body, request_id, method)
 
     async def discover(self) -> DiscoverResult:
         """``server/discover``; a server that cannot serve 2026-07-28 raises ProtocolUnsupported."""
@@ -403,8 +277,7 @@ class ListenStream:
         self.closed_locally = False
         self.streamed = False
         """True once the server answered with an event stream (there is a stream to close)."""
-        self._response: httpx.Response | LeanStream | None = None
-        self._stream_cm: Any = None
+        self._response: StreamAnswer | None = None
         self._pending: list[ListenEvent] = []
         """A list, not a deque: rarely more than one event, and a deque's 64-slot block is
         ~600 bytes per listen stream, kept for the stream's life (issue 13's RSS target)."""
@@ -445,50 +318,16 @@ class ListenStream:
         self.listen_id = request_id
         self.machine = ListenMachine(request_id)
         content = json.dumps(message, separators=(",", ":")).encode()
-        if client._lean_only and client._lean is not None:
-            return await self._open_lean(client._lean, request_id, content, headers)
-        import httpx
-
-        request = client._http.build_request(
-            "POST",
-            client.url,
-            content=content,
-            headers=headers,
-            timeout=httpx.Timeout(client._http.timeout.connect, read=None),
-        )
-        try:
-            response = await client._http.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            raise _transport_error(exc, client.url) from exc
-        self._response = response
-        if not _is_event_stream(response.headers):
-            # A refusal (or an HTTP error): a complete body, not a stream.
-            try:
-                body = await read_body(response)
-            except httpx.HTTPError as exc:
-                raise _transport_error(exc, client.url) from exc
-            finally:
-                await response.aclose()
-            _not_a_stream(response.status_code, response.headers, body, request_id)
-        if response.status_code >= 400:
-            await response.aclose()
-            raise HttpStatusError(response.status_code, "")
-        return await self._stream_from(response.headers, response.aiter_raw())
-
-    async def _open_lean(
-        self, lean: LeanHttp, request_id: Any, content: bytes, headers: dict[str, str]
-    ) -> Acknowledged:
-        """:meth:`open` through :meth:`LeanHttp.open_stream`: same answers, same errors."""
-        stream = await lean.open_stream(content, headers)
-        self._response = stream
+        stream = self._response = await client.transport.open_stream(content, headers)
         if not _is_event_stream(stream.headers):
+            # A refusal (or an HTTP error): a complete body, not a stream.
             try:
                 body = await stream.read_all(MAX_RESPONSE_BYTES)
             finally:
-                stream.close()
+                await stream.aclose()
             _not_a_stream(stream.status, stream.headers, body, request_id)
         if stream.status >= 400:
-            stream.close()
+            await stream.aclose()
             raise HttpStatusError(stream.status, "")
         return await self._stream_from(stream.headers, stream.chunks())
 
@@ -537,13 +376,11 @@ class ListenStream:
                     self._eof = True
                     self._pieces = self._content.flush()
                     continue
-                except TransportError as exc:  # the lean stream's only failure
-                    self._ended = self.machine.eof(f"stream broke: {exc.__cause__ or exc}")
-                    continue
-                except Exception as exc:
-                    if not _is_httpx_error(exc):
-                        raise
-                    self._ended = self.machine.eof(f"stream broke: {exc or type(exc).__name__}")
+                except TransportError as exc:  # either transport's only failure
+                    cause = exc.__cause__ or exc
+                    self._ended = self.machine.eof(
+                        f"stream broke: {str(cause) or type(cause).__name__}"
+                    )
                     continue
                 self._pieces = self._content.decode(chunk)
                 continue
@@ -598,11 +435,7 @@ class ListenStream:
     async def aclose(self) -> None:
         """Close from our side; on HTTP that is the unsubscribe (spec §3.5)."""
         response = self._response
-        if isinstance(response, LeanStream):
-            if not response.is_closed:
-                self.closed_locally = self._ended is None
-                response.close()
-        elif response is not None and not response.is_closed:
+        if response is not None and not response.is_closed:
             self.closed_locally = self._ended is None
             await response.aclose()
         if self._ended is None:
@@ -613,7 +446,6 @@ __all__ = [
     "DiscoverResult",
     "ListenStream",
     "McpClient",
-    "make_http_client",
 ]
 
 

@@ -28,7 +28,11 @@ _GZIP_WBITS = 16 + zlib.MAX_WBITS
 _ZLIB_WBITS = zlib.MAX_WBITS
 
 
-class BadContentEncoding(ProtocolViolation):
+class BodyRefused(ProtocolViolation):
+    """An answer's body was refused: its content coding or its decoded size (either transport)."""
+
+
+class BadContentEncoding(BodyRefused):
     """A coding we do not accept, stacked codings, or a body that does not inflate."""
 
 
@@ -40,7 +44,7 @@ def codings(header: str | None) -> list[str]:
     return [n for n in names if n and n != "identity"]
 
 
-class BodyTooLarge(ProtocolViolation):
+class BodyTooLarge(BodyRefused):
     """The decoded body passed the limit (the rest was never inflated)."""
 
     def __init__(self, limit: int) -> None:

@@ -1,48 +1,54 @@
-"""A lean HTTP/1.1 POST for plain ``http://`` reads: h11 on asyncio streams, keep-alive.
+"""The lean transport: HTTP/1.1 POSTs on h11 over an asyncio protocol, keep-alive.
 
 The daemon re-reads a resource for every update it is told about. Through httpx each of
 those requests cost 1.2–1.6 ms of CPU on this project's bench machine (httpx's models and
 auth flow, httpcore's pool, anyio's cancel scopes around every await) where the exchange
-itself, h11 on a kept-alive socket, needs a fraction of that. So for the idempotent request
-methods on plain ``http://`` URLs with no proxy configured, :class:`McpClient` sends through
-this module instead; TLS, proxies and listen streams stay with httpx.
+itself, h11 on a kept-alive socket, needs a fraction of that. So on plain ``http://`` URLs
+with no proxy configured :func:`~service.mcp.transport.make_transport` chooses this module
+for *every* exchange of a client: requests, listen streams (:meth:`LeanHttp.open_stream`, a
+POST whose answer is read piece by piece on a connection of its own that closing ends) and
+webhook POSTs. The one-shot probe then never imports httpx (a third of its start-up), and an
+idle listen stream costs nothing between keep-alive frames (httpcore re-registered each
+socket with the selector around every frame: half of the daemon's idle CPU at 1,000 links).
+TLS and proxies go through :mod:`service.mcp.viahttpx`.
 
-:meth:`LeanHttp.open_stream` does the same for a listen stream (a POST whose answer is read
-piece by piece for as long as it lasts, on a connection of its own that closing ends): the
-one-shot probe then never imports httpx on plain ``http://`` (a third of its start-up), and
-the daemon's idle listen streams are read by asyncio's own stream reader, which does not
-re-register the socket with the selector around every keep-alive frame as httpcore does.
+Theory of operation. One :class:`_Connection` is one socket: an ``asyncio.Protocol`` whose
+``data_received`` keeps the bytes until the reader asks (:meth:`_Connection.next_event`, the
+one read loop: h11 event, or more bytes into h11). Past :data:`HIGH_WATER` unread bytes the
+socket stops being read, so a server flooding a listen stream fills its own send buffer
+(back-pressure), as asyncio's ``StreamReader`` would; we do not use ``StreamReader`` because
+telling whether a kept-alive connection received stray bytes while idle needs its private
+buffer, where our protocol knows it.
 
 Scope, on purpose: one origin per instance, POST only, ``Content-Length`` request bodies,
-responses framed by h11 (length or chunked), a body cap on the decoded bytes. The shared
-path asks for ``Accept-Encoding: identity``, but a server that compresses anyway (some
-frameworks and proxies gzip every JSON answer) is still understood: one layer of
-gzip/deflate is undone through :class:`~service.mcp.coding.LimitedBody`, the same bounded
-decoder as the httpx path, so a bomb is refused the same way and nothing else changes. A kept-alive
-connection the server closed while idle is noticed before reuse, and a request that found
-such a connection dead before any byte of the answer is sent again once on a fresh one
-(only idempotent methods come here).
+responses framed by h11 (length or chunked), a body cap on the decoded bytes. We ask for
+``Accept-Encoding: identity``, but a server that compresses anyway (some frameworks and
+proxies gzip every JSON answer) is still understood: one layer of gzip/deflate is undone
+through :class:`~service.mcp.coding.LimitedBody`, the same bounded decoder as the httpx path,
+so a bomb is refused the same way. A kept-alive connection the server closed while idle is
+noticed before reuse, and an idempotent request that found such a connection dead before any
+byte of the answer is sent again once on a fresh one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
-import os
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
 from urllib.parse import unquote, urlsplit
 
 import h11
 
-from service.mcp.coding import LimitedBody, codings
+from service.mcp.coding import BodyRefused, BodyTooLarge, LimitedBody, codings
 from service.mcp.errors import ProtocolViolation, TransportError
-from service.netguard import AddressCheck, resolve_checked
+from service.mcp.transport import MAX_BODY_BYTES, Answer, lean_usable
+from service.netguard import AddressCheck, connect_checked
 from service.safetext import redact_urls
 
-PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
-READ_CHUNK = 65536
+HIGH_WATER = 128 * 1024
+"""Unread bytes past which the socket is paused (asyncio's StreamReader: 2 × its 64 KiB)."""
+
+__all__ = ["BodyRefused", "LeanHttp", "LeanStream", "lean_usable"]
 
 
 def _basic_auth(username: str | None, password: str | None) -> str | None:
@@ -53,103 +59,185 @@ def _basic_auth(username: str | None, password: str | None) -> str | None:
     return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
-def lean_usable(url: str) -> bool:
-    """Plain ``http://`` with no proxy variable that httpx would honour for it."""
-    return urlsplit(url).scheme == "http" and not any(os.environ.get(k) for k in PROXY_VARIABLES)
+def _error(kind: str, url: str, exc: BaseException) -> TransportError:
+    detail = str(exc) or type(exc).__name__
+    return TransportError(f"{kind} error talking to {redact_urls(url)}: {detail}", kind=kind)
 
 
-@dataclass(frozen=True, slots=True)
-class LeanResponse:
-    status: int
-    headers: dict[str, str]
-    """Lower-cased names; a repeated header keeps its last value."""
-    body: bytes
+class _Connection(asyncio.Protocol):
+    """One socket and its h11 state; the bytes it received wait here until read."""
+
+    __slots__ = (
+        "_drained",
+        "_eof",
+        "_lost",
+        "_paused",
+        "_received",
+        "_size",
+        "_waiter",
+        "h11",
+        "received_bytes",
+        "transport",
+        "url",
+    )
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.transport: asyncio.Transport | None = None
+        self._received: list[bytes] = []
+        self._size = 0
+        self._paused = False
+        self._eof = False
+        self._lost: Exception | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._drained: asyncio.Future[None] | None = None
+        self.received_bytes = 0
+        """Bytes read in the current exchange: none means a reused connection was dead."""
+
+    # ---- asyncio.Protocol -------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._received.append(data)
+        self._size += len(data)
+        if self._size > HIGH_WATER and not self._paused and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wake()
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._eof = True
+        self._lost = exc
+        self._wake()
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._drained is None:
+            self._drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # ---- used by LeanHttp -------------------------------------------------------------
+    async def write(self, data: bytes) -> None:
+        if self.transport is None or self.transport.is_closing():
+            raise ConnectionResetError("connection closed")
+        self.transport.write(data)
+        if self._drained is not None:
+            await self._drained
+
+    async def _receive(self) -> bytes:
+        """The bytes received so far (waiting for some); ``b""`` at the end of the stream."""
+        while not self._received:
+            if self._eof:
+                if self._lost is not None:
+                    raise self._lost
+                return b""
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        data = b"".join(self._received)  # one chunk: the same object, no copy
+        self._received.clear()
+        self._size = 0
+        self.received_bytes += len(data)
+        if self._paused and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+        return data
+
+    async def next_event(self) -> h11.Event:
+        """The next h11 event of the answer, reading as much as that takes (the one read
+        loop). A broken or closed connection raises :class:`TransportError` (kind read)."""
+        machine = self.h11
+        try:
+            while True:
+                event = machine.next_event()
+                if event is h11.NEED_DATA:
+                    machine.receive_data(await self._receive())
+                    continue
+                if type(event) is h11.ConnectionClosed:
+                    raise ConnectionError("server closed the connection")
+                return event  # type: ignore[return-value]  # not a sentinel past the checks
+        except (OSError, h11.RemoteProtocolError) as exc:
+            raise _error("read", self.url, exc) from exc
+
+    def idle_ok(self) -> bool:
+        """Still usable after sitting idle: not closed, no EOF or stray bytes from them."""
+        return (
+            self.transport is not None
+            and not self.transport.is_closing()
+            and not self._eof
+            and not self._received
+        )
+
+    @property
+    def is_closed(self) -> bool:
+        return self.transport is None or self.transport.is_closing()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
 
 class LeanStream:
-    """An answer read as it arrives: status and headers now, the body through :meth:`chunks`."""
+    """An answer read as it arrives (:class:`~service.mcp.transport.StreamAnswer`)."""
 
-    __slots__ = ("_conn", "_url", "headers", "status")
+    __slots__ = ("_conn", "headers", "status")
 
-    def __init__(self, conn: _Connection, url: str, status: int, headers: dict[str, str]) -> None:
+    def __init__(self, conn: _Connection, status: int, headers: dict[str, str]) -> None:
         self._conn = conn
-        self._url = url
         self.status = status
-        self.headers = headers
+        self.headers: Mapping[str, str] = headers
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """Raw body bytes until the answer ends; :class:`TransportError` if the stream breaks."""
-        machine = self._conn.h11
         while True:
-            try:
-                event = machine.next_event()
-                if event is h11.NEED_DATA:
-                    machine.receive_data(await self._conn.reader.read(READ_CHUNK))
-                    continue
-            except (OSError, h11.RemoteProtocolError) as exc:
-                detail = str(exc) or type(exc).__name__
-                raise TransportError(
-                    f"read error talking to {redact_urls(self._url)}: {detail}", kind="read"
-                ) from exc
-            if isinstance(event, h11.Data):
+            event = await self._conn.next_event()
+            if type(event) is h11.Data:
                 yield bytes(event.data)
-            elif isinstance(event, h11.EndOfMessage):
+            elif type(event) is h11.EndOfMessage:
                 return
-            elif isinstance(event, h11.ConnectionClosed):
-                raise TransportError(
-                    f"read error talking to {redact_urls(self._url)}: server closed the connection",
-                    kind="read",
-                )
 
     async def read_all(self, limit: int) -> bytes:
-        """The whole (short) body, decoded and refused past ``limit`` bytes (as httpx's path)."""
         body = LimitedBody(self.headers.get("content-encoding"), limit)
         async for data in self.chunks():
             body.feed(data)
         return body.finish()
 
-    def close(self) -> None:
-        """Close the connection: for a listen stream that is the unsubscribe."""
+    async def aclose(self) -> None:
         self._conn.close()
 
     @property
     def is_closed(self) -> bool:
-        return self._conn.writer.is_closing()
-
-
-class BodyRefused(ProtocolViolation):
-    """The body's content coding (stacked, unknown, broken) or decoded size was refused."""
+        return self._conn.is_closed
 
 
 class _Stale(Exception):
     """A reused connection was found closed before any byte of the answer arrived."""
 
 
-class _Connection:
-    __slots__ = ("h11", "reader", "writer")
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.h11 = h11.Connection(h11.CLIENT)
-
-    def idle_ok(self) -> bool:
-        """Still usable after sitting idle: not closed by us, no EOF or stray bytes from them."""
-        return (
-            not self.writer.is_closing()
-            and not self.reader.at_eof()
-            and not len(
-                self.reader._buffer  # type: ignore[attr-defined]  # stray bytes: not reusable
-            )
-        )
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.writer.close()
-
-
 class LeanHttp:
     """Keep-alive POSTs to one ``http://host:port``; at most ``max_idle`` idle connections."""
+
+    accept_encoding = "identity"
 
     def __init__(
         self,
@@ -157,7 +245,7 @@ class LeanHttp:
         *,
         connect_timeout: float | None = 30.0,
         max_idle: int = 2,
-        max_body: int = 16 * 1024 * 1024,
+        max_body: int = MAX_BODY_BYTES,
         address_check: AddressCheck | None = None,
     ) -> None:
         """``address_check``: resolve the host ourselves, refuse the connection if any of its
@@ -180,38 +268,26 @@ class LeanHttp:
         self._idle: list[_Connection] = []
         self._closed = False
 
-    async def post(self, content: bytes, headers: dict[str, str]) -> LeanResponse:
-        """POST ``content``; raises :class:`TransportError` (kind connect/read) on failure.
-
-        A body with a content coding is decoded piece by piece with :class:`LimitedBody`
-        (refusals raise :class:`BodyRefused`), whether or not the request asked for one:
-        a server that ignores ``Accept-Encoding: identity`` is answered, not failed.
-        """
+    async def post(
+        self, content: bytes, headers: dict[str, str], *, idempotent: bool = True
+    ) -> Answer:
         conn, reused = await self._acquire()
         try:
             try:
-                return await self._exchange(conn, content, headers, reused)
+                return await self._exchange(conn, content, headers, reused and idempotent)
             except _Stale:
                 conn.close()
-                conn, reused = await self._connect(), False
-                return await self._exchange(conn, content, headers, reused)
+                conn = await self._connect()
+                return await self._exchange(conn, content, headers, False)
         except BaseException:
             conn.close()
             raise
 
     async def open_stream(self, content: bytes, headers: dict[str, str]) -> LeanStream:
-        """POST ``content`` on a fresh connection of its own; return once the headers are in.
-
-        Never pooled and never sent twice (a listen is not idempotent): the caller reads the
-        body from :meth:`LeanStream.chunks` and closes the stream when done.
-        """
         conn = await self._connect()
         try:
-            response = await self._send(conn, content, headers)
-            fields = {
-                name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers
-            }
-            return LeanStream(conn, self.url, response.status_code, fields)
+            response = await self._send(conn, content, headers, False)
+            return LeanStream(conn, response.status_code, _fields(response))
         except BaseException:
             conn.close()
             raise
@@ -227,142 +303,91 @@ class LeanHttp:
         while self._idle:
             conn = self._idle.pop()
             if conn.idle_ok():
+                conn.received_bytes = 0
                 return conn, True
             conn.close()
         return await self._connect(), False
 
     async def _connect(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        conn = _Connection(self.url)
         try:
             async with asyncio.timeout(self.connect_timeout):
                 if self.address_check is None:
-                    reader, writer = await asyncio.open_connection(self.host, self.port)
+                    await loop.create_connection(lambda: conn, self.host, self.port)
                 else:
-                    reader, writer = await self._connect_checked(self.address_check)
+                    await connect_checked(
+                        self.host,
+                        self.port,
+                        self.address_check,
+                        lambda address: loop.create_connection(lambda: conn, address, self.port),
+                    )
         except TimeoutError as exc:
-            raise self._error("timeout", exc) from exc
+            raise _error("timeout", self.url, exc) from exc
         except OSError as exc:
-            raise self._error("connect", exc) from exc
-        return _Connection(reader, writer)
-
-    async def _connect_checked(
-        self, check: AddressCheck
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """Connect to an address of the host that passed ``check`` (AddressRefused, an
-        OSError, when any did not); each is tried in turn, as open_connection would."""
-        failure: OSError | None = None
-        for address in await resolve_checked(self.host, self.port, check):
-            try:
-                return await asyncio.open_connection(address, self.port)
-            except OSError as exc:
-                failure = exc
-        assert failure is not None  # getaddrinfo never answers with no address
-        raise failure
-
-    def _error(self, kind: str, exc: BaseException) -> TransportError:
-        detail = str(exc) or type(exc).__name__
-        return TransportError(
-            f"{kind} error talking to {redact_urls(self.url)}: {detail}", kind=kind
-        )
+            raise _error("connect", self.url, exc) from exc
+        return conn
 
     async def _send(
-        self, conn: _Connection, content: bytes, headers: dict[str, str], reused: bool = False
+        self, conn: _Connection, content: bytes, headers: dict[str, str], may_be_stale: bool
     ) -> h11.Response:
-        """Write the request and read up to the response head (its body stays in h11)."""
+        """Write the request and read up to the response head (its body stays in h11).
+        ``may_be_stale``: a reused connection that gave no byte back raises :class:`_Stale`."""
         machine = conn.h11
         request_headers = [("Host", self.host_header), ("Content-Length", str(len(content)))]
         request_headers += list(headers.items())
         if self.basic_auth and not any(k.lower() == "authorization" for k in headers):
             request_headers.append(("Authorization", self.basic_auth))
         try:
-            conn.writer.write(
+            data = (
                 machine.send(
                     h11.Request(method="POST", target=self.target, headers=request_headers)
                 )
                 + machine.send(h11.Data(data=content))
                 + machine.send(h11.EndOfMessage())
             )
-            if conn.writer.transport.get_write_buffer_size() > READ_CHUNK:
-                await conn.writer.drain()
-        except (ConnectionError, OSError) as exc:
-            if reused:
-                raise _Stale from exc
-            raise self._error("read", exc) from exc
         except h11.LocalProtocolError as exc:  # a header value h11 refuses (e.g. a newline)
             raise ProtocolViolation(f"cannot send this request: {exc}") from exc
-        received = False
+        try:
+            await conn.write(data)
+        except OSError as exc:
+            if may_be_stale:
+                raise _Stale from exc
+            raise _error("read", self.url, exc) from exc
         try:
             while True:
-                event = machine.next_event()
-                if event is h11.NEED_DATA:
-                    data = await conn.reader.read(READ_CHUNK)
-                    if not data and not received and reused:
-                        raise _Stale
-                    received = True
-                    machine.receive_data(data)
-                    continue
-                if isinstance(event, h11.Response):
+                event = await conn.next_event()
+                if type(event) is h11.Response:
                     return event
-                if isinstance(event, h11.ConnectionClosed):
-                    raise self._error("read", ConnectionError("server closed the connection"))
-        except ConnectionError as exc:
-            if reused and not received:
-                raise _Stale from exc
-            raise self._error("read", exc) from exc
-        except OSError as exc:
-            raise self._error("read", exc) from exc
-        except h11.RemoteProtocolError as exc:
-            raise self._error("read", exc) from exc
+        except TransportError:
+            if may_be_stale and conn.received_bytes == 0:
+                raise _Stale from None
+            raise
 
     async def _exchange(
-        self,
-        conn: _Connection,
-        content: bytes,
-        headers: dict[str, str],
-        reused: bool,
-    ) -> LeanResponse:
-        response = await self._send(conn, content, headers, reused)
-        fields = {
-            name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers
-        }
+        self, conn: _Connection, content: bytes, headers: dict[str, str], may_be_stale: bool
+    ) -> Answer:
+        response = await self._send(conn, content, headers, may_be_stale)
+        fields = _fields(response)
         decoded: LimitedBody | None = None
-        if codings(fields.get("content-encoding")):  # identity stays on the plain loop below
-            try:
-                decoded = LimitedBody(fields.get("content-encoding"), self.max_body)
-            except ProtocolViolation as exc:
-                raise BodyRefused(str(exc)) from exc
-        machine = conn.h11
         body = bytearray()
-        try:
-            while True:
-                event = machine.next_event()
-                if event is h11.NEED_DATA:
-                    machine.receive_data(await conn.reader.read(READ_CHUNK))
+        if codings(fields.get("content-encoding")):  # identity stays on the plain loop
+            decoded = LimitedBody(fields.get("content-encoding"), self.max_body)
+        while True:
+            event = await conn.next_event()
+            if type(event) is h11.Data:
+                if decoded is not None:
+                    decoded.feed(event.data)
                     continue
-                if isinstance(event, h11.Data):
-                    if decoded is not None:
-                        try:
-                            decoded.feed(event.data)
-                        except ProtocolViolation as exc:
-                            raise BodyRefused(str(exc)) from exc
-                        continue
-                    body += event.data
-                    if len(body) > self.max_body:
-                        raise ProtocolViolation(f"response larger than {self.max_body} bytes")
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                elif isinstance(event, h11.ConnectionClosed):
-                    raise self._error("read", ConnectionError("server closed the connection"))
-        except OSError as exc:
-            raise self._error("read", exc) from exc
-        except h11.RemoteProtocolError as exc:
-            raise self._error("read", exc) from exc
+                body += event.data
+                if len(body) > self.max_body:
+                    raise BodyTooLarge(self.max_body)
+            elif type(event) is h11.EndOfMessage:
+                break
         if decoded is not None:
-            try:
-                body = bytearray(decoded.finish())
-            except ProtocolViolation as exc:
-                raise BodyRefused(str(exc)) from exc
+            body = bytearray(decoded.finish())
         self._release(conn)
-        return LeanResponse(response.status_code, fields, bytes(body))
+        return Answer(response.status_code, fields, bytes(body))
 
     def _release(self, conn: _Connection) -> None:
         machine = conn.h11
@@ -371,8 +396,14 @@ class LeanHttp:
             or len(self._idle) >= self.max_idle
             or machine.our_state is not h11.DONE
             or machine.their_state is not h11.DONE
+            or machine.trailing_data[0]  # bytes past the answer: not the next answer's
         ):
             conn.close()
             return
         machine.start_next_cycle()
         self._idle.append(conn)
+
+
+def _fields(response: h11.Response) -> dict[str, str]:
+    """Header names lower-cased (h11 already did); a repeated header keeps its last value."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers}

@@ -23,7 +23,7 @@ def test_link_status_json_follows_every_change(tmp_path: Path) -> None:
                 f"http://127.0.0.1:1/mcp?link={n}",
                 store,
                 supervisor.settings,
-                supervisor._new_http_client(),
+                supervisor._new_transport,
                 asyncio.Semaphore(1),
                 {},
             )

@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from service.netguard import AddressRefused, address_problem, guard_httpx, judge, refused_in
+from service.mcp.viahttpx import guard_httpx
+from service.netguard import AddressRefused, address_problem, judge, refused_in
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,8 @@ import pytest
 from service.mcp.client import McpClient
 from service.mcp.errors import ProtocolViolation, TransportError
 from service.mcp.lean import BodyRefused, LeanHttp, lean_usable
+from service.mcp.transport import make_transport
+from service.mcp.viahttpx import HttpxTransport
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 OK_BODY = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","contents":[]}}'
@@ -228,16 +230,94 @@ def test_only_plain_http_without_a_proxy_goes_lean(monkeypatch: pytest.MonkeyPat
         LeanHttp("https://127.0.0.1:1/mcp")
 
 
-def test_mcp_client_sends_reads_lean_and_answers_as_with_httpx() -> None:
+def test_mcp_client_answers_the_same_through_either_transport() -> None:
     async def scenario() -> tuple[dict[str, object], dict[str, object], list[int]]:
         async with serve(keep_alive) as (url, served):
-            lean = LeanHttp(url)
-            async with McpClient(url, lean=lean, own_lean=True) as client:
+            async with McpClient(url, transport=LeanHttp(url)) as client:
                 via_lean = await client.read_resource("test://a")
-            async with McpClient(url) as client:
+                await client.transport.aclose()
+            async with McpClient(url, transport=HttpxTransport(url)) as client:
                 via_httpx = await client.read_resource("test://a")
+                await client.transport.aclose()
             return via_lean, via_httpx, served
 
     via_lean, via_httpx, served = asyncio.run(scenario())
     assert via_lean == via_httpx == {"resultType": "complete", "contents": []}
     assert served == [1, 2]  # one connection each: the lean one, then httpx's
+
+
+def test_the_transport_is_chosen_once_by_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert isinstance(make_transport("http://127.0.0.1:1/mcp"), LeanHttp)
+    assert isinstance(make_transport("https://127.0.0.1:1/mcp"), HttpxTransport)
+    assert isinstance(McpClient("http://127.0.0.1:1/mcp").transport, LeanHttp)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    assert isinstance(make_transport("http://127.0.0.1:1/mcp"), HttpxTransport)
+
+
+def test_stray_bytes_after_an_answer_mean_the_connection_is_not_reused() -> None:
+    """Bytes nobody asked for, in the same read as the answer or later while the connection
+    sits idle: reusing it would read them as the next answer."""
+    go = asyncio.Event()
+
+    async def chatty(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        if n == 1:  # with the answer, in one write
+            writer.write(reply(OK_BODY) + reply(b'{"stray":1}'))
+        elif n == 2:  # later, once the client holds the connection idle
+            writer.write(reply(OK_BODY))
+            await go.wait()
+            writer.write(reply(b'{"stray":2}'))
+        else:
+            writer.write(reply(OK_BODY))
+        await writer.drain()
+
+    async def scenario() -> list[int]:
+        async with serve(chatty) as (url, served):
+            lean = LeanHttp(url)
+            assert (await lean.post(b"{}", {})).body == OK_BODY
+            assert lean._idle == []  # closed at once: h11 held the stray answer
+            assert (await lean.post(b"{}", {})).body == OK_BODY
+            go.set()
+            while lean._idle[0].idle_ok():  # poll until the stray bytes reach our side
+                await asyncio.sleep(0.001)
+            assert (await lean.post(b"{}", {})).body == OK_BODY
+            await lean.aclose()
+            return served
+
+    assert asyncio.run(scenario()) == [1, 2, 3]
+
+
+def test_a_request_that_is_not_idempotent_is_never_sent_twice() -> None:
+    """A kept-alive connection that dies with a request on it, before any byte of the answer:
+    a read is sent again on a fresh connection, a ``tools/call`` is not (the server may have
+    acted on it) and fails as a read error."""
+
+    async def drop_second(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int
+    ) -> None:
+        answered.append(n)
+        if answered.count(n) == 2:
+            writer.close()  # the request arrived; no answer, the connection goes
+            return
+        writer.write(reply(OK_BODY))
+        await writer.drain()
+
+    answered: list[int] = []
+
+    async def scenario(idempotent: bool) -> list[int]:
+        answered.clear()
+        async with serve(drop_second) as (url, served):
+            lean = LeanHttp(url)
+            try:
+                assert (await lean.post(b"{}", {})).body == OK_BODY
+                assert (await lean.post(b"{}", {}, idempotent=idempotent)).body == OK_BODY
+            finally:
+                await lean.aclose()
+            return served
+
+    assert asyncio.run(scenario(True)) == [1, 1, 2]
+    with pytest.raises(TransportError) as caught:
+        asyncio.run(scenario(False))
+    assert caught.value.kind == "read"
+    assert answered == [1, 1]
