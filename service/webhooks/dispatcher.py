@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import httpx
 import structlog
 
 from service._version import __version__
@@ -130,6 +131,12 @@ def attempt_outcome(status: int, headers: Mapping[str, str], now: float) -> Outc
 
 PRIVATE_TARGET_HINT = (
     "re-add the target with --allow-private-target (allowPrivateTarget: true) if you mean it"
+)
+
+
+UNENCODABLE_HOST = (
+    "INVALID_URL: the target's host is not a valid DNS name (IDNA); "
+    "remove the target and add it again with a valid URL"
 )
 
 
@@ -513,6 +520,16 @@ class Dispatcher:
     ) -> Outcome:
         """One POST on the target's transport, as an :class:`Outcome`; the attempt as a
         whole is bounded by the timeout (a trickling receiver resets per-read timeouts)."""
+        try:
+            return await self._post_once(target_id, url, allow_private, body, headers)
+        except (UnicodeError, httpx.InvalidURL):
+            # A host no resolver can encode (the API refuses such URLs; a target stored
+            # before it did may still have one): permanent, not an internal error.
+            return Outcome(False, None, UNENCODABLE_HOST, permanent=True)
+
+    async def _post_once(
+        self, target_id: int, url: str, allow_private: bool, body: bytes, headers: dict[str, str]
+    ) -> Outcome:
         transport = self._transport(target_id, url, allow_private)
         try:
             async with asyncio.timeout(self.settings.timeout_s):

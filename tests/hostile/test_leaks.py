@@ -7,6 +7,9 @@ import base64
 import itertools
 import json
 import socket
+import sqlite3
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -256,3 +259,30 @@ def test_the_one_shot_clis_show_no_url_credentials(command: tuple[str, ...]) -> 
         assert json.loads(result.stdout)["serverUrl"] == url.replace(
             "alice:sekrit7x@", "***@"
         ).replace("sekrit8x", "***")
+
+
+def test_a_stored_target_with_an_unencodable_host_fails_by_name_not_with_500(
+    daemon_factory: Any, tmp_path: Path
+) -> None:
+    """A target stored before the API refused such hosts: its test ping answered 500 and its
+    deliveries showed INTERNAL_ERROR. Now: a permanent ``INVALID_URL`` failure."""
+    state = tmp_path / "old"
+    first = daemon_factory(state_dir=state)
+    assert first.stop() == 0
+    now = time.time()
+    hosts = ("ß" * 250 + ".com", "a" * 250 + ".com")
+    urls = [f"{scheme}://{host}/h" for host in hosts for scheme in ("http", "https")]
+    with sqlite3.connect(state / "mcpsub.db") as db:
+        db.executemany(
+            "INSERT INTO webhook_targets (url, secret, created_at, updated_at)"
+            " VALUES (?, 'whsec_' || ?, ?, ?)",
+            [(url, base64.b64encode(b"k" * 32).decode(), now, now) for url in urls],
+        )
+    d = daemon_factory(state_dir=state)
+    for target_id in range(1, len(urls) + 1):
+        ping = d.api("POST", f"/v1/webhooks/{target_id}/test")
+        assert ping.status_code == 200, (urls[target_id - 1][:12], ping.text)
+        assert ping.json()["ok"] is False
+        assert ping.json()["error"].startswith("INVALID_URL: the target's host"), ping.json()
+    assert d.stop() == 0
+    assert not _errors(d), _errors(d)

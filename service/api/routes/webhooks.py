@@ -21,6 +21,7 @@ from service.api.errors import ApiError, InvalidParameter
 from service.api.state import ApiState, api_state
 from service.api.views import camel
 from service.netguard import METADATA_HOSTS, address_problem
+from service.safetext import redact_urls
 from service.webhooks.outbox import FINAL_STATES, MODES, OPEN_STATES, Delivery, Target
 from service.webhooks.repository import ROTATION_OVERLAP_S
 from service.webhooks.signing import InvalidSecret as BadSecret
@@ -348,7 +349,7 @@ async def test_webhook(request: Request, target_id: TargetId) -> dict[str, Any]:
         "targetId": target_id,
         "ok": outcome.ok,
         "status": outcome.status,
-        "error": outcome.error or None,
+        "error": redact_urls(outcome.error) if outcome.error else None,
         "elapsedMs": round((time.monotonic() - started) * 1000, 1),
     }
 
