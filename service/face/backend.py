@@ -29,6 +29,11 @@ class FaceBackend(Protocol):
         """Every subscription, each with its link's status under ``link`` when known."""
         ...
 
+    async def identities(self) -> list[dict[str, Any]]:
+        """``id``, ``uri`` and ``serverUrl`` of every subscription: what naming needs (cheap;
+        a backend may keep it until a subscription is created or deleted)."""
+        ...
+
     async def content(self, subscription: dict[str, Any]) -> dict[str, Any] | None:
         """The latest stored revision of one subscription (None before the first read)."""
         ...

@@ -35,6 +35,10 @@ class Face:
         subs = await self.backend.subscriptions()
         return subs, render.face_names(subs)
 
+    async def naming(self) -> dict[int, str]:
+        """Subscription id → face URI, from the backend's cheap identity list."""
+        return render.face_names(await self.backend.identities())
+
     # ---- resources --------------------------------------------------------------------
     async def list_resources(self, modern: bool) -> dict[str, Any]:
         subs, names = await self.names()
@@ -212,7 +216,7 @@ class Face:
                 if event.get("type") != "resource.updated":
                     continue
                 if names is None or event.get("subscriptionId") not in names:
-                    _, names = await self.names()
+                    names = await self.naming()
                 face_name = names.get(event.get("subscriptionId") or 0)
                 if render.matches(args.pattern, event.get("uri"), face_name):
                     change = await self.describe_change(event, names)
@@ -232,7 +236,7 @@ class Face:
     async def _changes(self, after: int | None, limit: int, pattern: str | None) -> dict[str, Any]:
         cursor = after if after is not None else await self.backend.last_event_id()
         events = await self.backend.events_after(cursor, limit)
-        _, names = await self.names()
+        names = await self.naming()
         shown = []
         for event in events:
             face_name = names.get(event.get("subscriptionId") or 0)

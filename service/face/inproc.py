@@ -37,6 +37,10 @@ class InProcessBackend:
         links = self.supervisor.link_status() if subs else []
         return [self._with_link(s, links) for s in subs]
 
+    async def identities(self) -> list[dict[str, Any]]:
+        subs = await self.store.list_subscriptions()
+        return [{"id": s.id, "uri": s.uri, "serverUrl": s.server_url} for s in subs]
+
     async def content(self, subscription: dict[str, Any]) -> dict[str, Any] | None:
         sub = await self.store.get_subscription(int(subscription["id"]))
         if sub is None:

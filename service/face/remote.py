@@ -2,19 +2,24 @@
 loopback TCP with the bearer token).
 
 One SSE connection to ``/v1/events/stream`` tells the process when new events exist (what
-the daemon's event hub does in-process); it reconnects from the last id after a daemon
-restart. Every answer is read from the daemon: this process keeps no state of its own.
+the daemon's event hub does in-process) and carries the events themselves: while it is
+connected, "events after a cursor" are answered from what it delivered (``ring.py``) and the
+list of subscription identities is kept until a subscription is created or deleted, so a
+follower or a ``wait_for_change`` costs no request per change beyond reading the revision.
+It reconnects from the last id after a daemon restart. Every answer comes from the daemon.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from typing import Any, Final
 
 import httpx
 
 from service.face.backend import FaceError
+from service.face.ring import EventRing
 
 TIMEOUT_S: Final = 30.0
 RECONNECT_S: Final = 1.0
@@ -44,6 +49,8 @@ class ApiBackend:
             trust_env=False,
         )
         self._last_seen = -1
+        self._ring = EventRing()
+        self._identities: list[dict[str, Any]] | None = None
         self._changed = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
 
@@ -88,6 +95,19 @@ class ApiBackend:
                 )
         return subs
 
+    async def identities(self) -> list[dict[str, Any]]:
+        cached = self._identities
+        if cached is not None and self._ring.start is not None:
+            return cached
+        _, body = await self._request("GET", "/v1/subscriptions")
+        rows = [
+            {"id": s["id"], "uri": s["uri"], "serverUrl": s["serverUrl"]}
+            for s in body.get("subscriptions", [])
+        ]
+        if self._ring.start is not None:
+            self._identities = rows
+        return rows
+
     async def content(self, subscription: dict[str, Any]) -> dict[str, Any] | None:
         status, body = await self._request(
             "GET",
@@ -123,6 +143,9 @@ class ApiBackend:
     async def events_after(
         self, after: int, limit: int, types: list[str] | None = None
     ) -> list[dict[str, Any]]:
+        held = self._ring.after(after, limit, types)
+        if held is not None:
+            return held
         params: dict[str, Any] = {"after": after, "limit": limit}
         if types:
             params["type"] = ",".join(types)
@@ -150,31 +173,57 @@ class ApiBackend:
         return True
 
     async def _watch(self) -> None:
-        """Follow ``/v1/events/stream``: every ``id:`` line raises ``_last_seen``."""
+        """Follow ``/v1/events/stream`` from ``_last_seen``: hold every event delivered,
+        raise ``_last_seen``, wake the waiters."""
         while True:
+            start = max(self._last_seen, 0)
             try:
-                params = {"after": self._last_seen} if self._last_seen >= 0 else {}
                 async with self._http.stream(
                     "GET",
                     "/v1/events/stream",
-                    params=params,
+                    params={"after": start},
                     headers={"Accept": "text/event-stream"},
                     timeout=httpx.Timeout(None, connect=5.0),
                 ) as response:
                     if response.status_code != 200:
                         raise httpx.TransportError(f"events stream: {response.status_code}")
+                    self._ring.reset(start)
+                    self._identities = None
+                    kind, data = "message", ""
                     async for line in response.aiter_lines():
                         if len(line) > MAX_SSE_LINE:
                             raise httpx.TransportError("events stream: line too long")
-                        if line.startswith("id:"):
-                            value = line[3:].strip()
-                            if value.isdigit() and int(value) > self._last_seen:
-                                self._last_seen = int(value)
-                                changed, self._changed = self._changed, asyncio.Event()
-                                changed.set()
+                        if line.startswith("event:"):
+                            kind = line[6:].strip()
+                        elif line.startswith("data:"):
+                            data = line[5:].strip()
+                        elif not line:
+                            self._received(kind, data)
+                            kind, data = "message", ""
             except (httpx.TransportError, httpx.HTTPError):
                 pass
-            # The daemon went away (or restarted): wake waiters so they re-query, then retry.
+            # The daemon went away (or restarted): nothing held is proven any more; wake the
+            # waiters so they ask the API, then reconnect.
+            self._ring.reset(None)
+            self._identities = None
             changed, self._changed = self._changed, asyncio.Event()
             changed.set()
             await asyncio.sleep(RECONNECT_S)
+
+    def _received(self, kind: str, data: str) -> None:
+        if kind == "reset":  # the cursor was pruned: what follows does not start at it
+            self._ring.reset(None)
+            return
+        try:
+            event = json.loads(data) if data else None
+        except ValueError:
+            event = None
+        if not isinstance(event, dict) or not isinstance(event.get("id"), int):
+            return
+        if kind in ("subscription.created", "subscription.deleted"):
+            self._identities = None
+        self._ring.add(event)
+        if event["id"] > self._last_seen:
+            self._last_seen = event["id"]
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()

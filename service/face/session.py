@@ -91,11 +91,11 @@ class Session:
                     kind = event.get("type")
                     sub_id = event.get("subscriptionId") or 0
                     if kind in ("subscription.created", "subscription.deleted"):
-                        _, names = await self.face.names()
+                        names = await self.face.naming()
                         self._list_changed()
                     elif kind == "resource.updated":
                         if sub_id not in names:
-                            _, names = await self.face.names()
+                            names = await self.face.naming()
                         await self._updated(event, names)
             except asyncio.CancelledError:
                 raise

@@ -33,6 +33,9 @@ class MemoryBackend:
     async def subscriptions(self) -> list[dict[str, Any]]:
         return [{"id": 1, "uri": URI, "serverUrl": "http://127.0.0.1:1/mcp", "state": "active"}]
 
+    async def identities(self) -> list[dict[str, Any]]:
+        return await self.subscriptions()
+
     async def events_after(
         self, after: int, limit: int, types: list[str] | None = None
     ) -> list[dict[str, Any]]:
