@@ -6,6 +6,7 @@ import asyncio
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from service.store.records import Subscription
 from tests.api.fakes import FakeSupervisor
@@ -73,16 +74,22 @@ async def test_bad_query(
     assert response.status_code == 400 and response.json()["errorCode"] == code
 
 
+async def waiting(app: FastAPI, count: int = 1) -> None:
+    """Until ``count`` clients are in a long-poll (the API counts its waiters)."""
+    async with asyncio.timeout(10):
+        while app.state.api.waiters < count:
+            await asyncio.sleep(0.005)
+
+
 async def test_wait_returns_the_next_update(
-    client: httpx.AsyncClient, supervisor: FakeSupervisor
+    app: FastAPI, client: httpx.AsyncClient, supervisor: FakeSupervisor
 ) -> None:
     sub = await _sub(supervisor)
     await supervisor.publish(sub, "v1")
 
     async def later() -> None:
-        await asyncio.sleep(0.2)
+        await waiting(app)
         await supervisor.store.set_subscription_state([sub.id], "active")  # not an update
-        await asyncio.sleep(0.1)
         await supervisor.publish(sub, "v2")
 
     task = asyncio.create_task(later())
@@ -149,7 +156,7 @@ async def test_wait_too_many_waiters(supervisor: FakeSupervisor) -> None:
         first = asyncio.create_task(
             c.get("/v1/wait", params={"uri": "test://a", "timeout_ms": 500})
         )
-        await asyncio.sleep(0.1)
+        await waiting(app)
         second = await c.get("/v1/wait", params={"uri": "test://a", "timeout_ms": 500})
         assert second.status_code == 503 and second.json()["errorCode"] == "TOO_MANY_WAITERS"
         assert (await first).status_code == 408

@@ -34,6 +34,7 @@ import pytest
 
 from service.store import Store
 from tests.daemon.test_daemon import SLOW, put
+from tests.support import poll
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
 from tests.support.postgres import PgCluster, run_async
@@ -50,15 +51,12 @@ def uri(n: int) -> str:
     return f"test://replica/{n}"
 
 
-def wait_until(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not reached in {timeout:g} s; last {str(last)[:2000]}")
+WAIT_S = 60.0
+"""These tests' default wait: a cluster of replicas on one loaded machine."""
+
+
+def until(what: str, check: Callable[[], Any], timeout: float = WAIT_S) -> Any:
+    return poll.until(what, check, timeout)
 
 
 def status_links(d: Daemon) -> list[dict[str, Any]]:
@@ -215,8 +213,8 @@ def cluster(
         daemon_factory(tmp_path / f"r{k}", {**env, "MCPSUB_REPLICA_ID": f"r{k}"})
         for k in range(REPLICAS)
     ]
-    wait_until("links spread evenly over 3 replicas", lambda: spread_evenly(c.daemons))
-    wait_until("every URI read", all_are(c.daemons[0], "v1"), 120)
+    until("links spread evenly over 3 replicas", lambda: spread_evenly(c.daemons))
+    until("every URI read", all_are(c.daemons[0], "v1"), 120)
     yield c
     # Teardown: no hand-over cascade (each SIGTERM handing 100+ links to the next).
     for d in c.daemons:
@@ -269,7 +267,7 @@ def test_kill_9_fails_over_and_nothing_is_lost(cluster: Cluster, receiver: Recei
         return [delivery_id for delivery_id, event_id in rows if event_id in sent]
 
     with cluster.changes_flowing():
-        in_flight = wait_until("the victim sending a webhook", victim_sent)
+        in_flight = until("the victim sending a webhook", victim_sent)
         victim.kill()
         killed_at = time.monotonic()
         receiver.plan("/hook", then=Step())
@@ -278,12 +276,12 @@ def test_kill_9_fails_over_and_nothing_is_lost(cluster: Cluster, receiver: Recei
         # (measured with an idle host by bench/scaleout.py); the bound here leaves room for
         # a shared 2-core CI host at a load of 15, where a daemon waits for a CPU more than
         # it runs. The figure is printed (pytest -s) for the record.
-        wait_until("the survivors re-listen every link", lambda: all_open(survivors), TTL + 35)
+        until("the survivors re-listen every link", lambda: all_open(survivors), TTL + 35)
         print(f"failover of {LINKS // REPLICAS} links: {time.monotonic() - killed_at:.1f} s")
     cluster.put_all("final")
-    wait_until("every URI's last text", all_are(survivors[0], "final"))
+    until("every URI's last text", all_are(survivors[0], "final"))
     assert sum(metric(d, "mcpsub_lease_handovers_total") for d in survivors) >= LINKS // 3
-    wait_until("spread evenly again", lambda: spread_evenly(survivors))
+    until("spread evenly again", lambda: spread_evenly(survivors))
 
     # Every revision event delivered at least once; a re-sent one kept its webhook-id.
     updated = {
@@ -303,7 +301,7 @@ def test_kill_9_fails_over_and_nothing_is_lost(cluster: Cluster, receiver: Recei
             )
         )
 
-    wait_until("every delivery made", undelivered, 60)
+    until("every delivery made", undelivered, 60)
     got = receiver.received("/hook")
     assert updated <= {r.json["eventId"] for r in got if r.status == 200}
     ids_per_event: dict[int, set[str]] = {}
@@ -324,7 +322,7 @@ def test_kill_9_fails_over_and_nothing_is_lost(cluster: Cluster, receiver: Recei
     written = [r[0] for r in survivors[1].query(
         "SELECT id FROM events WHERE id > :start ORDER BY id", start=start
     )]  # fmt: skip
-    wait_until("the follower saw every event", lambda: follower.ids[: len(written)] == written)
+    until("the follower saw every event", lambda: follower.ids[: len(written)] == written)
     follower.stop()
     assert len(set(follower.ids)) == len(follower.ids), "an event id twice"
 
@@ -370,7 +368,7 @@ def test_sigterm_hands_over_make_before_break(cluster: Cluster) -> None:
     sigterm_at = time.time()
     with cluster.changes_flowing():
         assert leaving.stop(timeout=60) == 0
-        wait_until("the others hold every link", lambda: all_open(staying), TTL + 35)
+        until("the others hold every link", lambda: all_open(staying), TTL + 35)
     # It handed every link over before stopping: none was left to break-before-make.
     log = [json.loads(line) for line in leaving.lines if line.startswith("{")]
     handed = {e["server_id"] for e in log if e.get("event") == "link handed over"}
@@ -385,7 +383,7 @@ def test_sigterm_hands_over_make_before_break(cluster: Cluster) -> None:
             if u in moved:
                 assert gaps(spans, sigterm_at) == [], (u, spans)
     cluster.put_all("after the hand-over")
-    wait_until("updates flow", all_are(staying[0], "after the hand-over"))
+    until("updates flow", all_are(staying[0], "after the hand-over"))
     # No revision row written twice: per subscription, consecutive numbers, distinct texts.
     rows = staying[0].query(
         "SELECT subscription_id, revision, text FROM revisions WHERE id > :before ORDER BY id",
@@ -408,9 +406,9 @@ def test_a_paused_replica_is_fenced_and_gives_its_links_up(cluster: Cluster) -> 
     held = {server_id for server_id, _ in old}
     paused.proc.send_signal(signal.SIGSTOP)
     try:
-        wait_until("the others took its links", lambda: all_open(others), TTL + 15)
+        until("the others took its links", lambda: all_open(others), TTL + 15)
         cluster.put_all("while paused")
-        wait_until("updates flow", all_are(others[0], "while paused"))
+        until("updates flow", all_are(others[0], "while paused"))
         mark = max_id(others[0], "revisions")
         # Changed again without a notification: only the paused replica (its queued
         # notifications for "while paused") would read this now, under a stale generation.
@@ -420,10 +418,10 @@ def test_a_paused_replica_is_fenced_and_gives_its_links_up(cluster: Cluster) -> 
     # Its local deadline passed while it was paused: it stops the links at once, or learns
     # from its first renew (or a rejected write) that they are gone; then it takes its fair
     # share again like any replica that joins.
-    wait_until("it gave up every link it held", lambda: given_up(paused) >= held)
-    wait_until("spread evenly again", lambda: spread_evenly(cluster.daemons))
+    until("it gave up every link it held", lambda: given_up(paused) >= held)
+    until("spread evenly again", lambda: spread_evenly(cluster.daemons))
     cluster.put_all("after")
-    wait_until("still flowing", all_are(others[1], "after"))
+    until("still flowing", all_are(others[1], "after"))
     stale = others[0].query(
         "SELECT s.server_id, r.generation, r.text FROM revisions r "
         "JOIN subscriptions s ON s.id = r.subscription_id WHERE r.id > :mark",

@@ -21,19 +21,10 @@ import pytest
 
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
+from tests.support.poll import until
 
 SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
 QUICK_RECOVERY = {"MCPSUB_STORAGE_RECOVERY_S": "1"}
-
-
-def _until(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
 
 
 def _text(d: Daemon, uri: str) -> str | None:
@@ -60,13 +51,14 @@ def test_full_disk_is_reported_and_the_lost_update_is_stored_after_recovery(
     d = daemon_factory(env={"MCPSUB_TEST_STORAGE_FULL_FILE": str(full), **QUICK_RECOVERY})
     created = d.api("POST", "/v1/subscriptions", json={"url": lab.url, "uri": uri})
     assert created.status_code == 201
-    _until(lambda: _text(d, uri) == "v1")
+    until(f"{uri} reads v1", lambda: _text(d, uri) == "v1")
     assert d.api("GET", "/v1/status").json()["storage"]["ok"] is True
 
     full.touch()  # from now on every INSERT/UPDATE/DELETE fails with SQLITE_FULL
     lab.control("PUT", "/lab/resources", json={"uri": uri, "text": "v2", "notify": True})
-    status = _until(
-        lambda: (s := d.api("GET", "/v1/status").json())["storage"]["ok"] is False and s
+    status = until(
+        "storage failing",
+        lambda: (s := d.api("GET", "/v1/status").json())["storage"]["ok"] is False and s,
     )
     assert "disk is full" in status["storage"]["error"]
     ready = d.api("GET", "/readyz")
@@ -79,8 +71,8 @@ def test_full_disk_is_reported_and_the_lost_update_is_stored_after_recovery(
     assert d.api("GET", "/healthz").status_code == 200
 
     full.unlink()  # space is back: no new notification, yet v2 must arrive
-    _until(lambda: _text(d, uri) == "v2")
-    _until(lambda: d.api("GET", "/readyz").status_code == 200)
+    until(f"{uri} reads v2", lambda: _text(d, uri) == "v2")
+    until("ready again", lambda: d.api("GET", "/readyz").status_code == 200)
     assert d.api("GET", "/v1/status").json()["storage"]["ok"] is True
     assert _metric(d, "mcpsub_storage_ok") == 1
     assert _metric(d, "mcpsub_storage_recoveries_total") >= 1
@@ -166,7 +158,7 @@ def test_a_daemon_started_on_a_full_disk_comes_up_and_recovers(
     env = {"MCPSUB_TEST_STORAGE_FULL_FILE": str(full), "MCPSUB_LEASE_TTL_S": "3", **QUICK_RECOVERY}
     first = daemon_factory(state, env)
     assert first.api("POST", "/v1/subscriptions", json={"url": lab.url, "uri": uri}).is_success
-    _until(lambda: _text(first, uri) == "v1")
+    until(f"{uri} reads v1", lambda: _text(first, uri) == "v1")
     assert first.stop() == 0
     lab.control("PUT", "/lab/resources", json={"uri": uri, "text": "v2", "notify": False})
 
@@ -179,8 +171,10 @@ def test_a_daemon_started_on_a_full_disk_comes_up_and_recovers(
     assert _text(d, uri) == "v1"  # what is stored is served
 
     full.unlink()
-    _until(lambda: _text(d, uri) == "v2")  # the link started once writes went through
-    _until(lambda: d.api("GET", "/readyz").status_code == 200)
+    until(
+        f"{uri} reads v2", lambda: _text(d, uri) == "v2"
+    )  # the link started once writes went through
+    until("ready again", lambda: d.api("GET", "/readyz").status_code == 200)
     assert not [line for line in d.lines if "uncaught" in line or "critical" in line]
     assert d.stop() == 0
 
@@ -229,10 +223,12 @@ def test_sqlite_on_a_full_disk_keeps_its_links_and_reports_one_failing_period(
     d = Daemon(small_disk / "state", {"MCPSUB_LEASE_TTL_S": str(ttl)}).start()
     try:
         assert d.api("POST", "/v1/subscriptions", json={"url": lab.url, "uri": uri}).is_success
-        _until(lambda: _text(d, uri) == "v1")
+        until(f"{uri} reads v1", lambda: _text(d, uri) == "v1")
         _fill(small_disk / "filler")
         lab.control("PUT", "/lab/resources", json={"uri": uri, "text": "v2", "notify": True})
-        _until(lambda: d.api("GET", "/v1/status").json()["storage"]["ok"] is False)
+        until(
+            "storage failing", lambda: d.api("GET", "/v1/status").json()["storage"]["ok"] is False
+        )
         watch_until = time.monotonic() + 4 * ttl  # well past 2/3 of the TTL, several renews
         while time.monotonic() < watch_until:
             status = d.api("GET", "/v1/status").json()
@@ -243,9 +239,14 @@ def test_sqlite_on_a_full_disk_keeps_its_links_and_reports_one_failing_period(
         assert _text(d, uri) == "v1"
 
         (small_disk / "filler").unlink()
-        _until(lambda: _text(d, uri) == "v2")  # the pending read, stored without a new notice
-        _until(lambda: d.api("GET", "/readyz").status_code == 200)
-        events = _until(lambda: _storage_events(d) if len(_storage_events(d)) > 1 else None)
+        until(
+            f"{uri} reads v2", lambda: _text(d, uri) == "v2"
+        )  # the pending read, stored without a new notice
+        until("ready again", lambda: d.api("GET", "/readyz").status_code == 200)
+        events = until(
+            "two storage events",
+            lambda: _storage_events(d) if len(_storage_events(d)) > 1 else None,
+        )
         assert [e["data"]["state"] for e in events] == ["failing", "ok"], events
         assert not [line for line in d.lines if "stopping links" in line]
         assert d.stop() == 0

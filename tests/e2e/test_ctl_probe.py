@@ -275,8 +275,9 @@ def test_follow_throttles_a_server_closing_in_a_loop(lab_server_factory) -> None
 
 def test_follow_stops_cleanly_on_sigint(lab_server: LabServer) -> None:
     proc = spawn_cli("mcpsubctl", "probe", "--url", lab_server.url, "--uri", REVIEW, "--follow")
-    lab_server.wait_event("listen.acknowledged", timeout=10)
-    time.sleep(0.2)
+    [ack] = lab_server.wait_event("listen.acknowledged", timeout=10)
+    # Its re-read after the ack is answered: it now sits in the listen, as it does for days.
+    lab_server.wait_event("resources.read", timeout=10, since=ack["seq"])
     proc.send_signal(signal.SIGINT)
     result = finish(proc, timeout=10)
     assert result.code == 0

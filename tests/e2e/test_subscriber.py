@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.cli import finish, run_cli, spawn_cli
 from tests.support.lab import LabServer
+from tests.support.poll import until
 
 PROG = "mcp-resource-subscriber"
 REVIEW = "test://review/status"
@@ -144,11 +145,18 @@ def test_notification_during_a_read_is_not_lost(lab_server_factory) -> None:
     lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
     uri = "test://slow/1"
     _add(lab, uri, "v1")
+    lab.configure(readDelayMs=600)  # every read is slow: the pre-completion read too ...
     proc = spawn_cli(PROG, "--url", lab.url, "--uri", uri, "--json", "--timeout-ms", "10000")
-    lab.wait_event("listen.acknowledged", timeout=10)
-    lab.configure(readDelayMs=600)  # the pre-completion read is now slow ...
-    time.sleep(0.2)  # ... and in flight: the update lands in the middle of it
-    _add(lab, uri, "v2")
+    [ack] = lab.wait_event("listen.acknowledged", timeout=10)
+
+    def read_in_flight() -> bool:
+        return any(
+            e["event"] == "mcp.request" and e.get("method") == "resources/read"
+            for e in lab.log(ack["seq"])
+        )
+
+    until("the pre-completion read arrives", read_in_flight, timeout=10)
+    _add(lab, uri, "v2")  # ... and the update lands while it is in flight
     result = finish(proc)
     assert result.code == 0, result.stderr
     data = result.json

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from tests.support.daemon import Daemon
 from tests.support.hostile import peak_rss_kib
 from tests.support.lab import LabServer
+from tests.support.poll import until
 
 
 def subscribe(d: Daemon, url: str, uri: str) -> dict[str, Any]:
@@ -27,18 +26,6 @@ def put(lab: LabServer, uri: str, text: str) -> None:
 def text_of(d: Daemon, uri: str) -> str | None:
     response = d.api("GET", "/v1/content", params={"uri": uri})
     return response.json()["text"] if response.status_code == 200 else None
-
-
-def until(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """Poll ``check`` until it returns something truthy (the daemon has no push for these)."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not reached in {timeout} s (last {last!r})")
 
 
 def wait_text(d: Daemon, uri: str, text: str, timeout: float = 20.0) -> None:

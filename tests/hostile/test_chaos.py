@@ -17,8 +17,9 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from tests.hostile.helpers import put, subscribe, until, wait_text
+from tests.hostile.helpers import put, subscribe, wait_text
 from tests.support.daemon import Daemon
+from tests.support.poll import until
 from tests.webhooks.receiver import Receiver
 
 ITERATIONS = 3

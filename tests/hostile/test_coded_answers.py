@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hostile.helpers import links, subscribe, until, wait_text
+from tests.hostile.helpers import links, subscribe, wait_text
 from tests.support.cli import run_cli
+from tests.support.poll import until
 
 
 @pytest.mark.parametrize("mode", ["gzip", "deflate"])

@@ -17,9 +17,9 @@ from tests.hostile.helpers import (
     state_changes,
     subscribe,
     subscription,
-    until,
     wait_text,
 )
+from tests.support.poll import until
 
 PEAK_BOUND_MIB = 250
 """The daemon idles near 60 MiB; the bombs inflate to 512 MiB, the deep frame is 400 KB."""

@@ -16,9 +16,9 @@ from tests.hostile.helpers import (
     subscribe,
     subscription,
     text_of,
-    until,
     wait_text,
 )
+from tests.support.poll import until
 
 FLOOD = 60_000
 PEAK_BOUND_MIB = 150

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.hostile.helpers import put, subscribe, text_of, until
+from tests.hostile.helpers import put, subscribe, text_of
 from tests.support.cli import run_cli
 from tests.support.daemon import Daemon, tcp_api_env
+from tests.support.poll import until
 from tests.webhooks.helpers import FAST as WEBHOOKS_FAST
 from tests.webhooks.receiver import Receiver
 

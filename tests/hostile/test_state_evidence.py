@@ -13,8 +13,9 @@ import signal
 import time
 from typing import Any
 
-from tests.hostile.helpers import links, put, state_changes, subscribe, subscription, until
+from tests.hostile.helpers import links, put, state_changes, subscribe, subscription
 from tests.support.cli import run_cli
+from tests.support.poll import until
 
 SLOW_READS = {"MCPSUB_REQUEST_TIMEOUT_S": "1"}
 

@@ -161,9 +161,17 @@ def test_client_disconnect_unregisters_and_cancels_the_timer(lab_server: LabServ
     closed = lab_server.wait_event("listen.closed")
     assert closed[0]["reason"] == "client"
     assert lab_server.state()["streams"] == 0
-    time.sleep(0.7)  # the timer would have fired by now had it not been cancelled
     assert read_text(lab_server.url) == PENDING
-    assert not [e for e in lab_server.log() if e["event"] == "resource.updated"]
+    # A second listen starts a timer of its own. Had the first not been cancelled, it would
+    # fire first (0.5 s after the first listen opened); the one update must come a whole
+    # delay after the second listen opened. Waiting on that event proves it, without a sleep.
+    with listen(lab_server.url) as again:
+        ack_of(again)
+        [updated] = lab_server.wait_event("resource.updated", timeout=5)
+    opened = [e for e in lab_server.log() if e["event"] == "listen.opened"]
+    assert len(opened) == 2
+    assert updated["time"] >= opened[1]["time"] + 0.5 - 0.05, (updated, opened)
+    assert len([e for e in lab_server.log() if e["event"] == "resource.updated"]) == 1
 
 
 @pytest.mark.parametrize("subscribe", [True, False])

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
+from tests.support.poll import until
 
 SLOW_LAB = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
 FAST = {
@@ -45,17 +45,6 @@ def deliveries(d: Daemon, **params: Any) -> list[dict[str, Any]]:
     return found
 
 
-def wait_until(check: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.03)
-    raise AssertionError(f"{what} not met within {timeout} s (last: {last!r})")
-
-
 def wait_deliveries(
     d: Daemon,
     predicate: Callable[[list[dict[str, Any]]], bool],
@@ -66,7 +55,7 @@ def wait_deliveries(
         found = deliveries(d, **params)
         return found if predicate(found) else None
 
-    result: list[dict[str, Any]] = wait_until(check, timeout, f"deliveries {params}")
+    result: list[dict[str, Any]] = until(f"deliveries {params}", check, timeout)
     return result
 
 
@@ -75,7 +64,7 @@ def wait_revision(d: Daemon, uri: str, revision: int, timeout: float = 15.0) -> 
         response = d.api("GET", "/v1/content", params={"uri": uri})
         return response.status_code == 200 and response.json()["revision"] >= revision
 
-    wait_until(check, timeout, f"{uri} revision {revision}")
+    until(f"{uri} revision {revision}", check, timeout)
 
 
 def assert_secret_hidden(d: Daemon, secret: str) -> None:

@@ -231,13 +231,14 @@ async def test_breaker_opens_after_consecutive_failures_then_probes(database_url
         while len(rx.received("/flaky")) < 2:  # two failures in a row: the breaker opens
             assert time.monotonic() < deadline
             await asyncio.sleep(0.02)
-        opened_at = time.monotonic()
-        await asyncio.sleep(0.5)
-        if time.monotonic() - opened_at < 0.9:  # still inside the 1 s open window
-            assert len(rx.received("/flaky")) <= 3, "attempts went on while the breaker was open"
         while len(rx.received("/flaky")) < 4:  # half-open probes resume after the pause
             assert time.monotonic() < deadline, "no probe after the breaker's pause"
             await asyncio.sleep(0.05)
+        # Judged on the receiver's own clock, so a slow machine cannot skip the check: at most
+        # one attempt (already on its way when the breaker opened) lands inside the 1 s open
+        # window that follows the second failure.
+        got = rx.received("/flaky")
+        assert got[3].at - got[1].at >= 1.0 - 0.05, "attempts went on while the breaker was open"
     finally:
         await dispatcher.stop()
         rx.close()

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.lab import LabServer
-from tests.webhooks.helpers import FAST, add_target, deliveries, put, subscribe, wait_until
+from tests.support.poll import until
+from tests.webhooks.helpers import FAST, add_target, deliveries, put, subscribe
 from tests.webhooks.receiver import Receiver
 
 RESOLVE = {
@@ -29,7 +30,7 @@ def _settled(d: Any, target_id: int) -> dict[str, Any]:
         done = [x for x in found if x["state"] in ("dead", "delivered")]
         return done[0] if done else None
 
-    result: dict[str, Any] = wait_until(check, 20, f"delivery of target {target_id} settles")
+    result: dict[str, Any] = until(f"delivery of target {target_id} settles", check, 20)
     return result
 
 
@@ -75,7 +76,7 @@ def test_a_name_resolving_to_a_private_address_is_refused_at_delivery(
         found = deliveries(d, target=allowed["id"])
         return found[0] if found and found[0]["attempts"] >= 2 else None
 
-    delivery = wait_until(retried, 20, "the allowed target's delivery is retried")
+    delivery = until("the allowed target's delivery is retried", retried, 20)
     assert "PRIVATE_TARGET" not in (delivery["lastError"] or ""), delivery
     assert "off this machine" in delivery["lastError"], delivery
 
