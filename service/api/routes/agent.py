@@ -14,14 +14,41 @@ from fastapi.responses import JSONResponse
 
 from service.api import validate
 from service.api.errors import InvalidParameter
+from service.api.openapi import URI_SCHEMA, URL_SCHEMA
 from service.api.state import api_state
 from service.face.backend import FaceError
 
 router = APIRouter(prefix="/v1/agent", tags=["agent"])
 MAX_URIS = 100
+_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["url", "uris"],
+                    "properties": {
+                        "url": URL_SCHEMA,
+                        "uris": {
+                            "type": "array",
+                            "items": URI_SCHEMA,
+                            "minItems": 1,
+                            "maxItems": MAX_URIS,
+                        },
+                    },
+                }
+            }
+        },
+    }
+}
 
 
-@router.post("/subscriptions")
+@router.post(
+    "/subscriptions",
+    openapi_extra=_BODY,
+    responses={403: {"description": "AGENT_ORIGIN_NOT_ALLOWED (outside agent_allowed_origins)"}},
+)
 async def agent_subscribe(request: Request) -> Any:
     """Body ``{"url", "uris": [...]}``; 403 ``AGENT_ORIGIN_NOT_ALLOWED`` outside the policy."""
     state = api_state(request)
