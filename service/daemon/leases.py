@@ -13,7 +13,7 @@ succeeded for two thirds of the TTL every link is stopped locally, so no link ru
 its lease could have expired (the database would fence its writes anyway, see
 :mod:`service.store.leases`). The time base is the start of the last successful renew, which
 can only make the local deadline earlier than the database's. A renew has a deadline of its
-own (at the latest that local deadline): a frozen database does not fail a statement, it
+own (that local deadline): a frozen database does not fail a statement, it
 never answers it, and a renew awaited without one kept every link running past its lease.
 While the database does not answer, the storage is reported failing (``/readyz`` 503).
 
@@ -268,10 +268,11 @@ class LeaseKeeper:
 
     def renew_deadline_s(self) -> float:
         """How long the next renew may take: until the local deadline (2/3 of the TTL after
-        the last successful renew started), at most a renew interval, at least a tenth of
-        the TTL (a renew that is merely slow is awaited again, not started twice)."""
+        the last successful renew started), at least a tenth of the TTL. A renew that is
+        merely slow (a loaded host) is no failure before that deadline; after it, it is
+        awaited again by the next attempt, not started twice."""
         local_deadline = self.valid_until - self.ttl_s / 3
-        return min(self.interval_s, max(self.ttl_s / 10, local_deadline - time.monotonic()))
+        return max(self.ttl_s / 10, local_deadline - time.monotonic())
 
     async def _renew_by_deadline(self) -> None:
         """:meth:`renew` within :meth:`renew_deadline_s`. A renew the database does not answer
@@ -287,13 +288,14 @@ class LeaseKeeper:
         task.result()
 
     def _renew_failed(self, exc: BaseException) -> None:
-        """A database that does not answer is the daemon-level storage condition (a refused
-        write was counted by the store already)."""
+        """A PostgreSQL that does not answer is the daemon-level storage condition (a refused
+        write was counted by the store already; a slow renew on SQLite is a busy writer
+        thread, not a database gone)."""
         self._renew_failing = True
         if self.store.database.is_postgresql:
             self._foreign_claims_after = math.inf
-        if is_unanswered(exc):
-            self.store.health.failed(exc)
+            if is_unanswered(exc):
+                self.store.health.failed(exc)
 
     async def _expire_locally(self) -> None:
         """No successful renew for 2/3 of the TTL: stop every link before its lease lapses.

@@ -3,9 +3,11 @@
 ``/v1/status`` and ``/metrics`` are how an operator finds out that something is wrong: they
 must answer when the database does not. A frozen PostgreSQL (SIGSTOP, a VM pause, a lost
 network) fails no statement, it never answers it; awaited without a deadline both routes
-hung until the pool gave up and logged a ``TimeoutError`` traceback. Here at most one read is
-in flight (a second caller waits on the same one instead of taking another connection), the
-caller waits at most its deadline, and then gets the last answer and how old it is.
+hung until the pool gave up and logged a ``TimeoutError`` traceback. Here a read that has
+been in flight for :data:`JOIN_AFTER_S` is shared (a caller waits on it instead of taking
+another connection: a frozen database holds one, not one per request), the caller waits at
+most its deadline, and then gets the last answer and how old it is. A younger read is not
+shared: a caller that just wrote must not get counts read before its write.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+JOIN_AFTER_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +41,13 @@ class Remembered(Generic[T]):
         self._last = empty
         self._at: float | None = None
         self._task: asyncio.Task[T] | None = None
+        self._started = 0.0
 
     async def get(self, deadline_s: float) -> Answer[T]:
         task = self._task
-        if task is None:
+        if task is None or time.monotonic() - self._started < JOIN_AFTER_S:
             task = self._task = asyncio.get_running_loop().create_task(self._run())
+            self._started = time.monotonic()
             task.add_done_callback(self._settled)
         done, _ = await asyncio.wait({task}, timeout=deadline_s)
         if not done:
