@@ -10,9 +10,12 @@ import os
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from service.statusline import duration
+
+TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def ago(ts: Any, now: float | None = None) -> str:

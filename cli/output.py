@@ -11,10 +11,13 @@ credentials in the server URL (``user:password@``, ``?token=…``) are shown as 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from service.proberesult import ProbeResult
 from service.safetext import redact_urls
+
+TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def dumps(value: Any) -> str:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from types import TracebackType
 
 TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
 if TYPE_CHECKING:
+    import threading
     from typing import IO, Any
 
 SHOW_AFTER_S = 1.0
@@ -76,14 +76,19 @@ class StatusLine:
     def __init__(self, stream: IO[str] | None, *, show_after_s: float | None = None) -> None:
         self.stream = stream
         self.enabled = stream is not None
-        self.lock = threading.RLock()
         self._phase = ""
         self._started = time.monotonic()
         self._show_after = _delay() if show_after_s is None else show_after_s
         self._shown = False
         self._due = False
-        self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        if self.enabled:
+            # Only a line that is shown needs a lock and a ticker: `mcpsubctl wait` in a pipe,
+            # and the importers that want only `duration`, do not pay for threading.
+            import threading
+
+            self.lock = threading.RLock()
+            self._stop = threading.Event()
         self._saved_stderr: Any = None
 
     @classmethod
@@ -109,6 +114,8 @@ class StatusLine:
             # Whatever wraps stderr now keeps doing so; it only learns to erase us first.
             self._saved_stderr = sys.stderr
             sys.stderr = _ErasingStream(sys.stderr, self)
+        import threading
+
         self._thread = threading.Thread(target=self._run, name="status-line", daemon=True)
         self._thread.start()
         return self
