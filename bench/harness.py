@@ -840,3 +840,10 @@ def workspace() -> Iterator[tuple[Children, Path]]:
             yield children, Path(tmp_name)
         finally:
             children.stop_all()
+
+
+async def new_generation(store: Any, server_id: int) -> int:
+    """A link's generation to record reads under, as the daemon gets one: by claiming the
+    link's lease (which bumps it)."""
+    [claimed] = await store.claim_leases("bench", 3600.0, 1, [server_id], mine_too=True)
+    return int(claimed.generation)

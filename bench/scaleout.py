@@ -52,6 +52,7 @@ from bench.harness import (
     load_average,
     machine,
     markdown_table,
+    new_generation,
     percentile,
     predict_hash,
     seed_subscriptions,
@@ -104,7 +105,7 @@ async def revisions(
         subs = []
         for n in range(100):
             sub, _ = await store.add_subscription(f"http://127.0.0.1:1/mcp{n % 10}", f"b://{n}")
-            gen = await store.bump_generation(sub.server_id)
+            gen = await new_generation(store, sub.server_id)
             subs.append((sub, gen))
         wall, cpu, server = time.perf_counter(), time.process_time(), server_cpu()
         for i in range(count):
@@ -135,7 +136,7 @@ async def lease_costs(url: str, links: int) -> dict[str, float]:
         for _ in range(20):
             t0 = time.perf_counter()
             await store.lease_heartbeat("bench", "host", 1)
-            await store.renew_leases("bench", TTL)
+            await store.renew_lease_changes("bench", TTL, [c.server_id for c in claimed])
             await store.lease_balance(TTL)
             await store.list_subscriptions(server_ids=[c.server_id for c in claimed])
             passes.append(time.perf_counter() - t0)

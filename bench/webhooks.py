@@ -2,7 +2,7 @@
 
 Commits are driven directly through the daemon's own code: a :class:`Store` on a temporary
 SQLite file migrated with ``service.store.migrate.upgrade``, ``store.record_read(...)`` under a
-generation from ``bump_generation`` (the same transaction that writes the outbox rows), and
+generation from a lease claim (the same transaction that writes the outbox rows), and
 the real :class:`Dispatcher` (httpx, signing, retries, per-target slots) in the same event
 loop, as in ``mcpsubd``. The receiver is a minimal asyncio HTTP/1.1 server in a separate
 process on 127.0.0.1 that answers 204 at once and records the arrival time of every request,
@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bench.harness import new_generation
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -148,7 +150,7 @@ async def run_scenario(
     for n in range(uris):
         sub, _ = await store.add_subscription("http://127.0.0.1:1/mcp", f"bench://doc/{n}")
         subs.append(sub)
-    generation = await store.bump_generation(subs[0].server_id)
+    generation = await new_generation(store, subs[0].server_id)
     commit_at: dict[int, float] = {}
     backlog = commit_rate is None  # throughput: fill the outbox first, then time the drain
     if not backlog:
@@ -237,7 +239,7 @@ async def phase_breakdown(receiver: ReceiverProcess, work: Path, n: int = 100) -
     dispatcher = Dispatcher(store, WebhookSettings())
     await dispatcher.repo.create_target(receiver.url("/phases"))
     sub, _ = await store.add_subscription("http://127.0.0.1:1/mcp", "bench://phases")
-    generation = await store.bump_generation(sub.server_id)
+    generation = await new_generation(store, sub.server_id)
     totals: dict[str, float] = {}
 
     def tick(key: str, t0: float, per: int = 1) -> None:

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 class Backoff:
     base_s: float = 1.0
     cap_s: float = 300.0
-    healthy_reset_s: float = 60.0
-    """A link must stay up this long before its attempt counter goes back to zero."""
 
     def ceiling(self, attempt: int) -> float:
         return float(min(self.cap_s, self.base_s * (2 ** min(attempt, 62))))
@@ -29,10 +27,6 @@ class Backoff:
         if hint_s is not None and hint_s > draw:
             return float(min(hint_s, self.cap_s))
         return draw
-
-    def next_attempt(self, attempt: int, healthy_for_s: float) -> int:
-        """The attempt number after a loss, given how long the link had been healthy."""
-        return 0 if healthy_for_s >= self.healthy_reset_s else attempt + 1
 
 
 class ListenBudget:

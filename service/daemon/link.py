@@ -165,7 +165,6 @@ class ServerLink:
         self.backoff = Backoff(
             base_s=settings.backoff_base_s,
             cap_s=settings.backoff_cap_s,
-            healthy_reset_s=settings.healthy_reset_s,
         )
         self.budget = ListenBudget(settings.relisten_per_minute)
         self.relistens = 0

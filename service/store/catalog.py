@@ -21,6 +21,7 @@ from sqlalchemy import Connection, bindparam, text
 
 from service.safetext import split_secret
 from service.store import hotpath
+from service.store.dialect import dialect_of
 from service.store.records import Event
 
 FIND_SERVER = text("SELECT id FROM servers WHERE url = :url AND credential_key = :key")
@@ -126,9 +127,9 @@ def add_subscriptions(
                 )
             )
         outcomes.append(Added(server_id, ids))
-    if hotpath.is_postgresql(conn):
-        for server_id in sorted(touched):  # the replica holding the link re-reads its set
-            conn.execute(hotpath.NOTIFY_LINK, {"id": str(server_id)})
+    dialect = dialect_of(conn)
+    for server_id in sorted(touched):  # the replica holding the link re-reads its set
+        dialect.notify(conn, hotpath.LINKS_CHANNEL, str(server_id))
     wanted = sorted({sub_id for outcome in outcomes for sub_id, _ in outcome.ids})
     rows: list[Any] = []
     for start in range(0, len(wanted), IN_CHUNK):

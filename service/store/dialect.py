@@ -59,7 +59,7 @@ class Dialect:
             select_stmt = select_stmt.bindparams(bindparam("only", expanding=True))
         update = text(
             f"UPDATE servers SET {set_lease} WHERE id = :id "
-            "RETURNING id, url, generation, lease_epoch"
+            "RETURNING id, COALESCE(url_secret, url) AS url, generation, lease_epoch"
         )
         claimed = []
         for picked in conn.execute(select_stmt, params).all():
@@ -118,8 +118,18 @@ class PostgreSQL(Dialect):
         )
 
     def free_link(self) -> str:
-        """Unowned, or its owner's lease expired."""
-        return f"(s.lease_owner IS NULL OR s.lease_until IS NULL OR s.lease_until < {self.now})"
+        """Unowned, or its lease expired while its owner stopped heartbeating. An expired
+        lease whose owner is still live (heartbeat within the TTL, not stopping) is left to
+        that owner: after the database was frozen or unreachable every lease has expired in
+        its clock at once, and the owner's next renew takes them back."""
+        owner_live = (
+            "EXISTS (SELECT 1 FROM replicas r WHERE r.id = s.lease_owner AND r.stopping = 0 "
+            f"AND r.heartbeat_at > {self.now} - :ttl)"
+        )
+        return (
+            f"(s.lease_owner IS NULL OR s.lease_until IS NULL "
+            f"OR (s.lease_until < {self.now} AND NOT {owner_live}))"
+        )
 
     def claim(
         self, conn: Connection, pick: str, set_lease: str, params: dict[str, Any], only: bool
@@ -128,8 +138,8 @@ class PostgreSQL(Dialect):
         statement = text(
             f"WITH picked AS ({pick} FOR UPDATE OF s SKIP LOCKED) "
             f"UPDATE servers SET {set_lease} FROM picked WHERE servers.id = picked.id "
-            "RETURNING servers.id, servers.url, servers.generation, servers.lease_epoch, "
-            "picked.previous"
+            "RETURNING servers.id, COALESCE(servers.url_secret, servers.url) AS url, "
+            "servers.generation, servers.lease_epoch, picked.previous"
         )
         if only:
             statement = statement.bindparams(bindparam("only", expanding=True))

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from service.store.dialect import EVENT_ORDER_KEY, dialect_of
 from service.store.records import Event, Revision
 
 FENCED_UPDATE = text(
@@ -38,10 +39,10 @@ INSERT_REVISION = text(
     "read_at) VALUES (:subscription_id, :revision, :digest, :contents, :text, :generation, :read_at) "
     "RETURNING id"
 )
-EVENT_ORDER_KEY = 0x6D637375  # "mcsu": the advisory lock that orders event ids by commit
-ORDER_EVENTS = text(f"SELECT pg_advisory_xact_lock({EVENT_ORDER_KEY})")
-NOTIFY_EVENT = text("SELECT pg_notify('mcpsub_events', :id)")
-NOTIFY_LINK = text("SELECT pg_notify('mcpsub_links', :id)")
+EVENTS_CHANNEL = "mcpsub_events"
+"""NOTIFY channel: the id of every committed event (other replicas' SSE and dispatchers)."""
+LINKS_CHANNEL = "mcpsub_links"
+"""NOTIFY channel: server ids whose subscriptions changed (the replica holding the link)."""
 
 
 RECORD_READ_PG = text(
@@ -72,23 +73,11 @@ RECORD_READ_PG = text(
 )
 
 
-def is_postgresql(conn: Connection) -> bool:
-    return conn.dialect.name == "postgresql"
-
-
 def order_events(conn: Connection) -> None:
-    """PostgreSQL: make this transaction's event ids commit-ordered. Call it first in every
-    transaction that may insert an event.
-
-    A sequence hands out ids at INSERT, so two replicas' transactions can commit out of id
-    order, and a follower that moved its cursor past a committed id would never see a lower
-    one committed later. This transaction-scoped advisory lock is held until commit, so the
-    next event-writing transaction draws its ids only after this one is visible: a visible id
-    means every lower id is visible or rolled back. Taken *first* (before any row lock), no
-    transaction waits for it while holding rows another holder could wait for.
-    SQLite needs nothing: one writer."""
-    if is_postgresql(conn):
-        conn.execute(ORDER_EVENTS)
+    """Make this transaction's event ids commit-ordered (PostgreSQL; see
+    :meth:`service.store.dialect.PostgreSQL.order_events`). Call it first in every
+    transaction that may insert an event."""
+    dialect_of(conn).order_events(conn)
 
 
 INSERT_EVENT = text(
@@ -123,8 +112,7 @@ def insert_event(
             "created_at": created_at,
         },
     ).scalar_one()
-    if is_postgresql(conn):  # delivered at commit to every replica's listener
-        conn.execute(NOTIFY_EVENT, {"id": str(event_id)})
+    dialect_of(conn).notify(conn, EVENTS_CHANNEL, str(event_id))  # at commit, to every replica
     return Event(
         id=int(event_id),
         type=type_,
@@ -200,33 +188,11 @@ def record_read(
     data = {"contentHash": digest, "generation": generation} | (
         {"trigger": trigger} if trigger else {}
     )
-    if is_postgresql(conn):
-        written = record_read_pg(conn, params, contents_json, text_value, data)
-        if written is None:
-            conn.execute(TOUCH, params)
-            return None
-        revision_id, revision_number, event = written
-    else:
-        row = conn.execute(FENCED_UPDATE, params).one_or_none()
-        if row is None:
-            conn.execute(TOUCH, params)
-            return None
-        revision_id = conn.execute(
-            INSERT_REVISION,
-            {**params, "revision": row.revision, "contents": contents_json, "text": text_value},
-        ).scalar_one()
-        revision_number = row.revision
-        event = insert_event(
-            conn,
-            "resource.updated",
-            read_at,
-            subscription_id=subscription_id,
-            server_url=row.url,
-            uri=row.uri,
-            revision_id=revision_id,
-            revision=revision_number,
-            data=data,
-        )
+    written = WRITE_REVISION[conn.dialect.name](conn, params, contents_json, text_value, data)
+    if written is None:
+        conn.execute(TOUCH, params)
+        return None
+    revision_id, revision_number, event = written
     for sink in sinks:
         sink(conn, event)
     revision = Revision(
@@ -242,7 +208,38 @@ def record_read(
     return revision, event
 
 
-def record_read_pg(
+def _write_revision_sqlite(
+    conn: Connection,
+    params: dict[str, Any],
+    contents_json: str,
+    text_value: str | None,
+    data: dict[str, Any],
+) -> tuple[int, int, Event] | None:
+    """The fenced update, the revision and its event, statement by statement (one writer):
+    (revision id, revision number, event), or None when the fence or unchanged content
+    stopped it."""
+    row = conn.execute(FENCED_UPDATE, params).one_or_none()
+    if row is None:
+        return None
+    revision_id = conn.execute(
+        INSERT_REVISION,
+        {**params, "revision": row.revision, "contents": contents_json, "text": text_value},
+    ).scalar_one()
+    event = insert_event(
+        conn,
+        "resource.updated",
+        float(params["read_at"]),
+        subscription_id=int(params["subscription_id"]),
+        server_url=row.url,
+        uri=row.uri,
+        revision_id=revision_id,
+        revision=row.revision,
+        data=data,
+    )
+    return int(revision_id), int(row.revision), event
+
+
+def _write_revision_pg(
     conn: Connection,
     params: dict[str, Any],
     contents_json: str,
@@ -274,3 +271,11 @@ def record_read_pg(
         created_at=float(params["read_at"]),
     )
     return int(row.revision_id), int(row.revision), event
+
+
+WRITE_REVISION: dict[str, Callable[..., tuple[int, int, Event] | None]] = {
+    "sqlite": _write_revision_sqlite,
+    "postgresql": _write_revision_pg,
+}
+"""The revision write by backend: PostgreSQL's is one statement, a round trip saved per
+read where the database is across a network (the statements differ, the outcome does not)."""

@@ -28,18 +28,17 @@ own), so leases cost nothing there.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, text
 
+from service.store.dialect import Dialect
+
 LEASES_CHANNEL = "mcpsub_leases"
 """NOTIFY channel: a replica id (or ``*`` for every replica) whose lease keeper should run a
 pass now: links were offered, or one of its links was taken."""
 OFFERED = "*"
-PG_NOW = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
-SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +51,13 @@ class Claimed:
     previous_owner: str | None
 
 
-def now_sql(postgresql: bool) -> str:
-    return PG_NOW if postgresql else SQLITE_NOW
-
-
 _HAS_SUBSCRIPTIONS = "EXISTS (SELECT 1 FROM subscriptions u WHERE u.server_id = s.id)"
 
 
 def heartbeat(
-    conn: Connection, postgresql: bool, replica_id: str, host: str, pid: int, stopping: bool
+    conn: Connection, dialect: Dialect, replica_id: str, host: str, pid: int, stopping: bool
 ) -> None:
-    now = now_sql(postgresql)
+    now = dialect.now
     conn.execute(
         text(
             f"INSERT INTO replicas (id, host, pid, started_at, heartbeat_at, stopping) "
@@ -71,18 +66,6 @@ def heartbeat(
         ),
         {"id": replica_id, "host": host, "pid": pid, "stopping": int(stopping)},
     )
-
-
-def renew(conn: Connection, postgresql: bool, replica_id: str, ttl: float) -> dict[int, int]:
-    """Extend every lease this replica holds; returns server id -> epoch of those it holds."""
-    rows = conn.execute(
-        text(
-            f"UPDATE servers SET lease_until = {now_sql(postgresql)} + :ttl "
-            "WHERE lease_owner = :me RETURNING id, lease_epoch"
-        ),
-        {"me": replica_id, "ttl": ttl},
-    ).all()
-    return {int(r.id): int(r.lease_epoch) for r in rows}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,56 +79,21 @@ class Renewed:
     """Leased to us but not running here (a previous run of ours, or stopped locally)."""
 
 
-_RENEW = "UPDATE servers SET lease_until = {now} + :ttl WHERE lease_owner = :me RETURNING id"
-RENEW_CHANGES_PG = text(
-    f"WITH renewed AS ({_RENEW.format(now=PG_NOW)}), "
-    "running AS (SELECT unnest(CAST(:running AS integer[])) AS id) "
-    "SELECT id, 1 AS orphan FROM renewed WHERE id NOT IN (SELECT id FROM running) "
-    "UNION ALL SELECT id, 0 AS orphan FROM running WHERE id NOT IN (SELECT id FROM renewed)"
-)
-RENEW_SQLITE = text(_RENEW.format(now=SQLITE_NOW).removesuffix(" RETURNING id"))
-CHANGES_SQLITE = text(
-    "WITH running AS (SELECT CAST(value AS INTEGER) AS id FROM json_each(:running)) "
-    "SELECT id, 1 AS orphan FROM servers WHERE lease_owner = :me "
-    "AND id NOT IN (SELECT id FROM running) "
-    "UNION ALL SELECT id, 0 AS orphan FROM running WHERE id NOT IN "
-    "(SELECT id FROM servers WHERE lease_owner = :me)"
-)
-
-
 def renew_changes(
-    conn: Connection, postgresql: bool, replica_id: str, ttl: float, running: Collection[int]
+    conn: Connection, dialect: Dialect, replica_id: str, ttl: float, running: Collection[int]
 ) -> Renewed:
-    """Extend every lease this replica holds, like :func:`renew`, but return only how the
-    leases differ from ``running`` (the links the replica runs)."""
-    params = {"me": replica_id, "ttl": ttl}
-    if postgresql:
-        rows = conn.execute(RENEW_CHANGES_PG, {**params, "running": sorted(running)}).all()
-    else:
-        conn.execute(RENEW_SQLITE, params)
-        rows = conn.execute(
-            CHANGES_SQLITE, {"me": replica_id, "running": json.dumps(sorted(running))}
-        ).all()
+    """Extend every lease this replica holds, and return only how the leases differ from
+    ``running`` (the links the replica runs)."""
+    rows = dialect.renew_changes(conn, replica_id, ttl, running)
     return Renewed(
         lost=sorted(int(r.id) for r in rows if not r.orphan),
         orphans=sorted(int(r.id) for r in rows if r.orphan),
     )
 
 
-def balance(conn: Connection, postgresql: bool, ttl: float) -> tuple[int, int]:
+def balance(conn: Connection, dialect: Dialect, ttl: float) -> tuple[int, int]:
     """(live replicas, links with subscriptions): the fair share is links / replicas."""
-    if not postgresql:
-        live = 1
-    else:
-        live = int(
-            conn.execute(
-                text(
-                    f"SELECT COUNT(*) FROM replicas WHERE stopping = 0 "
-                    f"AND heartbeat_at > {PG_NOW} - :ttl"
-                ),
-                {"ttl": ttl},
-            ).scalar_one()
-        )
+    live = dialect.live_replicas(conn, ttl)
     links = int(
         conn.execute(
             text(f"SELECT COUNT(*) FROM servers s WHERE {_HAS_SUBSCRIPTIONS}")
@@ -156,7 +104,7 @@ def balance(conn: Connection, postgresql: bool, ttl: float) -> tuple[int, int]:
 
 def claim(
     conn: Connection,
-    postgresql: bool,
+    dialect: Dialect,
     replica_id: str,
     ttl: float,
     limit: int,
@@ -173,17 +121,7 @@ def claim(
     expired in its clock at once, and the owner's next renew takes them back."""
     if limit <= 0:
         return []
-    now = now_sql(postgresql)
-    owner_live = (
-        "EXISTS (SELECT 1 FROM replicas r WHERE r.id = s.lease_owner AND r.stopping = 0 "
-        f"AND r.heartbeat_at > {now} - :ttl)"
-    )
-    free = (
-        f"(s.lease_owner IS NULL OR s.lease_until IS NULL "
-        f"OR (s.lease_until < {now} AND NOT {owner_live}))"
-        if postgresql
-        else "(s.lease_owner IS NULL OR s.lease_owner != :me)"
-    )
+    free = dialect.free_link()
     if mine_too:
         free = f"({free} OR s.lease_owner = :me)"
     only_sql = " AND s.id IN :only" if only is not None else ""
@@ -195,41 +133,11 @@ def claim(
     if only is not None:
         params["only"] = list(only)
     set_lease = (
-        f"lease_owner = :me, lease_until = {now} + :ttl, lease_epoch = lease_epoch + 1, "
+        f"lease_owner = :me, lease_until = {dialect.now} + :ttl, lease_epoch = lease_epoch + 1, "
         "generation = generation + 1, lease_successor = NULL"
     )
-    if postgresql:
-        statement = text(
-            f"WITH picked AS ({pick} FOR UPDATE OF s SKIP LOCKED) "
-            f"UPDATE servers SET {set_lease} FROM picked WHERE servers.id = picked.id "
-            "RETURNING servers.id, COALESCE(servers.url_secret, servers.url) AS url, "
-            "servers.generation, servers.lease_epoch, "
-            "picked.previous"
-        )
-        if only is not None:
-            statement = statement.bindparams(bindparam("only", expanding=True))
-        rows = conn.execute(statement, params).all()
-        claimed = [
-            Claimed(int(r.id), r.url, int(r.generation), int(r.lease_epoch), r.previous)
-            for r in rows
-        ]
-    else:  # one writer: read then write in the same transaction
-        select_stmt = text(pick)
-        if only is not None:
-            select_stmt = select_stmt.bindparams(bindparam("only", expanding=True))
-        picked = conn.execute(select_stmt, params).all()
-        claimed = []
-        for r in picked:
-            row = conn.execute(
-                text(
-                    f"UPDATE servers SET {set_lease} WHERE id = :id "
-                    "RETURNING id, COALESCE(url_secret, url) AS url, generation, lease_epoch"
-                ),
-                {**params, "id": r.id},
-            ).one()
-            claimed.append(
-                Claimed(int(row.id), row.url, int(row.generation), int(row.lease_epoch), r.previous)
-            )
+    rows = dialect.claim(conn, pick, set_lease, params, only is not None)
+    claimed = [Claimed(int(i), url, int(g), int(e), previous) for i, url, g, e, previous in rows]
     return sorted(claimed, key=lambda c: c.server_id)
 
 
@@ -276,25 +184,22 @@ def leave(conn: Connection, replica_id: str) -> None:
     conn.execute(text("DELETE FROM replicas WHERE id = :me"), {"me": replica_id})
 
 
-def forget_dead(conn: Connection, postgresql: bool, older_than_s: float) -> int:
+def forget_dead(conn: Connection, dialect: Dialect, older_than_s: float) -> int:
     """Drop replica rows whose heartbeat stopped long ago (killed replicas)."""
     result = conn.execute(
-        text(f"DELETE FROM replicas WHERE heartbeat_at < {now_sql(postgresql)} - :age"),
+        text(f"DELETE FROM replicas WHERE heartbeat_at < {dialect.now} - :age"),
         {"age": older_than_s},
     )
     return int(result.rowcount or 0)
 
 
-def wake(conn: Connection, postgresql: bool, whom: str) -> None:
+def wake(conn: Connection, dialect: Dialect, whom: str) -> None:
     """Ask ``whom`` (a replica id, or ``*``: every replica) to run a lease pass at commit."""
-    if postgresql:
-        conn.execute(
-            text("SELECT pg_notify(:channel, :whom)"), {"channel": LEASES_CHANNEL, "whom": whom}
-        )
+    dialect.notify(conn, LEASES_CHANNEL, whom)
 
 
 def offer(
-    conn: Connection, postgresql: bool, replica_id: str, server_ids: list[int] | None
+    conn: Connection, dialect: Dialect, replica_id: str, server_ids: list[int] | None
 ) -> list[int]:
     """Offer these links (``None``: every link we hold) to any replica; we keep running them
     until one takes them. Returns the ids offered now (links already offered or requested
@@ -312,7 +217,7 @@ def offer(
         params["ids"] = list(server_ids)
     ids = sorted(int(r.id) for r in conn.execute(statement, params))
     if ids:
-        wake(conn, postgresql, OFFERED)
+        wake(conn, dialect, OFFERED)
     return ids
 
 
@@ -336,23 +241,24 @@ class Requested:
 
 
 def request(
-    conn: Connection, postgresql: bool, replica_id: str, ttl: float, limit: int
+    conn: Connection, dialect: Dialect, replica_id: str, ttl: float, limit: int
 ) -> list[Requested]:
     """Become the successor of up to ``limit`` offered links (PostgreSQL only): links offered
     by a live owner, or requested by a replica that is no longer live. The owner keeps
     running them until :func:`take`."""
-    if limit <= 0 or not postgresql:
+    if limit <= 0 or not dialect.replicated:  # SKIP LOCKED below: PostgreSQL's statement
         return []
+    now = dialect.now
     live = (
         f"SELECT 1 FROM replicas r WHERE r.id = s.lease_successor AND r.stopping = 0 "
-        f"AND r.heartbeat_at > {PG_NOW} - :ttl"
+        f"AND r.heartbeat_at > {now} - :ttl"
     )
     rows = conn.execute(
         text(
             "WITH picked AS (SELECT s.id, s.lease_owner FROM servers s "
             f"WHERE s.lease_successor IS NOT NULL AND s.lease_successor <> :me "
             f"AND (s.lease_successor = '{OFFERED}' OR NOT EXISTS ({live})) "
-            f"AND s.lease_owner <> :me AND s.lease_until >= {PG_NOW} AND {_HAS_SUBSCRIPTIONS} "
+            f"AND s.lease_owner <> :me AND s.lease_until >= {now} AND {_HAS_SUBSCRIPTIONS} "
             "ORDER BY s.id LIMIT :limit FOR UPDATE OF s SKIP LOCKED) "
             "UPDATE servers SET lease_successor = :me FROM picked WHERE servers.id = picked.id "
             "RETURNING servers.id, COALESCE(servers.url_secret, servers.url) AS url, "
@@ -375,17 +281,17 @@ def requested(conn: Connection, replica_id: str) -> set[int]:
 
 
 def take(
-    conn: Connection, postgresql: bool, replica_id: str, ttl: float, server_id: int
+    conn: Connection, dialect: Dialect, replica_id: str, ttl: float, server_id: int
 ) -> Claimed | None:
     """The successor's listen is acknowledged: take the lease. Owner, epoch and generation
     change in this one statement, so the previous owner's writes are fenced from its commit
     on; the previous owner is woken to close its stream. None when we are no longer the
     successor (the offer was withdrawn, or the link was claimed after its lease expired)."""
-    now = now_sql(postgresql)
+    now = dialect.now
     row = conn.execute(
         text(
             "SELECT lease_owner FROM servers WHERE id = :id AND lease_successor = :me"
-            + (" FOR UPDATE" if postgresql else "")
+            + dialect.lock_row
         ),
         {"id": server_id, "me": replica_id},
     ).one_or_none()
@@ -403,7 +309,7 @@ def take(
     if taken is None:
         return None
     if row.lease_owner not in (None, replica_id):
-        wake(conn, postgresql, row.lease_owner)
+        wake(conn, dialect, row.lease_owner)
     return Claimed(
         int(taken.id), taken.url, int(taken.generation), int(taken.lease_epoch), row.lease_owner
     )

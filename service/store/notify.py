@@ -27,12 +27,11 @@ import structlog
 from sqlalchemy.engine import make_url
 
 from service.store.database import parse
+from service.store.hotpath import EVENTS_CHANNEL, LINKS_CHANNEL
 from service.store.leases import LEASES_CHANNEL, OFFERED
 
 log = structlog.get_logger("mcpsubd.notify")
 
-EVENTS_CHANNEL = "mcpsub_events"
-LINKS_CHANNEL = "mcpsub_links"
 RECONNECT_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 
 

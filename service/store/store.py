@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,18 +29,17 @@ from sqlalchemy import (
     delete,
     event,
     func,
-    insert,
     or_,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import CursorResult
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from service.safetext import redact_urls
 from service.store import catalog, health, hotpath, leases, linkstate, schema
 from service.store.database import Database, database_errors, parse
+from service.store.dialect import POSTGRESQL, SQLITE
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
 from service.store.remembered import Answer, Remembered
@@ -125,6 +124,8 @@ class Store:
         self.sync_engine = sync_engine
         """SQLite only: the writer thread's engine (PostgreSQL runs everything on asyncpg)."""
         self.database = database or Database("sqlite", str(engine.url))
+        self.dialect = POSTGRESQL if self.database.is_postgresql else SQLITE
+        """What differs between the backends, chosen once (:mod:`service.store.dialect`)."""
         self._writer = WriterThread("mcpsub-db-writer")
         self._write_lock = asyncio.Lock()
         self._pending_reads: list[tuple[hotpath.Read, asyncio.Future[Any]]] = []
@@ -172,65 +173,32 @@ class Store:
         if self.sync_engine is not None:
             self.sync_engine.dispose()
 
-    # ---- helpers ------------------------------------------------------------------------
-    def _notify(self, events: list[Event]) -> None:
+    # ---- transactions: what the repositories above the store use ------------------------
+    async def write(self, fn: Callable[[Connection], T], *, events: bool = False) -> T:
+        """``fn(connection)`` as one write transaction, serialised with every other write of
+        this process (the daemon is its database's only writer on SQLite). ``events``: the
+        transaction may insert events (:func:`hotpath.insert_event`), so on PostgreSQL it
+        takes the event-order lock first; hand what it inserted to :meth:`publish` after."""
+        if events:
+
+            def ordered(conn: Connection) -> T:
+                self.dialect.order_events(conn)
+                return fn(conn)
+
+            async with self._write_lock:
+                return await self.in_writer(ordered)
+        async with self._write_lock:
+            return await self.in_writer(fn)
+
+    async def read(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(connection)`` on a reader (see :meth:`in_reader`)."""
+        return await self.in_reader(fn)
+
+    def publish(self, events: Sequence[Event]) -> None:
+        """Run the ``on_event`` callbacks for events whose transaction committed."""
         for item in events:
             for callback in list(self.on_event):
                 callback(item)
-
-    @staticmethod
-    async def _insert_event(
-        conn: AsyncConnection,
-        type_: str,
-        *,
-        subscription_id: int | None = None,
-        server_url: str | None = None,
-        uri: str | None = None,
-        revision_id: int | None = None,
-        revision: int | None = None,
-        data: dict[str, Any] | None = None,
-    ) -> Event:
-        now = time.time()
-        values = {
-            "type": type_,
-            "subscription_id": subscription_id,
-            "server_url": server_url,
-            "uri": uri,
-            "revision_id": revision_id,
-            "revision": revision,
-            "data": json.dumps(data or {}, ensure_ascii=False),
-            "created_at": now,
-        }
-        result = await conn.execute(insert(schema.events).values(**values))
-        event_id = _pk(result)
-        if conn.dialect.name == "postgresql":  # delivered at commit to every replica
-            await conn.execute(hotpath.NOTIFY_EVENT, {"id": str(event_id)})
-        return Event(
-            id=int(event_id),
-            type=type_,
-            subscription_id=subscription_id,
-            server_url=server_url,
-            uri=uri,
-            revision_id=revision_id,
-            revision=revision,
-            data=data or {},
-            created_at=now,
-        )
-
-    @staticmethod
-    async def _notify_link(conn: AsyncConnection, server_id: int) -> None:
-        """PostgreSQL: tell the replica holding this link that its URI set changed."""
-        if conn.dialect.name == "postgresql":
-            await conn.execute(hotpath.NOTIFY_LINK, {"id": str(server_id)})
-
-    @contextlib.asynccontextmanager
-    async def _begin_events(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction that may insert events: on PostgreSQL it first takes the
-        event-order lock (see :func:`service.store.hotpath.order_events`)."""
-        async with self.engine.begin() as conn:
-            if self.database.is_postgresql:
-                await conn.execute(hotpath.ORDER_EVENTS)
-            yield conn
 
     # ---- servers and subscriptions ------------------------------------------------------
     async def add_subscription(
@@ -257,36 +225,38 @@ class Store:
         def transaction(conn: Connection) -> tuple[list[catalog.Added], list[Event], list[Any]]:
             return catalog.add_subscriptions(conn, requests, credential_key, now)
 
-        async with self._write_lock:
-            outcomes, added, fetched = await self.in_writer(transaction)
+        outcomes, added, fetched = await self.write(transaction)
         subs = {int(row.id): _subscription(row) for row in fetched}
-        self._notify(added)
+        self.publish(added)
         return [[(subs[i], created) for i, created in outcome.ids] for outcome in outcomes]
 
     async def remove_subscription(self, subscription_id: int) -> Subscription | None:
-        async with self._write_lock, self._begin_events() as conn:
-            row = (
-                await conn.execute(
-                    select(*SUBSCRIPTION_COLUMNS)
-                    .join(schema.servers)
-                    .where(schema.subscriptions.c.id == subscription_id)
-                )
+        def transaction(conn: Connection) -> tuple[Any, list[Event]]:
+            row = conn.execute(
+                select(*SUBSCRIPTION_COLUMNS)
+                .join(schema.servers)
+                .where(schema.subscriptions.c.id == subscription_id)
             ).one_or_none()
             if row is None:
-                return None
-            await conn.execute(
+                return None, []
+            conn.execute(
                 delete(schema.subscriptions).where(schema.subscriptions.c.id == subscription_id)
             )
-            await self._notify_link(conn, int(row.server_id))
-            removed = await self._insert_event(
+            # The replica holding this link re-reads its URI set.
+            self.dialect.notify(conn, hotpath.LINKS_CHANNEL, str(row.server_id))
+            removed = hotpath.insert_event(
                 conn,
                 "subscription.deleted",
+                time.time(),
                 subscription_id=subscription_id,
                 server_url=row.url,
                 uri=row.uri,
             )
-        self._notify([removed])
-        return _subscription(row)
+            return row, [removed]
+
+        row, events = await self.write(transaction, events=True)
+        self.publish(events)
+        return _subscription(row) if row is not None else None
 
     async def list_subscriptions(
         self, server_id: int | None = None, *, server_ids: Sequence[int] | None = None
@@ -346,34 +316,7 @@ class Store:
             ).one_or_none()
         return _server(row) if row is not None else None
 
-    async def remove_orphan_servers(self) -> int:
-        async with self._write_lock, self.engine.begin() as conn:
-            used = select(schema.subscriptions.c.server_id)
-            result = await conn.execute(
-                delete(schema.servers).where(schema.servers.c.id.not_in(used))
-            )
-            return int(result.rowcount or 0)
-
     # ---- link state ---------------------------------------------------------------------
-    async def bump_generation(self, server_id: int, expected: int | None = None) -> int | None:
-        """The link's next generation (a new listen). With ``expected`` it is fenced: None
-        when the stored generation is no longer ``expected`` (another replica claimed the
-        link since: see :mod:`service.store.leases`)."""
-        fence = "" if expected is None else " AND generation = :expected"
-
-        def bump(conn: Connection) -> int | None:
-            value = conn.execute(
-                text(
-                    "UPDATE servers SET generation = generation + 1, updated_at = :now "
-                    f"WHERE id = :id{fence} RETURNING generation"
-                ),
-                {"id": server_id, "expected": expected, "now": time.time()},
-            ).scalar_one_or_none()
-            return None if value is None else int(value)
-
-        async with self._write_lock:
-            return await self.in_writer(bump)
-
     async def set_server_state(
         self,
         server_id: int,
@@ -401,9 +344,8 @@ class Store:
         query = update(schema.servers).where(schema.servers.c.id == server_id)
         if generation is not None:
             query = query.where(schema.servers.c.generation == generation)
-        async with self._write_lock, self.engine.begin() as conn:
-            result = await conn.execute(query.values(**values))
-        return bool(result.rowcount)
+        statement = query.values(**values)
+        return await self.write(lambda conn: bool(conn.execute(statement).rowcount))
 
     async def set_subscription_state(
         self,
@@ -428,14 +370,12 @@ class Store:
         change = linkstate.StateChange(list(subscription_ids), state, reason, code)
 
         def transaction(conn: Connection) -> list[Event]:
-            hotpath.order_events(conn)
             return linkstate.set_states(conn, change, generation, time.time())
 
         # One call on the writer thread (plain SQL): through the async engine this took one
         # awaited round trip per statement and per event (see service.store.linkstate).
-        async with self._write_lock:
-            changed = await self.in_writer(transaction)
-        self._notify(changed)
+        changed = await self.write(transaction, events=True)
+        self.publish(changed)
         return changed
 
     async def listen_acknowledged(
@@ -448,10 +388,9 @@ class Store:
         def transaction(conn: Connection) -> linkstate.Acknowledgement | None:
             return linkstate.acknowledged(conn, server_id, expected, changes)
 
-        async with self._write_lock:
-            acked = await self.in_writer(transaction)
+        acked = await self.write(transaction)
         if acked is not None:
-            self._notify(acked.events)
+            self.publish(acked.events)
         return acked
 
     # ---- leases (scale-out; trivially held on SQLite) -------------------------------------
@@ -460,38 +399,32 @@ class Store:
         queueing on the write lock behind every link's revision and state writes: with a
         hundred links starting at once that queue delayed the renew past the TTL, the leases
         lapsed, the other replicas claimed them, and the links flapped between replicas."""
-        if self.database.is_postgresql:
+        if self.dialect.replicated:
             return await self.in_writer(fn)
-        async with self._write_lock:
-            return await self.in_writer(fn)
+        return await self.write(fn)
 
     async def lease_heartbeat(
         self, replica_id: str, host: str, pid: int, *, stopping: bool = False
     ) -> None:
-        pg = self.database.is_postgresql
-        await self._lease_call(lambda c: leases.heartbeat(c, pg, replica_id, host, pid, stopping))
-
-    async def renew_leases(self, replica_id: str, ttl: float) -> dict[int, int]:
-        pg = self.database.is_postgresql
-        return await self._lease_call(lambda c: leases.renew(c, pg, replica_id, ttl))
+        d = self.dialect
+        await self._lease_call(lambda c: leases.heartbeat(c, d, replica_id, host, pid, stopping))
 
     async def renew_lease_changes(
         self, replica_id: str, ttl: float, running: Collection[int]
     ) -> leases.Renewed:
         """Renew every lease of ``replica_id``; only the differences from ``running`` come
         back (:func:`leases.renew_changes`)."""
-        pg = self.database.is_postgresql
+        d = self.dialect
         return await self._lease_call(
-            lambda c: leases.renew_changes(c, pg, replica_id, ttl, running)
+            lambda c: leases.renew_changes(c, d, replica_id, ttl, running)
         )
 
     async def lease_balance(self, ttl: float) -> tuple[int, int]:
-        pg = self.database.is_postgresql
-        return await self.in_reader(lambda c: leases.balance(c, pg, ttl))
+        return await self.read(lambda c: leases.balance(c, self.dialect, ttl))
 
     async def uri_set_digests(self, replica_id: str) -> dict[int, tuple[int, int, int]]:
         """Per link this replica leases: a digest of its URI set (:func:`leases.uri_set_digests`)."""
-        return await self.in_reader(lambda c: leases.uri_set_digests(c, replica_id))
+        return await self.read(lambda c: leases.uri_set_digests(c, replica_id))
 
     async def claim_leases(
         self,
@@ -502,9 +435,9 @@ class Store:
         *,
         mine_too: bool = False,
     ) -> list[leases.Claimed]:
-        pg = self.database.is_postgresql
+        d = self.dialect
         return await self._lease_call(
-            lambda c: leases.claim(c, pg, replica_id, ttl, limit, only, mine_too)
+            lambda c: leases.claim(c, d, replica_id, ttl, limit, only, mine_too)
         )
 
     async def release_leases(self, replica_id: str, server_ids: list[int]) -> int:
@@ -514,8 +447,8 @@ class Store:
         await self._lease_call(lambda c: leases.leave(c, replica_id))
 
     async def offer_leases(self, replica_id: str, server_ids: list[int] | None) -> list[int]:
-        pg = self.database.is_postgresql
-        return await self._lease_call(lambda c: leases.offer(c, pg, replica_id, server_ids))
+        d = self.dialect
+        return await self._lease_call(lambda c: leases.offer(c, d, replica_id, server_ids))
 
     async def withdraw_offers(self, replica_id: str) -> int:
         return await self._lease_call(lambda c: leases.withdraw(c, replica_id))
@@ -523,26 +456,25 @@ class Store:
     async def request_leases(
         self, replica_id: str, ttl: float, limit: int
     ) -> list[leases.Requested]:
-        pg = self.database.is_postgresql
-        return await self._lease_call(lambda c: leases.request(c, pg, replica_id, ttl, limit))
+        d = self.dialect
+        return await self._lease_call(lambda c: leases.request(c, d, replica_id, ttl, limit))
 
     async def requested_leases(self, replica_id: str) -> set[int]:
-        return await self.in_reader(lambda c: leases.requested(c, replica_id))
+        return await self.read(lambda c: leases.requested(c, replica_id))
 
     async def take_lease(
         self, replica_id: str, ttl: float, server_id: int
     ) -> leases.Claimed | None:
-        pg = self.database.is_postgresql
-        return await self._lease_call(lambda c: leases.take(c, pg, replica_id, ttl, server_id))
+        d = self.dialect
+        return await self._lease_call(lambda c: leases.take(c, d, replica_id, ttl, server_id))
 
     async def wake_replicas(self, whom: str = leases.OFFERED) -> None:
-        pg = self.database.is_postgresql
-        if pg:
-            await self._lease_call(lambda c: leases.wake(c, pg, whom))
+        if self.dialect.replicated:
+            await self._lease_call(lambda c: leases.wake(c, self.dialect, whom))
 
     async def forget_dead_replicas(self, older_than_s: float) -> int:
-        pg = self.database.is_postgresql
-        return await self._lease_call(lambda c: leases.forget_dead(c, pg, older_than_s))
+        d = self.dialect
+        return await self._lease_call(lambda c: leases.forget_dead(c, d, older_than_s))
 
     # ---- content --------------------------------------------------------------------------
     async def record_read(
@@ -623,7 +555,7 @@ class Store:
                     future.cancel()
                 self._pending_reads.clear()
                 raise
-            self._notify([outcome[1] for outcome in outcomes if outcome is not None])
+            self.publish([outcome[1] for outcome in outcomes if outcome is not None])
             for (_read, future), outcome in zip(batch, outcomes, strict=True):
                 if not future.done():
                     future.set_result(outcome)
@@ -690,17 +622,19 @@ class Store:
         pending, self.health.pending_events = self.health.pending_events, []
         if not pending:
             return
+
+        def transaction(conn: Connection) -> list[Event]:
+            now = time.time()
+            return [hotpath.insert_event(conn, "daemon.storage", now, data=d) for d in pending]
+
         try:
-            async with self._write_lock, self._begin_events() as conn:
-                events = [
-                    await self._insert_event(conn, "daemon.storage", data=data) for data in pending
-                ]
+            events = await self.write(transaction, events=True)
         except database_errors():
             self.health.pending_events = [*pending, *self.health.pending_events][
                 -health.MAX_PENDING_EVENTS :
             ]
             return
-        self._notify(events)
+        self.publish(events)
 
     async def in_reader(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn(connection)`` as a reader: on SQLite in a worker thread (WAL lets it run
@@ -801,7 +735,8 @@ class Store:
         (the current one always), drop older than ``max_age_s``; keep ``keep_events`` events."""
         cutoff = time.time() - max_age_s
         revs = schema.revisions
-        async with self._write_lock, self.engine.begin() as conn:
+
+        def transaction(conn: Connection) -> dict[str, int]:
             ranked = select(
                 revs.c.id,
                 func.row_number()
@@ -811,14 +746,14 @@ class Store:
             too_many = select(ranked.c.id).where(ranked.c.rank > keep_revisions)
             # Revisions are inserted in order, so the highest id is each URI's current one.
             current = select(func.max(revs.c.id)).group_by(revs.c.subscription_id)
-            r1 = await conn.execute(
+            r1 = conn.execute(
                 delete(revs).where(
                     or_(revs.c.id.in_(too_many), revs.c.read_at < cutoff),
                     revs.c.id.not_in(current),
                 )
             )
-            last = await conn.scalar(select(func.max(schema.events.c.id)))
-            r2 = await conn.execute(
+            last = conn.scalar(select(func.max(schema.events.c.id)))
+            r2 = conn.execute(
                 delete(schema.events).where(
                     or_(
                         schema.events.c.id <= int(last or 0) - keep_events,
@@ -826,7 +761,9 @@ class Store:
                     )
                 )
             )
-        return {"revisions": int(r1.rowcount or 0), "events": int(r2.rowcount or 0)}
+            return {"revisions": int(r1.rowcount or 0), "events": int(r2.rowcount or 0)}
+
+        return await self.write(transaction)
 
     async def counts(self) -> dict[str, int]:
         """Rows per table, read in one reader hop."""

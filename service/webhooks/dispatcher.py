@@ -364,7 +364,7 @@ class Dispatcher:
                     max_body_bytes=self.settings.max_body_bytes,
                 )
                 self._last_pass_full = len(work) >= PASS_LIMIT
-                if work and self.store.database.is_postgresql:
+                if work and self.store.dialect.replicated:
                     # Several replicas see the same due rows: each attempt is leased to one.
                     mine = await self.repo.claim_deliveries(
                         [item.delivery.id for item in work], self.replica_id, self._lease_ttl

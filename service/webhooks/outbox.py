@@ -20,13 +20,11 @@ import fnmatch
 import json
 import secrets
 import time
-from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, select, text
+from sqlalchemy import Connection, text
 
-from service.store import schema
 from service.store.records import Event, from_row
 
 OPEN_STATES = ("pending", "failed")
@@ -156,68 +154,3 @@ def enqueue_sync(conn: Connection, event: Event) -> int:
         )
         count += 1
     return count
-
-
-def due_query(
-    now: float,
-    limit: int,
-    *,
-    exclude: Collection[int] = (),
-    per_target: int | None = None,
-) -> Any:
-    """Deliveries whose time has come and that are first in line for their (target, URI).
-
-    ``exclude``: ids already in flight. ``per_target``: at most this many rows per target,
-    so that a target with a long backlog does not use up ``limit`` and starve the others.
-    """
-    d = schema.deliveries
-    t = schema.webhook_targets
-    # The head of each (target, URI) queue: one grouped scan of the open rows. (A correlated
-    # "no earlier open row" EXISTS per row made every pass O(backlog x queue length).)
-    heads = (
-        select(func.min(d.c.id).label("id"))
-        .where(d.c.state.in_(OPEN_STATES))
-        .group_by(d.c.target_id, d.c.uri)
-        .subquery("heads")
-    )
-    conditions = [
-        d.c.id.in_(select(heads.c.id)),
-        d.c.next_attempt_at <= now,
-        t.c.enabled == 1,
-    ]
-    if exclude:
-        conditions.append(d.c.id.not_in(list(exclude)))
-    if per_target is None:
-        return (
-            select(d)
-            .join(t, t.c.id == d.c.target_id)
-            .where(*conditions)
-            .order_by(d.c.next_attempt_at, d.c.id)
-            .limit(limit)
-        )
-    rank = (
-        func.row_number()
-        .over(partition_by=d.c.target_id, order_by=(d.c.next_attempt_at, d.c.id))
-        .label("rank_in_target")
-    )
-    ranked = select(d, rank).join(t, t.c.id == d.c.target_id).where(*conditions).subquery()
-    columns = [ranked.c[c.name] for c in d.columns]
-    return (
-        select(*columns)
-        .where(ranked.c.rank_in_target <= per_target)
-        .order_by(ranked.c.next_attempt_at, ranked.c.id)
-        .limit(limit)
-    )
-
-
-def next_due_query(after: float | None = None) -> Any:
-    d = schema.deliveries
-    t = schema.webhook_targets
-    query = (
-        select(func.min(d.c.next_attempt_at))
-        .join(t, t.c.id == d.c.target_id)
-        .where(d.c.state.in_(OPEN_STATES), t.c.enabled == 1)
-    )
-    if after is not None:
-        query = query.where(d.c.next_attempt_at > after)
-    return query

@@ -18,8 +18,8 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, text
 
 from service.safetext import redact_urls, split_secret
 from service.store import Store, schema
-from service.store.hotpath import ORDER_EVENTS, insert_event, order_events
-from service.store.leases import PG_NOW
+from service.store.dialect import POSTGRESQL
+from service.store.hotpath import insert_event, order_events
 from service.store.records import Event
 from service.webhooks.outbox import (
     FINAL_STATES,
@@ -27,9 +27,7 @@ from service.webhooks.outbox import (
     Delivery,
     Target,
     delivery_from_row,
-    due_query,
     enqueue_sync,
-    next_due_query,
     target_from_row,
 )
 from service.webhooks.signing import generate_secret, secret_key
@@ -69,9 +67,9 @@ DUE_WORK = text(
 CLAIM_DELIVERIES = text(
     f"WITH picked AS (SELECT id FROM deliveries WHERE id IN :ids"
     " AND state IN ('pending', 'failed')"
-    f" AND (lease_owner IS NULL OR lease_owner = :me OR lease_until < {PG_NOW})"
+    f" AND (lease_owner IS NULL OR lease_owner = :me OR lease_until < {POSTGRESQL.now})"
     " FOR UPDATE SKIP LOCKED) "
-    f"UPDATE deliveries SET lease_owner = :me, lease_until = {PG_NOW} + :ttl"
+    f"UPDATE deliveries SET lease_owner = :me, lease_until = {POSTGRESQL.now} + :ttl"
     " FROM picked WHERE deliveries.id = picked.id RETURNING deliveries.id"
 )
 NEXT_DUE = text(
@@ -364,7 +362,6 @@ class WebhookRepository:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._engine = store.engine
-        self._lock = store._write_lock
         # The outbox row commits in the revision's transaction: the store runs its sinks there.
         if enqueue_sync not in store.event_sinks:
             store.event_sinks.append(enqueue_sync)
@@ -408,7 +405,7 @@ class WebhookRepository:
         left out, so each attempt is made by one replica; an expired lease (a dead or paused
         replica) can be taken over, and the attempt goes out again with the same webhook-id.
         SQLite: one daemon, every id is its own."""
-        if not ids or not self.store.database.is_postgresql:
+        if not ids or not self.store.dialect.replicated:
             return set(ids)
         statement = CLAIM_DELIVERIES.bindparams(bindparam("ids", expanding=True))
 
@@ -416,7 +413,7 @@ class WebhookRepository:
             rows = conn.execute(statement, {"ids": list(ids), "me": replica_id, "ttl": ttl})
             return {int(r[0]) for r in rows}
 
-        return await self.store.in_writer(claim)
+        return await self.store.in_writer(claim)  # PostgreSQL only: no local write lock
 
     async def apply_outcomes(
         self, results: Sequence[AttemptResult], disable_after_s: float | None = None
@@ -424,13 +421,12 @@ class WebhookRepository:
         """Write outcomes in one transaction on the store's writer thread, then notify the
         events it created (``delivery.dead``, ``webhook.disabled``)."""
         batch = list(results)
-        async with self._lock:
-            applied = await self.store.in_writer(
-                lambda conn: apply_outcomes_sync(conn, batch, disable_after_s)
-            )
+        applied = await self.store.write(
+            lambda conn: apply_outcomes_sync(conn, batch, disable_after_s)
+        )
         for target_id in applied.disabled:
             self._target_changed(target_id)
-        self.store._notify(applied.events)
+        self.store.publish(applied.events)
         return applied
 
     # ---- targets ------------------------------------------------------------------------
@@ -449,22 +445,23 @@ class WebhookRepository:
         secret_key(secret)  # validates
         shown_url, secret_url = split_secret(url)  # credentials in the URL are stored apart
         now = time.time()
-        async with self._lock, self._engine.begin() as conn:
-            result = await conn.execute(
-                insert(schema.webhook_targets).values(
-                    url=shown_url,
-                    url_secret=secret_url,
-                    secret=secret,
-                    mode=mode,
-                    uri_patterns=json.dumps(list(uri_patterns)),
-                    subscription_ids=json.dumps([int(i) for i in subscription_ids]),
-                    allow_private_target=1 if allow_private_target else 0,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-            key = result.inserted_primary_key
-            target_id = int(key[0]) if key else 0
+        statement = insert(schema.webhook_targets).values(
+            url=shown_url,
+            url_secret=secret_url,
+            secret=secret,
+            mode=mode,
+            uri_patterns=json.dumps(list(uri_patterns)),
+            subscription_ids=json.dumps([int(i) for i in subscription_ids]),
+            allow_private_target=1 if allow_private_target else 0,
+            created_at=now,
+            updated_at=now,
+        )
+
+        def transaction(conn: Connection) -> int:
+            key = conn.execute(statement).inserted_primary_key
+            return int(key[0]) if key else 0
+
+        target_id = await self.store.write(transaction)
         self._target_changed(target_id)
         target = await self.get_target(target_id)
         assert target is not None
@@ -517,31 +514,34 @@ class WebhookRepository:
         secret = secret or generate_secret()
         secret_key(secret)
         t = schema.webhook_targets
-        async with self._lock, self._engine.begin() as conn:
-            result = await conn.execute(
-                update(t)
-                .where(t.c.id == target_id)
-                .values(
-                    previous_secret=t.c.secret,
-                    previous_secret_until=time.time() + ROTATION_OVERLAP_S,
-                    secret=secret,
-                    updated_at=time.time(),
-                )
+        statement = (
+            update(t)
+            .where(t.c.id == target_id)
+            .values(
+                previous_secret=t.c.secret,
+                previous_secret_until=time.time() + ROTATION_OVERLAP_S,
+                secret=secret,
+                updated_at=time.time(),
             )
+        )
+        changed = await self.store.write(lambda conn: conn.execute(statement).rowcount)
         self._target_changed(target_id)
-        return secret if result.rowcount else None
+        return secret if changed else None
 
     async def delete_target(self, target_id: int) -> Target | None:
         target = await self.get_target(target_id)
         if target is None:
             return None
-        async with self._lock, self._engine.begin() as conn:
-            await conn.execute(
+
+        def transaction(conn: Connection) -> None:
+            conn.execute(
                 delete(schema.deliveries).where(schema.deliveries.c.target_id == target_id)
             )
-            await conn.execute(
+            conn.execute(
                 delete(schema.webhook_targets).where(schema.webhook_targets.c.id == target_id)
             )
+
+        await self.store.write(transaction)
         self._target_changed(target_id, removed=True)
         return target
 
@@ -554,40 +554,22 @@ class WebhookRepository:
         }
         if enabled:
             values.update(consecutive_failures=0, failing_since=None)
-        async with self._lock, self._engine.begin() as conn:
-            if conn.dialect.name == "postgresql" and not enabled:
-                await conn.execute(ORDER_EVENTS)  # may insert an event: see order_events
-            result = await conn.execute(update(t).where(t.c.id == target_id).values(**values))
-            if result.rowcount and not enabled:
-                event = await self.store._insert_event(
-                    conn, "webhook.disabled", data={"targetId": target_id, "reason": reason}
-                )
+        statement = update(t).where(t.c.id == target_id).values(**values)
+
+        def transaction(conn: Connection) -> tuple[bool, list[Event]]:
+            if not conn.execute(statement).rowcount:
+                return False, []
+            if enabled:
+                return True, []
+            data = {"targetId": target_id, "reason": reason}
+            return True, [insert_event(conn, "webhook.disabled", time.time(), data=data)]
+
+        changed, events = await self.store.write(transaction, events=not enabled)
         self._target_changed(target_id)
-        if result.rowcount and not enabled:
-            self.store._notify([event])
-        return bool(result.rowcount)
+        self.store.publish(events)
+        return changed
 
     # ---- deliveries ---------------------------------------------------------------------
-    async def due(
-        self,
-        now: float,
-        limit: int = 200,
-        *,
-        exclude: Collection[int] = (),
-        per_target: int | None = None,
-    ) -> list[Delivery]:
-        """Due deliveries, first in line per (target, URI); ``exclude`` the ones in flight and
-        take at most ``per_target`` per target so one backlog cannot fill ``limit``."""
-        query = due_query(now, limit, exclude=exclude, per_target=per_target)
-        async with self._engine.connect() as conn:
-            return [delivery_from_row(row) for row in await conn.execute(query)]
-
-    async def next_due_at(self, after: float | None = None) -> float | None:
-        """The earliest next attempt (only those later than ``after`` when given)."""
-        async with self._engine.connect() as conn:
-            value = await conn.scalar(next_due_query(after))
-        return float(value) if value is not None else None
-
     async def get_delivery(self, delivery_id: int) -> Delivery | None:
         async with self._engine.connect() as conn:
             row = (
@@ -643,38 +625,17 @@ class WebhookRepository:
             for row in rows
         ]
 
-    async def record_success(self, delivery: Delivery, status: int) -> None:
-        await self.apply_outcomes([AttemptResult(delivery, True, status)])
-
-    async def record_failure(
-        self,
-        delivery: Delivery,
-        *,
-        status: int | None,
-        error: str,
-        next_attempt_at: float | None,
-        disable_target: str | None = None,
-        disable_after_s: float | None = None,
-    ) -> Event | None:
-        """A failed attempt. ``next_attempt_at`` None means the schedule is spent: dead letter.
-        Returns the first event it created (``delivery.dead`` or ``webhook.disabled``)."""
-        applied = await self.apply_outcomes(
-            [AttemptResult(delivery, False, status, error, next_attempt_at, disable_target)],
-            disable_after_s,
-        )
-        return applied.events[0] if applied.events else None
-
     async def retry(self, delivery_id: int) -> Delivery | None:
         """Send a delivery again now (also a delivered or dead one), keeping its webhook-id."""
         d = schema.deliveries
         now = time.time()
-        async with self._lock, self._engine.begin() as conn:
-            result = await conn.execute(
-                update(d)
-                .where(d.c.id == delivery_id)
-                .values(state="pending", next_attempt_at=now, updated_at=now)
-            )
-        return await self.get_delivery(delivery_id) if result.rowcount else None
+        statement = (
+            update(d)
+            .where(d.c.id == delivery_id)
+            .values(state="pending", next_attempt_at=now, updated_at=now)
+        )
+        changed = await self.store.write(lambda conn: conn.execute(statement).rowcount)
+        return await self.get_delivery(delivery_id) if changed else None
 
     async def recover(self, target_id: int, since: float) -> int:
         """Re-send every dead or failing delivery of a target created since ``since``.
@@ -685,8 +646,9 @@ class WebhookRepository:
         """
         d, t = schema.deliveries, schema.webhook_targets
         now = time.time()
-        async with self._lock, self._engine.begin() as conn:
-            mode = await conn.scalar(select(t.c.mode).where(t.c.id == target_id))
+
+        def transaction(conn: Connection) -> int:
+            mode = conn.scalar(select(t.c.mode).where(t.c.id == target_id))
             if mode is None:
                 return 0
             chosen = (
@@ -694,33 +656,27 @@ class WebhookRepository:
                 d.c.created_at >= since,
                 d.c.state.in_(("dead", "failed")),
             )
-            if mode == "latest":
-                rows = await conn.execute(select(d.c.id, d.c.uri).where(*chosen).order_by(d.c.id))
-                newest: dict[str, int] = {}
-                for row in rows:
-                    newest[row.uri] = row.id
-                keep = list(newest.values())
-                await conn.execute(
-                    update(d)
-                    .where(*chosen, d.c.id.not_in(keep))
-                    .values(
-                        state="superseded",
-                        updated_at=now,
-                        last_error="superseded by a newer revision (recover, mode latest)",
-                    )
+            again = {"state": "pending", "attempts": 0, "next_attempt_at": now, "updated_at": now}
+            if mode != "latest":
+                return int(conn.execute(update(d).where(*chosen).values(**again)).rowcount or 0)
+            newest: dict[str, int] = {}
+            for row in conn.execute(select(d.c.id, d.c.uri).where(*chosen).order_by(d.c.id)):
+                newest[row.uri] = row.id
+            keep = list(newest.values())
+            conn.execute(
+                update(d)
+                .where(*chosen, d.c.id.not_in(keep))
+                .values(
+                    state="superseded",
+                    updated_at=now,
+                    last_error="superseded by a newer revision (recover, mode latest)",
                 )
-                result = await conn.execute(
-                    update(d)
-                    .where(d.c.id.in_(keep))
-                    .values(state="pending", attempts=0, next_attempt_at=now, updated_at=now)
-                )
-            else:
-                result = await conn.execute(
-                    update(d)
-                    .where(*chosen)
-                    .values(state="pending", attempts=0, next_attempt_at=now, updated_at=now)
-                )
-        return int(result.rowcount or 0)
+            )
+            return int(
+                conn.execute(update(d).where(d.c.id.in_(keep)).values(**again)).rowcount or 0
+            )
+
+        return await self.store.write(transaction)
 
     async def counts(self, target_id: int | None = None) -> dict[str, int]:
         """Deliveries by state (of one target when given), every state present."""

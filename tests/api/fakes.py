@@ -13,6 +13,7 @@ from service.store.migrate import upgrade
 from service.store.records import Revision, Subscription
 from service.store.store import Store, sqlite_url
 from service.webhooks.dispatcher import Dispatcher, WebhookSettings
+from tests.support.store import bump_generation
 
 
 class FakeSupervisor:
@@ -76,7 +77,7 @@ class FakeSupervisor:
     ) -> Revision:
         """What the refresher does after a read: store it under the link's generation, and
         what the link then does: mark the subscription ``active``."""
-        generation = await self.store.bump_generation(sub.server_id)
+        generation = await bump_generation(self.store, sub.server_id)
         contents = [{"uri": sub.uri, "mimeType": "text/plain", "text": text}]
         revision = await self.store.record_read(
             sub.id, sub.server_id, generation, contents, text, trigger=trigger

@@ -13,6 +13,7 @@ from service.daemon.config import Settings
 from service.daemon.supervisor import Supervisor
 from service.store import Store
 from service.store.leases import uri_set_digest
+from tests.support.store import held_leases
 
 pytestmark = pytest.mark.anyio
 ME = "replica-a"
@@ -77,7 +78,7 @@ async def test_reconcile_reloads_only_the_links_that_changed(store: Store, tmp_p
     assert loads == [[a1.server_id, b1.server_id]]
     assert link_a.wanted == {a1.uri: a1.id, a3.uri: a3.id, a2_again.uri: a2_again.id}
     assert link_b.stopped and b1.server_id not in sup.links
-    assert await store.renew_leases(ME, 60.0) == {a1.server_id: claimed[0].epoch}
+    assert await held_leases(store, ME, 60.0) == {a1.server_id: claimed[0].epoch}
 
     loads.clear()
     await sup.reconcile()

@@ -22,6 +22,7 @@ from service.store.eventhub import EventHub
 from service.store.hotpath import insert_event, order_events
 from service.store.notify import PgListener
 from tests.support.postgres import PgCluster
+from tests.support.store import bump_generation
 
 pytestmark = pytest.mark.anyio
 
@@ -104,7 +105,7 @@ async def test_the_one_statement_revision_write_waits_for_the_order_lock(
     event-order lock is part of it, so the rule holds for revisions too, and the NOTIFY fires."""
     a, b = pg_pair
     sub, _ = await b.add_subscription("http://127.0.0.1:1/mcp", "test://rev")
-    generation = await b.bump_generation(sub.server_id)
+    generation = await bump_generation(b, sub.server_id)
     hub = EventHub(await b.last_event_id())
     listener = PgListener(
         str(b.engine.url.render_as_string(False)), hub.seen, newest_id=b.last_event_id

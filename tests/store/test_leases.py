@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from service.store import Store
+from tests.support.store import bump_generation, held_leases
 
 pytestmark = pytest.mark.anyio
 TTL = 30.0
@@ -49,7 +50,7 @@ async def test_an_expired_lease_of_a_live_owner_is_left_to_it(
         await conn.execute(text("UPDATE servers SET lease_until = 0"))
     await a.lease_heartbeat("a", "h", 1)  # a is back first
     assert await b.claim_leases("b", TTL, 10) == [], "a live owner keeps its links"
-    assert set(await a.renew_leases("a", TTL)) == set(ids)
+    assert set(await held_leases(a, "a", TTL)) == set(ids)
     async with a.engine.begin() as conn:  # a stops heartbeating: now they are free
         await conn.execute(text("UPDATE servers SET lease_until = 0"))
         await conn.execute(text("UPDATE replicas SET heartbeat_at = 0"))
@@ -64,8 +65,8 @@ async def test_concurrent_claims_never_overlap(pg_pair: tuple[Store, Store]) -> 
             a.claim_leases("a", TTL, 10), b.claim_leases("b", TTL, 10)
         )
         assert not {c.server_id for c in got_a} & {c.server_id for c in got_b}
-    held_a = await a.renew_leases("a", TTL)
-    held_b = await b.renew_leases("b", TTL)
+    held_a = await held_leases(a, "a", TTL)
+    held_b = await held_leases(b, "b", TTL)
     assert not set(held_a) & set(held_b)
     assert len(held_a) + len(held_b) == 40
     assert set(held_a) | set(held_b) == set(ids)
@@ -78,7 +79,7 @@ async def test_a_paused_replica_is_fenced_out_after_a_new_claim(
     a, b = pg_pair
     sub, _ = await a.add_subscription("http://127.0.0.1:1/mcp", "test://a")
     [mine] = await a.claim_leases("a", TTL, 10)
-    gen_a = await a.bump_generation(sub.server_id, expected=mine.generation)
+    gen_a = await bump_generation(a, sub.server_id, expected=mine.generation)
     assert gen_a == mine.generation + 1
     contents = [{"uri": "test://a", "text": "from a"}]
     assert await a.record_read(sub.id, sub.server_id, gen_a, contents, "from a") is not None
@@ -91,11 +92,11 @@ async def test_a_paused_replica_is_fenced_out_after_a_new_claim(
     # Everything a writes under its old generation is rejected by the database:
     stale = [{"uri": "test://a", "text": "stale"}]
     assert await a.record_read(sub.id, sub.server_id, gen_a, stale, "stale") is None
-    assert await a.bump_generation(sub.server_id, expected=gen_a) is None
+    assert await bump_generation(a, sub.server_id, expected=gen_a) is None
     assert not await a.set_server_state(sub.server_id, "backoff", generation=gen_a)
     assert await a.set_subscription_state([sub.id], "error", "x", generation=gen_a) == []
     assert await a.last_event_id() == events_before, "no event from a fenced replica"
-    assert await a.renew_leases("a", TTL) == {}, "a learns it lost the link"
+    assert await held_leases(a, "a", TTL) == {}, "a learns it lost the link"
     current = await b.current_revision(sub.id)
     assert current is not None and current.text == "from a"
     fresh = [{"uri": "test://a", "text": "from b"}]
@@ -128,7 +129,7 @@ async def test_handover_is_make_before_break_and_fenced(pg_pair: tuple[Store, St
     await a.lease_heartbeat("a", "h", 1)
     await b.lease_heartbeat("b", "h", 2)
     [mine] = await a.claim_leases("a", TTL, 10)
-    gen_a = await a.bump_generation(sub.server_id, expected=mine.generation)
+    gen_a = await bump_generation(a, sub.server_id, expected=mine.generation)
     assert gen_a is not None
     assert await b.request_leases("b", TTL, 10) == [], "nothing offered yet"
     assert await a.offer_leases("a", None) == [sub.server_id]
@@ -138,7 +139,7 @@ async def test_handover_is_make_before_break_and_fenced(pg_pair: tuple[Store, St
     assert await a.request_leases("a", TTL, 10) == [], "the owner never requests its own"
     assert await b.requested_leases("b") == {sub.server_id}
     # Requested but not taken: the owner still holds the lease and its writes land.
-    assert await a.renew_leases("a", TTL) == {sub.server_id: mine.epoch}
+    assert await held_leases(a, "a", TTL) == {sub.server_id: mine.epoch}
     before = [{"uri": "test://a", "text": "before the take"}]
     assert await a.record_read(sub.id, sub.server_id, gen_a, before, "before the take")
     assert await a.withdraw_offers("a") == 0, "a requested link is not withdrawn"
@@ -150,10 +151,10 @@ async def test_handover_is_make_before_break_and_fenced(pg_pair: tuple[Store, St
     after = [{"uri": "test://a", "text": "stale"}]
     assert await a.record_read(sub.id, sub.server_id, gen_a, after, "stale") is None
     assert not await a.set_server_state(sub.server_id, "open", generation=gen_a)
-    assert await a.bump_generation(sub.server_id, expected=gen_a) is None
+    assert await bump_generation(a, sub.server_id, expected=gen_a) is None
     assert await a.last_event_id() == events, "no event from the previous owner"
-    assert await a.renew_leases("a", TTL) == {}
-    assert await b.renew_leases("b", TTL) == {sub.server_id: taken.epoch}
+    assert await held_leases(a, "a", TTL) == {}
+    assert await held_leases(b, "b", TTL) == {sub.server_id: taken.epoch}
     current = await b.current_revision(sub.id)
     assert current is not None and current.text == "before the take"
 
@@ -218,7 +219,7 @@ async def test_each_delivery_attempt_is_leased_to_one_replica(
     await repo_a.create_target("http://127.0.0.1:9/hook")
     for n in range(6):
         sub, _ = await a.add_subscription("http://127.0.0.1:1/mcp", f"test://d/{n}")
-        gen = await a.bump_generation(sub.server_id)
+        gen = await bump_generation(a, sub.server_id)
         assert gen is not None
         await a.record_read(sub.id, sub.server_id, gen, [{"uri": sub.uri, "text": "x"}], "x")
     ids = [d.id for d in await repo_a.list_deliveries()]

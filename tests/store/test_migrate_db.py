@@ -13,6 +13,7 @@ from service.store import Store
 from service.webhooks.repository import WebhookRepository
 from tests.support.cli import run_cli
 from tests.support.postgres import PgCluster
+from tests.support.store import bump_generation
 
 SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODk="
 TABLES = ("servers", "subscriptions", "revisions", "events", "webhook_targets", "deliveries")
@@ -25,7 +26,7 @@ async def fill(url: str) -> None:
         await repo.create_target("http://127.0.0.1:9/hook", secret=SECRET)
         for n in range(3):
             sub, _ = await store.add_subscription(f"http://127.0.0.1:1/mcp{n}", f"test://m/{n}")
-            generation = await store.bump_generation(sub.server_id)
+            generation = await bump_generation(store, sub.server_id)
             assert generation is not None
             for version in range(2):
                 contents = [{"uri": sub.uri, "text": f"v{version}"}]

@@ -11,6 +11,7 @@ from service.store.database import DatabaseUrlError, parse, redact
 from service.store.linkstate import StateChange
 from service.store.migrate import MIGRATIONS_DIR, current
 from service.webhooks.repository import WebhookRepository
+from tests.support.store import bump_generation
 
 pytestmark = pytest.mark.anyio
 URL = "http://127.0.0.1:1/mcp"
@@ -114,7 +115,7 @@ async def test_status_counts_follow_every_change(store: Store) -> None:
     await repo.set_enabled(target.id + 1, False)
     (added,) = await store.add_subscriptions_batch([(URL, ["test://a", "test://b"])])
     (a, _), (b, _) = added
-    gen = await store.bump_generation(a.server_id)
+    gen = await bump_generation(store, a.server_id)
     await store.set_subscription_state([a.id], "active", generation=gen)
     await store.record_read(a.id, a.server_id, gen, contents("x"), "x")
     counts = await store.status_counts()
@@ -133,7 +134,7 @@ async def test_status_counts_follow_every_change(store: Store) -> None:
 async def test_state_changes_are_fenced_and_logged_once(store: Store) -> None:
     (added,) = await store.add_subscriptions_batch([(URL, ["test://a", "test://b"])])
     ids = [s.id for s, _ in added]
-    gen = await store.bump_generation(added[0][0].server_id)
+    gen = await bump_generation(store, added[0][0].server_id)
     changed = await store.set_subscription_state(ids, "active", generation=gen)
     assert [(e.subscription_id, e.data["previous"]) for e in changed] == [
         (ids[0], "pending"),
@@ -156,11 +157,11 @@ async def test_state_changes_are_fenced_and_logged_once(store: Store) -> None:
 
 async def test_a_read_becomes_a_revision_only_if_new_and_fenced(store: Store) -> None:
     sub, _ = await store.add_subscription(URL, "test://a")
-    gen = await store.bump_generation(sub.server_id)
+    gen = await bump_generation(store, sub.server_id)
     first = await store.record_read(sub.id, sub.server_id, gen, contents("one"), "one")
     assert first is not None and first.revision == 1 and first.contents == contents("one")
     assert await store.record_read(sub.id, sub.server_id, gen, contents("one"), "one") is None
-    newer = await store.bump_generation(sub.server_id)
+    newer = await bump_generation(store, sub.server_id)
     assert newer == gen + 1
     stale = await store.record_read(sub.id, sub.server_id, gen, contents("two"), "two")
     assert stale is None, "a read from an old generation must not be stored"
@@ -201,7 +202,7 @@ async def test_state_changes_are_logged_once(store: Store) -> None:
 
 async def test_prune_keeps_the_current_revision(store: Store) -> None:
     sub, _ = await store.add_subscription(URL, "test://a")
-    gen = await store.bump_generation(sub.server_id)
+    gen = await bump_generation(store, sub.server_id)
     for n in range(5):
         await store.record_read(sub.id, sub.server_id, gen, contents(f"v{n}"), f"v{n}")
     removed = await store.prune(keep_revisions=2, max_age_s=3600, keep_events=3)
@@ -218,7 +219,7 @@ async def test_deliveries_commit_with_their_revision(store: Store) -> None:
     target, _secret = await repo.create_target("http://127.0.0.1:9/hook", uri_patterns=["test://a"])
     sub, _ = await store.add_subscription(URL, "test://a")
     other, _ = await store.add_subscription(URL, "test://b")
-    gen = await store.bump_generation(sub.server_id)
+    gen = await bump_generation(store, sub.server_id)
     revision = await store.record_read(sub.id, sub.server_id, gen, contents("x"), "x")
     await store.record_read(other.id, other.server_id, gen, contents("y", "test://b"), "y")
     assert revision is not None
@@ -226,8 +227,8 @@ async def test_deliveries_commit_with_their_revision(store: Store) -> None:
     assert [(d.target_id, d.revision_id, d.uri) for d in deliveries] == [
         (target.id, revision.id, "test://a")
     ]
-    due = await repo.due(time.time() + 1, limit=10)
-    assert [d.id for d in due] == [deliveries[0].id]
+    due, _next = await repo.due_work(time.time() + 1, limit=10)
+    assert [item.delivery.id for item in due] == [deliveries[0].id]
     assert await repo.signing_secrets(target.id) == [_secret]
 
 
@@ -239,7 +240,7 @@ async def test_ids_are_never_reused(store: Store) -> None:
     repo = WebhookRepository(store)
     first_target, _ = await repo.create_target("http://127.0.0.1:9/a", uri_patterns=["test://*"])
     sub, _ = await store.add_subscription(URL, "test://a")
-    gen = await store.bump_generation(sub.server_id)
+    gen = await bump_generation(store, sub.server_id)
     await store.record_read(sub.id, sub.server_id, gen, contents("x"), "x")
     (first_delivery,) = await repo.list_deliveries()
     await store.remove_subscription(sub.id)
@@ -260,7 +261,7 @@ async def test_an_acknowledgement_makes_active_only_what_has_a_stored_read(store
     the second. A subscription with no revision goes to the ``unread`` state instead."""
     a, _ = await store.add_subscription(URL, "test://read")
     b, _ = await store.add_subscription(URL, "test://unread")
-    gen = await store.bump_generation(a.server_id)
+    gen = await bump_generation(store, a.server_id)
     assert gen is not None
     assert await store.record_read(
         a.id, a.server_id, gen, [{"uri": "test://read", "text": "x"}], "x"
@@ -279,7 +280,7 @@ async def test_an_acknowledged_listen_is_one_fenced_transaction(store: Store) ->
     a, _ = await store.add_subscription(URL, "test://a")
     b, _ = await store.add_subscription(URL, "test://b")
     c, _ = await store.add_subscription(URL, "test://c")
-    gen = await store.bump_generation(a.server_id)
+    gen = await bump_generation(store, a.server_id)
     assert gen is not None
     await store.set_server_state(a.server_id, "backoff", error="down", error_code="X")
     seen: list[Event] = []

@@ -4,6 +4,7 @@
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy import Connection, text
 
 from service.store.store import Store
 from tests.support.postgres import PgCluster
@@ -28,3 +29,35 @@ async def pg_pair(pg_cluster: PgCluster) -> AsyncIterator[tuple[Store, Store]]:
     finally:
         await a.close()
         await b.close()
+
+
+async def bump_generation(store: Store, server_id: int, expected: int | None = None) -> int | None:
+    """A new listen's generation for a link, as a test's setup (production bumps it inside
+    the lease claim and the listen acknowledgement): fenced on ``expected`` when given,
+    None when the stored generation moved on."""
+    fence = "" if expected is None else " AND generation = :expected"
+    statement = text(
+        f"UPDATE servers SET generation = generation + 1 WHERE id = :id{fence} RETURNING generation"
+    )
+
+    def bump(conn: Connection) -> int | None:
+        value = conn.execute(statement, {"id": server_id, "expected": expected}).scalar()
+        return None if value is None else int(value)
+
+    return await store.write(bump)
+
+
+async def held_leases(store: Store, replica_id: str, ttl: float) -> dict[int, int]:
+    """Renew ``replica_id``'s leases and return server id -> epoch of those it holds."""
+
+    def renew(conn: Connection) -> dict[int, int]:
+        rows = conn.execute(
+            text(
+                f"UPDATE servers SET lease_until = {store.dialect.now} + :ttl "
+                "WHERE lease_owner = :me RETURNING id, lease_epoch"
+            ),
+            {"me": replica_id, "ttl": ttl},
+        )
+        return {int(r.id): int(r.lease_epoch) for r in rows}
+
+    return await store.write(renew)

@@ -62,14 +62,6 @@ def test_smaller_hint_keeps_the_draw() -> None:
     assert b.delay(8, hint_s=1e-3, rng=random.Random(3)) == expected
 
 
-def test_next_attempt_resets_after_healthy_period() -> None:
-    b = Backoff(healthy_reset_s=60.0)
-    assert b.next_attempt(5, healthy_for_s=60.0) == 0
-    assert b.next_attempt(5, healthy_for_s=3600.0) == 0
-    assert b.next_attempt(5, healthy_for_s=59.9) == 6
-    assert b.next_attempt(0, healthy_for_s=0.0) == 1
-
-
 def test_listen_budget_allows_limit_per_window() -> None:
     budget = ListenBudget(3, window_s=60.0)
     for t in (0.0, 1.0, 2.0):
