@@ -16,26 +16,15 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
+from tests.support.poll import until
 from tests.support.postgres import PgCluster
 
 LINKS = 6
 TTL = 3.0
 FROZEN_S = 3 * TTL
-
-
-def _until(what: str, check: Callable[[], Any], timeout: float = 40.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not reached in {timeout:g} s; last {last!r}")
 
 
 def _held(d: Daemon) -> set[int]:
@@ -77,7 +66,7 @@ def test_a_frozen_database_stops_the_links_in_time_and_nothing_swaps_after(
         body = {"url": f"{lab.url}?link={n}", "uri": f"test://frozen/{n}"}
         assert a.api("POST", "/v1/subscriptions", json=body).is_success
     b = daemon_factory(tmp_path / "b", env)
-    _until(
+    until(
         "the links split between the replicas",
         lambda: len(_held(a)) == len(_held(b)) == LINKS // 2 and not _held(a) & _held(b),
     )
@@ -91,12 +80,12 @@ def test_a_frozen_database_stops_the_links_in_time_and_nothing_swaps_after(
             status = d.api("GET", "/v1/status")
             assert status.status_code == 200 and time.monotonic() - started < 7, status.text
         for d in (a, b):
-            ready = _until(
+            ready = until(
                 "readyz 503",
                 lambda d=d: (r := d.api("GET", "/readyz")).status_code == 503 and r,
             )
             assert ready.json()["errorCode"] == "STORAGE_FAILING", ready.text
-            _until("the links stopped before their leases lapse", lambda d=d: not _held(d))
+            until("the links stopped before their leases lapse", lambda d=d: not _held(d))
             stopped = _log_time(d, "leases about to expire without renewal; stopping links")
             # The local deadline: 2/3 of the TTL after the last renew, which began at most a
             # third of the TTL before the freeze (plus a loaded host's slack).
@@ -107,11 +96,11 @@ def test_a_frozen_database_stops_the_links_in_time_and_nothing_swaps_after(
             assert metrics.status_code == 200
             assert _metric(metrics.text, "mcpsub_storage_ok") == 0
             assert _metric(metrics.text, "mcpsub_lease_expired_locally_total") == LINKS // 2
-        _until("the freeze outlasted the TTL", lambda: time.monotonic() - frozen_at > FROZEN_S)
+        until("the freeze outlasted the TTL", lambda: time.monotonic() - frozen_at > FROZEN_S)
 
     for d in (a, b):
-        _until("ready again", lambda d=d: d.api("GET", "/readyz").status_code == 200)
-    _until(
+        until("ready again", lambda d=d: d.api("GET", "/readyz").status_code == 200)
+    until(
         "each replica holds what it held",
         lambda: _held(a) == before["a"] and _held(b) == before["b"],
     )

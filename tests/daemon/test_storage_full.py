@@ -229,7 +229,9 @@ def test_sqlite_on_a_full_disk_keeps_its_links_and_reports_one_failing_period(
         until(
             "storage failing", lambda: d.api("GET", "/v1/status").json()["storage"]["ok"] is False
         )
-        watch_until = time.monotonic() + 4 * ttl  # well past 2/3 of the TTL, several renews
+        # Not a wait for something: nothing may change for a while. Watched well past 2/3
+        # of the TTL (several failed renews and read retries).
+        watch_until = time.monotonic() + 4 * ttl
         while time.monotonic() < watch_until:
             status = d.api("GET", "/v1/status").json()
             assert status["storage"]["ok"] is False, status["storage"]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from service.store.migrate import current, script_head
 from tests.support.cli import BIN, cli_env
 from tests.support.daemon import Daemon
+from tests.support.poll import until
 from tests.support.postgres import PgCluster
 
 STARTERS = 3
@@ -46,9 +46,12 @@ def test_concurrent_migrations_of_a_fresh_database_all_succeed(
         )
         for path in ready
     ]
-    while not all(path.exists() for path in ready):  # poll until all are at the barrier
+
+    def at_barrier() -> bool:
         assert all(proc.poll() is None for proc in procs)
-        time.sleep(0.01)
+        return all(path.exists() for path in ready)
+
+    until("every migrating process is at the barrier", at_barrier, 60)
     go.touch()
     outputs = [proc.communicate(timeout=120)[0] for proc in procs]
     assert [proc.returncode for proc in procs] == [0] * STARTERS, outputs
@@ -77,9 +80,12 @@ def test_replicas_started_at_once_on_a_fresh_database_all_come_up(
     try:
         for d, proc in zip(daemons, procs, strict=True):
             d.proc = proc
-            while not d.socket_path.exists():  # poll until up, or dead
-                assert proc.poll() is None, proc.communicate()[0]
-                time.sleep(0.02)
+
+            def up(proc: subprocess.Popen[str] = proc, d: Daemon = d) -> bool:
+                assert proc.poll() is None, proc.communicate()[0]  # died at start: exit 69
+                return d.socket_path.exists()
+
+            until("the replica listens", up, 60)
             assert d.api("GET", "/readyz").status_code == 200
     finally:
         for d in daemons:
