@@ -20,15 +20,21 @@ class SocketInUse(RuntimeError):
     """Another process is listening on the API socket (a second daemon?)."""
 
 
-def bind_unix_socket(path: Path) -> socket.socket:
+class NotASocket(SocketInUse):
+    """Something that is not a socket (a file, a directory, a symlink) is at the path: it is
+    left alone, never replaced (a mistyped ``--api`` must not cost a file)."""
+
+
+def bind_unix_socket(path: Path, backlog: int = 128) -> socket.socket:
     """A listening unix socket at ``path``, mode 0600, in a directory we make 0700.
 
-    A stale socket file (nothing listening) is replaced; a live one raises SocketInUse.
+    A stale socket file (nothing listening) is replaced; a live one raises SocketInUse;
+    anything else raises NotASocket and stays as it was.
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
-            raise SocketInUse(f"{path} exists and is not a socket")
+            raise NotASocket(f"{path} exists and is not a socket")
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             probe.connect(str(path))
@@ -48,7 +54,7 @@ def bind_unix_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    sock.listen(128)
+    sock.listen(backlog)
     sock.setblocking(False)
     return sock
 

@@ -26,7 +26,6 @@ import os
 import secrets
 import signal
 import socket
-import stat
 import sys
 import time
 from collections.abc import Callable
@@ -145,29 +144,6 @@ def api_token(settings: Settings) -> str:
     return token
 
 
-def bind_unix(path: Path) -> socket.socket:
-    if path.exists():
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            path.unlink()  # stale socket from a crash
-        else:
-            probe.close()
-            raise RuntimeError(f"another mcpsubd is already serving {path}")
-        finally:
-            probe.close()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o177)
-    try:
-        sock.bind(str(path))
-    finally:
-        os.umask(old_umask)
-    os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
-    sock.listen(256)
-    return sock
-
-
 def bind_tcp(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     # IPPROTO_TCP so that asyncio turns on TCP_NODELAY for accepted connections.
@@ -278,165 +254,235 @@ async def serve(
 ) -> int:
     """``progress``: the terminal's start-up status line (stopped once the API listens)."""
     loop = asyncio.get_running_loop()
-    notifier = Notifier.from_env()
     signals = ServiceSignals(loop, os.environ.get(BLOCK_LOOP_HOOK) == "1")
     progress = progress or StatusLine(None)
+    run = DaemonRun(settings, source or ConfigSource(), Notifier.from_env(), signals, progress)
     try:
-        return await _serve(settings, source or ConfigSource(), notifier, signals, progress)
+        return await run.serve()
     finally:
         progress.stop()
         starting.clear(settings.state_dir)
         signals.remove()
 
 
-async def _serve(
-    settings: Settings,
-    source: ConfigSource,
-    notifier: Notifier,
-    signals: ServiceSignals,
-    progress: StatusLine,
-) -> int:
-    prepare_state_dir(settings.state_dir)
-    starting.mark(settings.state_dir)
-    open_files, _hard = raise_open_file_limit()
-    progress.phase(f"mcpsubd: migrating {settings.db_display}")
-    try:
-        await asyncio.to_thread(upgrade_if_needed, settings.db_url)
-    except database_errors() as exc:
-        log.error("database unavailable", database=settings.db_display, error=describe(exc))
-        return EXIT_DB_UNAVAILABLE
-    store = Store.open(settings.db_url)
-    store.health.recovery_s = settings.storage_recovery_s
-    from service.api.app import create_app
-    from service.api.listener import ConsoleListener
+class StartupFailed(Exception):
+    """Start-up stopped before serving; ``code`` is the exit code (what was made is closed)."""
 
-    supervisor = Supervisor(store, settings, token_provider=_token_provider())
-    tcp = settings.api_tcp
-    token = api_token(settings) if tcp else None
-    from service.face.policy import parse_setting
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
 
-    app = create_app(
-        supervisor,
-        token=token,
-        read_timeout_s=settings.api_header_timeout_s,
-        agent_allowed_origins=parse_setting(settings.agent_allowed_origins),
-        agent_progress_s=settings.agent_progress_s,
-    )
-    if not tcp:  # `mcpsubctl ui` may ask for a loopback TCP listener a browser can reach
-        app.state.api.console_listener = ConsoleListener(
-            lambda t: create_app(supervisor, token=t, read_timeout_s=settings.api_header_timeout_s),
-            lambda: api_token(settings),
-        )
-    limits, tracker = api_limits(settings, open_files)
-    budget = FdBudget(open_files, settings.fd_reserve, limits.max_connections, lambda: tracker.open)
-    supervisor.admit_link = budget.check
-    supervisor.gauges.update(
-        {
-            "api_connections_open": lambda: tracker.open,
-            "api_connections_shed_total": lambda: tracker.shed_total,
-            "api_header_timeouts_total": lambda: tracker.header_timeouts_total,
-            "descriptors_free_for_links": lambda: budget.free_for_links() or 0,
-            "storage_ok": lambda: 0 if store.health.failing else 1,
-            "storage_write_failures_total": lambda: store.health.failures_total,
-            "storage_recoveries_total": lambda: store.health.recoveries_total,
-        }
-    )
-    try:
-        sock = (
-            bind_tcp(*tcp)
-            if tcp
-            else bind_unix(settings.api_socket or settings.state_dir / "api.sock")
-        )
-    except (OSError, RuntimeError) as exc:
-        log.error("cannot listen", error=str(exc))
-        await store.close()
-        return EXIT_ALREADY_RUNNING
-    host, port = sock.getsockname()[:2] if tcp else ("", 0)
-    api = f"http://{host}:{port}" if tcp else f"unix://{settings.api_socket}"
-    config = uvicorn.Config(
-        app,
-        lifespan="off",
-        access_log=False,
-        log_config=None,
-        log_level="warning",
-        timeout_graceful_shutdown=2,
-        http=guarded_h11(limits, tracker),
-    )
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    server = DaemonServer(config, lambda: loop.call_soon_threadsafe(stopping.set))
-    if app.state.api.console_listener is not None:  # stops taking browsers with the API
-        app.state.api.console_listener.close_when(stopping)
-    reloader = Reloader(supervisor, settings, source, set_log_level)
 
-    def current_status() -> str:
-        return status_text(supervisor, reloader)
+class DaemonRun:
+    """One run of the daemon, read in order as uvicorn's ``Server``: :meth:`startup` (state
+    dir, database, store, supervisor, API socket, links, uvicorn), :meth:`run` (serve until a
+    signal), :meth:`shutdown` (hand links over, stop them, close the store and the socket)."""
 
-    async def stop_work() -> None:
-        await stopping.wait()
-        app.state.api.closing.set()  # long-lived answers (agent listens) end gracefully
-        notifier.stopping()
-        log.info("stopping", reason="signal")
+    def __init__(
+        self,
+        settings: Settings,
+        source: ConfigSource,
+        notifier: Notifier,
+        signals: ServiceSignals,
+        progress: StatusLine,
+    ) -> None:
+        self.settings = settings
+        self.source = source
+        self.notifier = notifier
+        self.signals = signals
+        self.progress = progress
+        self.stopping = asyncio.Event()
+        """Set by the first SIGTERM/SIGINT (through uvicorn) or when uvicorn ends."""
+        self.background: list[asyncio.Task[None]] = []
+
+    async def serve(self) -> int:
         try:
-            # Make-before-break: the other replicas listen and take our links first; bounded
-            # by handover_timeout_s inside (the rest is stopped and released below).
-            await supervisor.hand_over()
-        except Exception as exc:
-            log.warning("hand-over failed; stopping the links", error=str(exc))
+            await self.startup()
+        except StartupFailed as failed:
+            return failed.code
         try:
-            # Bounded: systemd (TimeoutStopSec=15) and launchd (ExitTimeOut 20) kill us after.
-            async with asyncio.timeout(settings.shutdown_timeout_s):
-                await supervisor.stop()
-        except TimeoutError:
-            log.warning("links did not stop in time", timeout_s=settings.shutdown_timeout_s)
+            await self.run()
+        finally:
+            await self.shutdown()
+        return 0
 
-    progress.phase("mcpsubd: starting the links")
-    await supervisor.start()
-    await reloader.initial()
-    progress.phase(f"mcpsubd: starting the API on {api}")
-    stopper = loop.create_task(stop_work())
-    serving = loop.create_task(server.serve(sockets=[sock]))
-    while not server.started and not serving.done():
-        await asyncio.sleep(0.01)
-    background: list[asyncio.Task[None]] = []
-    progress.stop()
-    starting.clear(settings.state_dir)
-    if server.started:
+    # ---- startup --------------------------------------------------------------------------
+    async def startup(self) -> None:
+        settings = self.settings
+        prepare_state_dir(settings.state_dir)
+        starting.mark(settings.state_dir)
+        self.open_files, _hard = raise_open_file_limit()
+        self.store = await self._open_store()
+        try:
+            self.supervisor = Supervisor(self.store, settings, token_provider=_token_provider())
+            self.reloader = Reloader(self.supervisor, settings, self.source, set_log_level)
+            self.server, self.sock, self.api = self._api()
+        except BaseException:
+            await self.store.close()
+            raise
+        self.progress.phase("mcpsubd: starting the links")
+        await self.supervisor.start()
+        await self.reloader.initial()
+        self.progress.phase(f"mcpsubd: starting the API on {self.api}")
+        loop = asyncio.get_running_loop()
+        self.stopper = loop.create_task(self._stop_work_on_signal())
+        self.serving = loop.create_task(self.server.serve(sockets=[self.sock]))
+        await self._api_started()
+        self.progress.stop()
+        starting.clear(settings.state_dir)
+        if self.server.started:
+            self._ready()
+
+    async def _open_store(self) -> Store:
+        settings = self.settings
+        self.progress.phase(f"mcpsubd: migrating {settings.db_display}")
+        try:
+            await asyncio.to_thread(upgrade_if_needed, settings.db_url)
+        except database_errors() as exc:
+            log.error("database unavailable", database=settings.db_display, error=describe(exc))
+            raise StartupFailed(EXIT_DB_UNAVAILABLE) from exc
+        store = Store.open(settings.db_url)
+        store.health.recovery_s = settings.storage_recovery_s
+        return store
+
+    def _api(self) -> tuple[DaemonServer, socket.socket, str]:
+        """The API app, its connection limits and descriptor budget, and its bound socket:
+        a path that is not a socket is refused (exit 78), a live daemon on it is exit 75."""
+        from service.api.app import create_app
+        from service.api.listener import ConsoleListener
+        from service.api.server import NotASocket, SocketInUse, bind_unix_socket
+        from service.face.policy import parse_setting
+
+        settings, store, supervisor = self.settings, self.store, self.supervisor
+        tcp = settings.api_tcp
+        token = api_token(settings) if tcp else None
+        self.app = app = create_app(
+            supervisor,
+            token=token,
+            read_timeout_s=settings.api_header_timeout_s,
+            agent_allowed_origins=parse_setting(settings.agent_allowed_origins),
+            agent_progress_s=settings.agent_progress_s,
+        )
+        if not tcp:  # `mcpsubctl ui` may ask for a loopback TCP listener a browser can reach
+            app.state.api.console_listener = ConsoleListener(
+                lambda t: create_app(
+                    supervisor, token=t, read_timeout_s=settings.api_header_timeout_s
+                ),
+                lambda: api_token(settings),
+            )
+        limits, tracker = api_limits(settings, self.open_files)
+        budget = FdBudget(
+            self.open_files, settings.fd_reserve, limits.max_connections, lambda: tracker.open
+        )
+        supervisor.admit_link = budget.check
+        supervisor.gauges.update(
+            {
+                "api_connections_open": lambda: tracker.open,
+                "api_connections_shed_total": lambda: tracker.shed_total,
+                "api_header_timeouts_total": lambda: tracker.header_timeouts_total,
+                "descriptors_free_for_links": lambda: budget.free_for_links() or 0,
+                "storage_ok": lambda: 0 if store.health.failing else 1,
+                "storage_write_failures_total": lambda: store.health.failures_total,
+                "storage_recoveries_total": lambda: store.health.recoveries_total,
+            }
+        )
+        path = settings.api_socket or settings.state_dir / "api.sock"
+        try:
+            sock = bind_tcp(*tcp) if tcp else bind_unix_socket(path, backlog=256)
+        except NotASocket as exc:
+            log.error("cannot listen", error=f"{exc}; hint: name a socket path with --api")
+            raise StartupFailed(EXIT_CONFIG) from exc
+        except (OSError, SocketInUse) as exc:
+            log.error("cannot listen", error=str(exc))
+            raise StartupFailed(EXIT_ALREADY_RUNNING) from exc
+        host, port = sock.getsockname()[:2] if tcp else ("", 0)
+        api = f"http://{host}:{port}" if tcp else f"unix://{path}"
+        config = uvicorn.Config(
+            app,
+            lifespan="off",
+            access_log=False,
+            log_config=None,
+            log_level="warning",
+            timeout_graceful_shutdown=2,
+            http=guarded_h11(limits, tracker),
+        )
+        loop = asyncio.get_running_loop()
+        server = DaemonServer(config, lambda: loop.call_soon_threadsafe(self.stopping.set))
+        if app.state.api.console_listener is not None:  # stops taking browsers with the API
+            app.state.api.console_listener.close_when(self.stopping)
+        return server, sock, api
+
+    async def _api_started(self) -> None:
+        """Until uvicorn listens (or gave up): it has no event for it, so poll its flag."""
+        while not self.server.started and not self.serving.done():
+            await asyncio.sleep(0.01)
+
+    def _ready(self) -> None:
+        settings, supervisor, notifier = self.settings, self.supervisor, self.notifier
         log.info(
             "ready",
-            api=api,
+            api=self.api,
             version=__version__,
             state_dir=str(settings.state_dir),
             database=settings.db_display,
             links=len(supervisor.links),
-            open_files=open_files,
+            open_files=self.open_files,
         )
-        status = current_status()
+        status = self.status()
         notifier.ready(status)
+        loop = asyncio.get_running_loop()
         interval = notifier.watchdog_interval_s
         if interval is not None:
-            background.append(loop.create_task(_watchdog(notifier, interval), name="watchdog"))
+            self.background.append(loop.create_task(_watchdog(notifier, interval), name="watchdog"))
         if notifier.enabled:
-            background.append(loop.create_task(_status_updates(notifier, current_status, status)))
-        background.append(
+            self.background.append(loop.create_task(_status_updates(notifier, self.status, status)))
+        self.background.append(
             loop.create_task(
-                _reloads(signals, reloader, notifier, current_status, supervisor.recheck)
+                _reloads(self.signals, self.reloader, notifier, self.status, supervisor.recheck)
             )
         )
-    await serving
-    stopping.set()
-    await stopper
-    if app.state.api.console_listener is not None:
-        await app.state.api.console_listener.close()
-    for task in background:
-        task.cancel()
-    await asyncio.gather(*background, return_exceptions=True)
-    await store.close()
-    if settings.api_socket is not None and not tcp:
-        with contextlib.suppress(FileNotFoundError):
-            settings.api_socket.unlink()
-    log.info("stopped")
-    return 0
+
+    def status(self) -> str:
+        return status_text(self.supervisor, self.reloader)
+
+    # ---- run ------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Serve the API until uvicorn ends (a signal, or it failed to start)."""
+        await self.serving
+
+    # ---- shutdown -------------------------------------------------------------------------
+    async def _stop_work_on_signal(self) -> None:
+        await self.stopping.wait()
+        self.app.state.api.closing.set()  # long-lived answers (agent listens) end gracefully
+        self.notifier.stopping()
+        log.info("stopping", reason="signal")
+        try:
+            # Make-before-break: the other replicas listen and take our links first; bounded
+            # by handover_timeout_s inside (the rest is stopped and released below).
+            await self.supervisor.hand_over()
+        except Exception as exc:
+            log.warning("hand-over failed; stopping the links", error=str(exc))
+        try:
+            # Bounded: systemd (TimeoutStopSec=15) and launchd (ExitTimeOut 20) kill us after.
+            async with asyncio.timeout(self.settings.shutdown_timeout_s):
+                await self.supervisor.stop()
+        except TimeoutError:
+            log.warning("links did not stop in time", timeout_s=self.settings.shutdown_timeout_s)
+
+    async def shutdown(self) -> None:
+        self.stopping.set()
+        await self.stopper
+        if self.app.state.api.console_listener is not None:
+            await self.app.state.api.console_listener.close()
+        for task in self.background:
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
+        await self.store.close()
+        settings = self.settings
+        if settings.api_socket is not None and not settings.api_tcp:
+            with contextlib.suppress(FileNotFoundError):
+                settings.api_socket.unlink()
+        log.info("stopped")
 
 
 def _token_provider() -> Any:
