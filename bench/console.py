@@ -162,15 +162,16 @@ async def page_load(api: httpx.AsyncClient, name: str, paths: list[str], loads: 
     return result
 
 
-OBSERVE = """([selector, text]) => new Promise((resolve) => {
+OBSERVE = """([selector, text]) => {
+  window.__seenAt = null;
   const done = () => { const node = document.querySelector(selector);
     return node && node.textContent.includes(text); };
-  if (done()) { resolve(Date.now()); return; }
   const observer = new MutationObserver(() => {
-    if (done()) { observer.disconnect(); resolve(Date.now()); }
+    if (done()) { observer.disconnect(); window.__seenAt = Date.now(); }
   });
   observer.observe(document.body, {subtree: true, childList: true, characterData: true});
-})"""
+}"""
+"""Installed before the change: records (page clock, ms) when ``text`` appears."""
 
 
 def browser_part(
@@ -188,7 +189,9 @@ def browser_part(
             executable_path=executable, headless=True, args=CHROMIUM_FLAGS
         )
         try:
-            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            # bypass_csp: Playwright's wait_for_function evaluates strings, which the
+            # console's CSP (script-src 'self') refuses; the pages run as served otherwise.
+            context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)
             context.set_default_timeout(30_000)
             overview = context.new_page()
             started = time.perf_counter()
@@ -212,18 +215,16 @@ def browser_part(
                 for n in range(result.plan.changes):
                     revision += 1
                     marker = f"{uri} revision {revision}"
-                    seen_overview = overview.evaluate_handle(OBSERVE, ["#recent", marker])
-                    seen_detail = detail.evaluate_handle(OBSERVE, ["#revisions", f"#{revision}"])
+                    overview.evaluate(OBSERVE, ["#recent", marker])
+                    detail.evaluate(OBSERVE, ["#revisions", f"#{revision}"])
                     sent = time.time()
                     lab.put(
                         lab_url.removesuffix("/mcp") + "/lab/resources",
                         json={"uri": uri, "text": f"change {n} at {sent}"},
                     ).raise_for_status()
-                    for name, handle in (
-                        ("overview", seen_overview),
-                        ("subscription", seen_detail),
-                    ):
-                        shown = handle.json_value() / 1000
+                    for name, page in (("overview", overview), ("subscription", detail)):
+                        page.wait_for_function("window.__seenAt !== null")
+                        shown = page.evaluate("window.__seenAt") / 1000
                         result.visible[name].append(shown - sent)
                     time.sleep(0.3)
         finally:
@@ -389,6 +390,9 @@ def main() -> int:
         try:
             result = asyncio.run(run(plan, children, tmp))
         except KeyboardInterrupt:
+            import traceback
+
+            traceback.print_exc()
             print("bench: interrupted; stopping everything", file=sys.stderr)
             return 130
         except Exception:

@@ -68,6 +68,19 @@ def state_hint(sub: Subscription, link: dict[str, Any] | None) -> str | None:
     return None
 
 
+def link_of(supervisor: Any, sub: Subscription) -> dict[str, Any] | None:
+    """The status of ``sub``'s link: from the daemon's link table when it has one (one
+    link's status, not all of them: at 1,000 links that was most of a subscription's page),
+    else looked up in ``link_status()``."""
+    links = getattr(supervisor, "links", None)
+    if isinstance(links, dict):
+        link = links.get(sub.server_id)
+        if link is not None:
+            status: dict[str, Any] = link.status()
+            return status
+    return link_for(supervisor.link_status(), sub)
+
+
 def link_for(links: list[dict[str, Any]], sub: Subscription) -> dict[str, Any] | None:
     """The supervisor's link entry for ``sub`` (by server id, else by URL)."""
     for link in links:

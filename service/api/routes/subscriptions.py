@@ -10,7 +10,7 @@ from service.api import queries, validate
 from service.api.errors import InvalidParameter, SubscriptionNotFound
 from service.api.routes.overview import state_filter, text_filter
 from service.api.state import api_state
-from service.api.views import link_for, revision_summary, state_hint, subscription_json
+from service.api.views import link_of, revision_summary, state_hint, subscription_json
 from service.jsonout import dumps
 
 router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])
@@ -153,7 +153,7 @@ async def show_subscription(request: Request, subscription_id: SubscriptionId) -
     if sub is None:
         raise SubscriptionNotFound(f"no subscription {subscription_id}")
     current = await supervisor.store.current_revision(sub.id)
-    link = link_for(supervisor.link_status(), sub)
+    link = link_of(supervisor, sub)
     return {
         **subscription_json(sub),
         "link": link,
