@@ -381,6 +381,14 @@
     live({ uri: sub.uri }, (type, event) => {
       if (event.subscriptionId !== id && type !== "reset") return;
       if (event.id) events.prepend(eventRow(event));
+      if (type === "resource.updated" && event.revision) {
+        // Shown at once from the event; the refresh below fills in its size.
+        const body = $("revisions").tBodies[0];
+        if (!body.querySelector(`input[name="to"][value="${event.revision}"]`)) {
+          body.prepend(revisionRow({ revision: event.revision, readAt: event.createdAt, size: 0,
+            contentHash: String((event.data || {}).contentHash || "") }, -1));
+        }
+      }
       refresh();
     }, tail.nextAfter);
   }
