@@ -11,12 +11,13 @@ import pytest
 from service.api import create_app
 from service.api.diffs import MAX_LINES, DiffTooLarge, unified
 from service.api.sessions import MAX_TICKETS, SESSION_MAX_AGE_S, BrowserSessions
-from tests.api.fakes import FakeSupervisor
+from tests.api.fakes import FakeSupervisor, make_supervisor
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "console-token-value"
 URL = "http://127.0.0.1:9/mcp"
+NEWEST = "9223372036854775807"
 
 
 async def _history(supervisor: FakeSupervisor, *texts: str) -> int:
@@ -213,3 +214,27 @@ async def test_delivery_attempts_and_newest_deliveries(client: httpx.AsyncClient
     newest = await client.get("/v1/deliveries?newest=true&since=0")
     assert newest.status_code == 200 and newest.json() == {"deliveries": [], "nextAfter": 0}
     assert (await client.get("/v1/deliveries?since=-1")).status_code == 400
+
+
+async def test_history_and_overview_queries_on_both_backends(database_url: str) -> None:
+    """The console's own queries (filters, revision pages, diffs' look-ups, the per-minute
+    GROUP BY, the lease view, the events tail) on SQLite and PostgreSQL."""
+    sup = await make_supervisor(database_url)
+    try:
+        app = create_app(sup, token=None)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+            sid = await _history(sup, "a\n", "b\n")
+            overview = (await c.get("/v1/overview")).json()
+            assert sum(overview["revisionsPerMinute"]) == 2
+            assert overview["revisionsPerMinute"][-1] == 2
+            assert isinstance(overview["replicas"], list)
+            revs = (await c.get(f"/v1/subscriptions/{sid}/revisions")).json()["revisions"]
+            assert [r["revision"] for r in revs] == [2, 1] and revs[0]["size"] > 0
+            assert (await c.get(f"/v1/subscriptions/{sid}/diff?from=1&to=2")).json()["lines"]
+            found = (await c.get("/v1/subscriptions?pattern=test://hi*")).json()
+            assert [s["id"] for s in found["subscriptions"]] == [sid]
+            tail = (await c.get(f"/v1/events?before={NEWEST}&limit=1")).json()
+            assert len(tail["events"]) == 1 and tail["nextAfter"] == tail["events"][0]["id"]
+    finally:
+        await sup.store.close()
