@@ -173,9 +173,6 @@ class ServerLink:
         self._unread: set[int] = set()
         """Subscriptions (ids) with no read stored at the last ack: they turn ``active`` when
         their first read is stored, and show a failed first read at once."""
-        self._to_activate: dict[int, set[int]] = {}
-        """Generation -> subscriptions whose read was stored under it, to mark ``active``."""
-        self._activating: asyncio.Task[None] | None = None
         self.wanted: dict[str, int] = {}
         """URI -> subscription id."""
         self.refreshers: dict[str, UriRefresher] = {}
@@ -251,10 +248,6 @@ class ServerLink:
         for task in list(self._background):  # refreshers unwanted just before the stop
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._activating is not None:
-            self._activating.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._activating
         await self._close_stream(self.stream)
         self.stream = None
         self.state = "stopped"
@@ -846,6 +839,7 @@ class ServerLink:
                 self._on_read_ok,
                 self._refresher_idle,
                 self._is_unread,
+                self._activates,
             )
             self.refreshers[uri] = refresher
         return refresher
@@ -876,31 +870,20 @@ class ServerLink:
     def _is_unread(self, target: ReadTarget) -> bool:
         return target.subscription_id in self._unread
 
-    async def _on_read_ok(self, target: ReadTarget, generation: int) -> None:
-        """A read was stored under ``generation`` (or was unchanged) after the subscription
-        had none or was failing: it is ``active`` now, if the link is still open under that
-        generation. Marked in one write per link and loop turn: at a cold start every new
-        subscription's first read lands within moments of the others."""
-        if target.uri not in self.honored or generation != self.generation:
-            return
-        self._unread.discard(target.subscription_id)
-        self._to_activate.setdefault(generation, set()).add(target.subscription_id)
-        if self._activating is None or self._activating.done():
-            self._activating = asyncio.get_running_loop().create_task(self._activate())
+    def _activates(self, target: ReadTarget, failing: bool) -> bool:
+        """Whether storing this read makes the subscription ``active`` (in the same
+        transaction): it had no stored read or was failing, and the link is open on it."""
+        return (
+            self.state == "open"
+            and target.uri in self.honored
+            and (failing or target.subscription_id in self._unread)
+        )
 
-    async def _activate(self) -> None:
-        while self._to_activate:
-            await asyncio.sleep(0)  # gather the reads stored in this loop turn
-            batches, self._to_activate = self._to_activate, {}
-            for generation, ids in sorted(batches.items()):
-                if generation != self.generation or self.state != "open":
-                    continue  # the next ack sets the state from what is stored
-                try:
-                    await self._store.set_subscription_state(
-                        sorted(ids), "active", generation=generation
-                    )
-                except database_errors() as exc:
-                    log.warning("recording the subscription state failed", error=describe(exc))
+    async def _on_read_ok(self, target: ReadTarget, generation: int) -> None:
+        """A read was stored under ``generation`` after the subscription had none (or was
+        failing): it has one now."""
+        if generation == self.generation:
+            self._unread.discard(target.subscription_id)
 
     async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
         if self.state != "open":

@@ -80,6 +80,7 @@ class UriRefresher:
         on_ok: Callable[[ReadTarget, int], Awaitable[None]] | None = None,
         on_idle: Callable[[UriRefresher], None] | None = None,
         unread: Callable[[ReadTarget], bool] | None = None,
+        activation: Callable[[ReadTarget, bool], bool] | None = None,
     ) -> None:
         self.target = target
         self._store = store
@@ -95,7 +96,11 @@ class UriRefresher:
         self._unread = unread
         """True while the subscription has no stored read: its first read's failure is shown
         at once (there is no content to fall back on), and its first stored read is reported
-        through ``on_ok`` (the subscription turns ``active`` then, not at the ack)."""
+        through ``on_ok``."""
+        self._activation = activation
+        """Asked before a read is stored (with ``failing``): whether storing it makes the
+        subscription ``active``, in the same transaction (no read stored yet, or failing,
+        and the link open)."""
         self.failing = False
         self.error: McpError | None = None
         """The failure the subscription shows while ``failing`` (a re-listen writes it again)."""
@@ -150,6 +155,9 @@ class UriRefresher:
                         text: str | None = text_of(result, self.target.uri)
                     except ResourceNotText:
                         text = None
+                    activate = self._activation is not None and self._activation(
+                        self.target, self.failing
+                    )
                     revision = await self._store.record_read(
                         self.target.subscription_id,
                         self.target.server_id,
@@ -158,6 +166,7 @@ class UriRefresher:
                         text,
                         read_at=time.time(),
                         trigger=reason,
+                        activate=activate,
                     )
                 stored = self._generation() == generation  # not fenced out by a re-listen
                 unread = self._unread is not None and self._unread(self.target)

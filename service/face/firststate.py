@@ -26,10 +26,8 @@ def verdict(
     """(known, errorCode, hint) for a subscription and its link's status entry."""
     link = link or {}
     failed = sub.get("state") in FAILED_STATES
-    if (sub.get("revision") or 0) >= 1 and not failed and sub.get("state") != "pending":
-        # (the first read can commit just before the acknowledgement's state change; an agent
-        # reading "pending, revision 1" would not know which to believe)
-        return True, None, None
+    if sub.get("state") == "active" and (sub.get("revision") or 0) >= 1:
+        return True, None, None  # the first read is stored and the link open (issue 22 §1)
     if failed:
         code = sub.get("stateCode") or link.get("lastErrorCode") or "INTERNAL_ERROR"
         hint = link.get("lastErrorHint") if code == link.get("lastErrorCode") else None

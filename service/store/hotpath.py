@@ -139,6 +139,9 @@ class Read:
     digest: str
     read_at: float
     trigger: str | None = None
+    activate: bool = False
+    """Mark the subscription ``active`` in the same transaction (its first stored read, or
+    the first after failures): see :func:`service.store.linkstate.record_reads`."""
 
 
 def record_reads(

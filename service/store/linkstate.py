@@ -14,14 +14,14 @@ change only lands while the link's generation is the one given.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, text
 
 from service.safetext import redact_urls
 from service.store import hotpath
-from service.store.records import Event
+from service.store.records import Event, Revision
 
 CHANGING = text(
     "SELECT s.id, s.uri, s.state, v.url FROM subscriptions s JOIN servers v ON v.id = s.server_id "
@@ -161,3 +161,24 @@ def acknowledged(
         )
         events += set_states(conn, StateChange(sorted(missing), change.unread), int(value), now)
     return Acknowledgement(int(value), events, frozenset(unread))
+
+
+def record_reads(
+    conn: Connection,
+    reads: Sequence[hotpath.Read],
+    sinks: Sequence[Callable[[Connection, Event], object]],
+    activated: list[Event],
+) -> list[tuple[Revision, Event] | None]:
+    """:func:`hotpath.record_reads`, and first, for every read flagged ``activate``, its
+    subscription marked ``active`` in the same transaction, fenced on the read's generation
+    like its revision: "active" and "a read is stored" commit together, never one without
+    the other, and the state's event comes before the revision's (a cursor taken at the
+    revision sees no state change after it). The state events are appended to ``activated``.
+    """
+    flagged = [read for read in reads if read.activate]
+    if flagged:
+        hotpath.order_events(conn)
+        for read in flagged:
+            change = StateChange([read.subscription_id], "active")
+            activated += set_states(conn, change, read.generation, read.read_at)
+    return hotpath.record_reads(conn, reads, sinks)

@@ -487,11 +487,14 @@ class Store:
         *,
         read_at: float | None = None,
         trigger: str | None = None,
+        activate: bool = False,
     ) -> Revision | None:
         """Store a read as a new revision if it is new and its generation is current.
 
         ``trigger`` (``notification`` or ``acknowledged``) says what led to the read; it is
         kept in the event's data so ``wait`` reports ``notificationReceived`` honestly.
+        ``activate``: mark the subscription ``active`` in the same transaction, under the same
+        fence (its first stored read, or the first good one after failures).
 
         Returns the new revision, or None when the content is unchanged or the read is stale
         (its link has re-listened since it started: generation fencing).
@@ -516,6 +519,7 @@ class Store:
             content_hash(contents),
             time.time() if read_at is None else read_at,
             trigger,
+            activate,
         )
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[Revision, Event] | None] = loop.create_future()
@@ -544,7 +548,7 @@ class Store:
                 continue
             try:
                 async with self._write_lock:
-                    outcomes = await self._write_reads(batch)
+                    outcomes, activated = await self._write_reads(batch)
             except Exception as exc:
                 for _read, future in batch:
                     if not future.done():
@@ -555,24 +559,32 @@ class Store:
                     future.cancel()
                 self._pending_reads.clear()
                 raise
-            self.publish([outcome[1] for outcome in outcomes if outcome is not None])
+            events = activated + [outcome[1] for outcome in outcomes if outcome is not None]
+            self.publish(sorted(events, key=lambda event: event.id) if activated else events)
             for (_read, future), outcome in zip(batch, outcomes, strict=True):
                 if not future.done():
                     future.set_result(outcome)
 
     async def _write_reads(
         self, batch: list[tuple[hotpath.Read, asyncio.Future[Any]]]
-    ) -> list[tuple[Revision, Event] | None]:
+    ) -> tuple[list[tuple[Revision, Event] | None], list[Event]]:
         """One transaction for the batch (callers hold the write lock).
 
         If it fails for a storage reason (disk full) every read fails with that error, and
         ``health`` counts one failed write per read, as when each had its own transaction.
         Any other failure is one read's: the reads are then written one transaction each,
-        so the others are stored and only the failing read gets its error."""
+        so the others are stored and only the failing read gets its error.
+
+        Returns each read's outcome and the ``subscription.state`` events of the reads that
+        marked their subscription ``active`` (``Read.activate``)."""
         reads = [read for read, _future in batch]
         sinks = self.event_sinks
+        activated: list[Event] = []
         try:
-            return await self.in_writer(lambda conn: hotpath.record_reads(conn, reads, sinks))
+            written = await self.in_writer(
+                lambda conn: linkstate.record_reads(conn, reads, sinks, activated)
+            )
+            return written, activated
         except Exception as exc:
             if len(batch) == 1:
                 raise
@@ -581,19 +593,24 @@ class Store:
                     self.health.failed(exc)
                 raise
         outcomes: list[tuple[Revision, Event] | None] = []
+        committed: list[Event] = []
         for read, future in batch:
+            activated = []
 
-            def alone(conn: Connection, read: hotpath.Read = read) -> list[Any]:
-                return hotpath.record_reads(conn, [read], sinks)
+            def alone(
+                conn: Connection, read: hotpath.Read = read, activated: list[Event] = activated
+            ) -> list[Any]:
+                return linkstate.record_reads(conn, [read], sinks, activated)
 
             try:
                 outcome = (await self.in_writer(alone))[0]
+                committed += activated
             except Exception as exc:
                 outcome = None
                 if not future.done():
                     future.set_exception(exc)
             outcomes.append(outcome)
-        return outcomes
+        return outcomes, committed
 
     async def in_writer(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn`` in one write transaction (callers hold the write lock).

@@ -73,18 +73,16 @@ class FakeSupervisor:
         }
 
     async def publish(
-        self, sub: Subscription, text: str, trigger: str = "notification"
+        self, sub: Subscription, text: str, trigger: str = "notification", *, activate: bool = False
     ) -> Revision:
-        """What the refresher does after a read: store it under the link's generation, and
-        what the link then does: mark the subscription ``active``."""
+        """What the refresher does after a read: store it under the link's generation (with
+        ``activate``, marking the subscription ``active`` with it, as a first read does)."""
         generation = await bump_generation(self.store, sub.server_id)
         contents = [{"uri": sub.uri, "mimeType": "text/plain", "text": text}]
         revision = await self.store.record_read(
-            sub.id, sub.server_id, generation, contents, text, trigger=trigger
+            sub.id, sub.server_id, generation, contents, text, trigger=trigger, activate=activate
         )
         assert revision is not None
-        # A stored read on an open link is what makes a subscription active (issue 22 §1).
-        await self.store.set_subscription_state([sub.id], "active", generation=generation)
         return revision
 
 

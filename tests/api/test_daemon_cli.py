@@ -47,7 +47,8 @@ async def _publish(sup: FakeSupervisor, text: str, trigger: str = "notification"
     for _ in range(200):  # the CLI may still be subscribing
         subs = await sup.store.find_subscriptions("test://a")
         if subs:
-            await sup.publish(subs[0], text, trigger)
+            # a stored read on an open link makes the subscription active (issue 22 §1)
+            await sup.publish(subs[0], text, trigger, activate=True)
             return
         await asyncio.sleep(0.01)
     raise AssertionError("nothing subscribed to test://a")
@@ -193,11 +194,17 @@ def test_events_follow(api_env: LiveApi, capsys: Capsys) -> None:
     api_env.call(lambda sup: sup.subscribe(URL, "test://a"))
     # Publish once the stream is open: a fixed delay races a slow CLI start (it hung under load).
     api_env.call_when_waiting(lambda sup: _publish(sup, "v1"))
-    code, out, _ = run(capsys, "events", "--follow", "--json", "--max-events", "1")
+    code, out, _ = run(capsys, "events", "--follow", "--json", "--max-events", "2")
     assert code == 0
-    event = json.loads(out)
-    assert event["type"] == "resource.updated" and event["id"] == 2
-    code, out, _ = run(capsys, "events", "--follow", "--since", "0", "--max-events", "2")
+    # the first stored read: the subscription turns active with it, then the revision
+    state, event = (json.loads(line) for line in out.splitlines())
+    assert (state["type"], state["data"]["state"], state["id"]) == (
+        "subscription.state",
+        "active",
+        2,
+    )
+    assert event["type"] == "resource.updated" and event["id"] == 3
+    code, out, _ = run(capsys, "events", "--follow", "--since", "0", "--max-events", "3")
     assert code == 0 and "subscription.created" in out and "resource.updated" in out
 
 
@@ -211,7 +218,7 @@ def test_wait_for_next_update(api_env: LiveApi, capsys: Capsys) -> None:
     assert list(body) == PROBE_KEYS
     assert body["route"] == "subscription" and body["errorCode"] is None
     assert body["initialText"] == "status: pending" and body["finalText"] == "status: reviewed"
-    # events: 1 created, 2 updated, 3 state active (the first stored read), 4 updated
+    # events: 1 created, 2 state active (with the first stored read), 3 updated, 4 updated
     assert body["revision"] == 2 and body["eventId"] == 4 and body["serverUrl"] == URL
     assert body["honoredUris"] == ["test://a"] and body["listenAcknowledged"] is True
     assert body["notificationReceived"] is True and body["notificationCount"] == 1
@@ -224,7 +231,7 @@ def test_wait_for_next_update(api_env: LiveApi, capsys: Capsys) -> None:
     assert lines[-1].startswith("phase-summary route=subscription")
     assert lines[lines.index("final") + 1] == "status: done"
     assert not any(line.startswith("capabilities") for line in lines), "no `capabilities null`"
-    code, out, _ = run(capsys, "wait", "--uri", "test://a", "--after", "2", "--json")
+    code, out, _ = run(capsys, "wait", "--uri", "test://a", "--after", "3", "--json")
     assert code == 0 and json.loads(out)["finalText"] == "status: reviewed"
 
 

@@ -274,6 +274,30 @@ async def test_an_acknowledgement_makes_active_only_what_has_a_stored_read(store
     assert states == {"test://read": ("active", None), "test://unread": ("pending", None)}
 
 
+async def test_a_read_stored_with_activate_makes_the_subscription_active_with_it(
+    store: Store,
+) -> None:
+    """``active`` and "a read is stored" commit together, fenced alike; the state's event
+    comes before the revision's, so a cursor at the revision sees no state change after it."""
+    a, _ = await store.add_subscription(URL, "test://first")
+    gen = await bump_generation(store, a.server_id)
+    assert gen is not None
+    seen: list[Event] = []
+    store.on_event.append(seen.append)
+    contents = [{"uri": "test://first", "text": "x"}]
+    stale = await store.record_read(a.id, a.server_id, gen - 1, contents, "x", activate=True)
+    assert stale is None and seen == []
+    assert (await store.list_subscriptions())[0].state == "pending"
+    assert await store.record_read(a.id, a.server_id, gen, contents, "x", activate=True)
+    assert [(e.type, e.data.get("state")) for e in seen] == [
+        ("subscription.state", "active"),
+        ("resource.updated", None),
+    ]
+    assert seen[0].id < seen[1].id
+    (sub,) = await store.list_subscriptions()
+    assert (sub.state, sub.revision) == ("active", 1)
+
+
 async def test_an_acknowledged_listen_is_one_fenced_transaction(store: Store) -> None:
     """``listen_acknowledged``: generation + 1, server open, states and their events together;
     with a stale ``expected`` generation nothing at all is written."""
