@@ -32,6 +32,18 @@ def test_login_with_the_token(context: Any, daemon: Daemon, screenshots: Path) -
     cookie = next(c for c in context.cookies() if c["name"] == "mcpsub_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
     assert daemon.token not in cookie["value"]
+    # Keyboard: the first Tab reaches "Skip to content", Enter moves to the page's content,
+    # and the navigation is reachable in reading order.
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    page.get_by_role("link", name="Links & subscriptions").focus()
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{daemon.tcp_url}/ui/links")
+    expect(page.get_by_role("link", name="Links & subscriptions")).to_have_attribute(
+        "aria-current", "page"
+    )
 
 
 def test_a_change_appears_live_on_the_overview_and_the_subscription_page(
