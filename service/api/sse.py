@@ -7,6 +7,11 @@ events from the hub's in-memory ring (:meth:`EventHub.recent_after`), querying t
 only when the ring cannot prove it holds them all; and emits a ``:`` comment when nothing
 happened for ``keepalive_s`` so proxies and clients see a live connection. Ids are the
 events table's integer ids, so a client's ``Last-Event-ID`` survives daemon restarts.
+
+With ``content=True`` (``?include=content``) each ``resource.updated`` event also carries its
+revision's ``content`` (revision, hash, text, contents) when that fits ``INLINE_CONTENT_MAX``
+bytes of JSON: a follower that shows the text (``mcpsubctl mcp``'s ``wait_for_change``) then
+needs no request per change. It costs the stream one read of the revision by its key.
 """
 
 from __future__ import annotations
@@ -17,11 +22,15 @@ from typing import Any
 
 from service.api.views import event_json
 from service.store.eventhub import EventHub
+from service.store.records import Event, Revision
 from service.store.store import Store
 
 RETRY_MS = 5000
 BATCH = 500
 """Events read per query while replaying; the stream never holds more in memory."""
+INLINE_CONTENT_MAX = 32 * 1024
+"""A revision's ``content`` rides along only up to this many bytes of JSON (a bigger one is
+left out: the client reads it from ``/v1/content`` or ``/v1/wait``)."""
 
 
 def encode_event(event_type: str, data: Any, event_id: int | None = None) -> bytes:
@@ -32,6 +41,31 @@ def encode_event(event_type: str, data: Any, event_id: int | None = None) -> byt
     # json.dumps escapes newlines, so the payload is always one data line.
     lines.append("data: " + json.dumps(data, separators=(",", ":"), ensure_ascii=False))
     return ("\n".join(lines) + "\n\n").encode()
+
+
+def inline_content(rev: Revision | None) -> dict[str, Any] | None:
+    """What ``include=content`` adds to a ``resource.updated`` event: None when the
+    revision is gone or its JSON exceeds ``INLINE_CONTENT_MAX`` bytes (pure)."""
+    if rev is None:
+        return None
+    content = {
+        "revision": rev.revision,
+        "contentHash": rev.content_hash,
+        "readAt": rev.read_at,
+        "text": rev.text,
+        "contents": rev.contents,
+    }
+    size = len(json.dumps(content, separators=(",", ":"), ensure_ascii=False).encode())
+    return content if size <= INLINE_CONTENT_MAX else None
+
+
+async def _encoded(store: Store, item: Event, content: bool) -> bytes:
+    payload = event_json(item)
+    if content and item.type == "resource.updated" and item.revision_id is not None:
+        inline = inline_content(await store.get_revision(item.revision_id))
+        if inline is not None:
+            payload["content"] = inline
+    return encode_event(item.type, payload, item.id)
 
 
 def encode_comment(text: str) -> bytes:
@@ -57,6 +91,7 @@ async def event_stream(
     keepalive_s: float,
     types: Sequence[str] | None = None,
     uri: str | None = None,
+    content: bool = False,
 ) -> AsyncIterator[bytes]:
     yield encode_retry(RETRY_MS)
     cursor = after
@@ -72,7 +107,7 @@ async def event_stream(
         if recent is not None:  # caught up: the next events come from memory, no query
             items, covered = recent
             for item in items:
-                yield encode_event(item.type, event_json(item), item.id)
+                yield await _encoded(store, item, content)
             cursor = max(cursor, covered)
             if not await hub.wait_beyond(cursor, keepalive_s):
                 yield encode_comment("keep-alive")
@@ -82,7 +117,7 @@ async def event_stream(
         mark = await store.last_event_id()
         batch = await store.events_after(cursor, limit=BATCH, types=types, uri=uri)
         for item in batch:
-            yield encode_event(item.type, event_json(item), item.id)
+            yield await _encoded(store, item, content)
             cursor = item.id
         if len(batch) == BATCH:
             continue

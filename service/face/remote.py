@@ -4,9 +4,12 @@ loopback TCP with the bearer token).
 One SSE connection to ``/v1/events/stream`` tells the process when new events exist (what
 the daemon's event hub does in-process) and carries the events themselves: while it is
 connected, "events after a cursor" are answered from what it delivered (``ring.py``) and the
-list of subscription identities is kept until a subscription is created or deleted, so a
-follower or a ``wait_for_change`` costs no request per change beyond reading the revision.
-It reconnects from the last id after a daemon restart. Every answer comes from the daemon.
+list of subscription identities is kept until a subscription is created or deleted. The
+stream is opened with ``include=content``, so each ``resource.updated`` event carries its
+revision's text (up to the daemon's inline bound): a change whose revision and the one before
+it both rode along is described from memory (``RevisionMemory``), so a follower or a
+``wait_for_change`` costs no request per change; otherwise one ``/v1/wait`` reads it. It
+reconnects from the last id after a daemon restart. Every answer comes from the daemon.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, Final
 import httpx
 
 from service.face.backend import FaceError
-from service.face.ring import EventRing
+from service.face.ring import EventRing, RevisionMemory
 
 TIMEOUT_S: Final = 30.0
 RECONNECT_S: Final = 1.0
@@ -50,6 +53,7 @@ class ApiBackend:
         )
         self._last_seen = -1
         self._ring = EventRing()
+        self._revisions = RevisionMemory()
         self._identities: list[dict[str, Any]] | None = None
         self._changed = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
@@ -117,6 +121,9 @@ class ApiBackend:
         return body if status == 200 else None
 
     async def change(self, event: dict[str, Any]) -> dict[str, Any]:
+        held = self._revisions.change(event)
+        if held is not None:
+            return held
         # /v1/wait after (eventId - 1) answers with exactly this event, its revision and the
         # one before it.
         params = {
@@ -181,7 +188,7 @@ class ApiBackend:
                 async with self._http.stream(
                     "GET",
                     "/v1/events/stream",
-                    params={"after": start},
+                    params={"after": start, "include": "content"},
                     headers={"Accept": "text/event-stream"},
                     timeout=httpx.Timeout(None, connect=5.0),
                 ) as response:
@@ -222,6 +229,7 @@ class ApiBackend:
             return
         if kind in ("subscription.created", "subscription.deleted"):
             self._identities = None
+        self._revisions.add(event)
         self._ring.add(event)
         if event["id"] > self._last_seen:
             self._last_seen = event["id"]

@@ -260,3 +260,39 @@ def test_event_committed_without_notice_is_still_streamed(live: LiveApi) -> None
         live.call_later(0.1, silent_then_published)
         frames = list(parse_sse(_drop_retry(lines, 2)))
         assert [i for i, _, _ in frames] == [4, 5]
+
+
+def test_include_content_carries_small_revisions_only(live: LiveApi) -> None:
+    """``include=content``: each resource.updated event carries its revision's text while
+    its JSON fits 32 KiB, from the table (replay) and from memory (caught up); a bigger
+    one rides without it; any other ``include`` is a 400."""
+    big = "x" * (40 * 1024)
+    _seed(live, ["v1", big])
+    params = {"after": 0, "include": "content", "type": "subscription.created,resource.updated"}
+    with (
+        _client(live) as client,
+        client.stream("GET", "/v1/events/stream", params=params) as response,
+    ):
+        lines = response.iter_lines()
+        frames = list(parse_sse(_drop_retry(lines, 3)))
+        assert "content" not in frames[0][2]
+        content = frames[1][2]["content"]
+        assert content["revision"] == 1 and content["text"] == "v1"
+        assert content["contents"][0]["text"] == "v1" and content["contentHash"]
+        assert frames[2][2]["revision"] == 2 and "content" not in frames[2][2]
+        live.call_later(0.1, lambda sup: _publish(sup, "v3"))
+        frame = next(iter(parse_sse(_drop_retry(lines, 1))))
+        assert frame[2]["revision"] == 3 and frame[2]["content"]["text"] == "v3"
+    with (
+        _client(live) as client,
+        client.stream(
+            "GET", "/v1/events/stream", params={"after": 0, "type": params["type"]}
+        ) as response,
+    ):
+        plain = list(parse_sse(_drop_retry(response.iter_lines(), 2)))
+        assert (
+            plain[1][2]["revision"] == 1 and "content" not in plain[1][2]
+        )  # not asked for: the event's own shape
+    with _client(live) as client:
+        bad = client.get("/v1/events/stream", params={"include": "secrets"})
+        assert bad.status_code == 400 and bad.json()["errorCode"] == "INVALID_PARAMETER"

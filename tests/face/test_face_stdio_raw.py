@@ -130,3 +130,44 @@ def test_stdio_session_survives_a_daemon_restart(
         assert peer.answer(3)["result"]["structuredContent"]["revision"] == 2
     finally:
         assert peer.close() == 0
+
+
+def test_wait_for_change_from_memory_or_the_api_misses_nothing(
+    lab_server_factory: Any, daemon_factory: Any
+) -> None:
+    """Each change is returned once, in order, with the right sides, whether the face
+    describes it from the revisions its stream carried (both sides held) or asks the API
+    (the revision before came before the session; a text too big to ride along; the
+    change after that one)."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    put(lab, DOC, "one\n")
+    d: Daemon = daemon_factory()
+    assert d.ctl("subscribe", "--url", lab.url, "--uri", DOC, "--json").code == 0
+    peer = StdioPeer(d.state_dir, "--no-autostart")
+    big = "big\n" * (12 * 1024)  # over the stream's 32 KiB inline bound
+    texts = ["one\n", "two\n", "three\n", big, "five\n", "six\n"]
+    try:
+        peer.request(0, "initialize", {"protocolVersion": "2025-11-25"})
+        peer.answer(0)
+        args0 = {"uri": DOC, "timeoutSeconds": 0}
+        peer.request(1, "tools/call", {"name": "wait_for_change", "arguments": args0})
+        first = peer.answer(1)["result"]["structuredContent"]
+        assert first["changed"] is False  # revision 1 was stored before: the cursor is past it
+        cursor = first["cursor"]
+        for n, text in enumerate(texts[1:], start=2):
+            put(lab, DOC, text)
+            args = {"uri": "test://face/*", "after": cursor, "timeoutSeconds": 30}
+            peer.request(n, "tools/call", {"name": "wait_for_change", "arguments": args})
+            body = peer.answer(n, timeout=40)["result"]["structuredContent"]
+            assert body["changed"] is True and body["revision"] == n, body
+            assert (body["initialText"], body["finalText"]) == (texts[n - 2], text)
+            assert body["previousRevision"] == n - 1 and body["eventId"] > cursor
+            cursor = body["cursor"]
+        peer.request(
+            9,
+            "tools/call",
+            {"name": "wait_for_change", "arguments": {"after": cursor, "timeoutSeconds": 0.2}},
+        )
+        assert peer.answer(9)["result"]["structuredContent"]["changed"] is False
+    finally:
+        assert peer.close() == 0

@@ -111,6 +111,15 @@ async def stream_events(
     after: Annotated[str | None, Query()] = None,
     uri: str | None = None,
     types: TypeParam = None,
+    include: Annotated[
+        str | None,
+        Query(
+            pattern="^content$",
+            description="content: each resource.updated event carries its revision's "
+            "content (revision, contentHash, readAt, text, contents) when its JSON is at "
+            "most 32 KiB",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     """Server-sent events, ``id:`` = event id; resume with ``Last-Event-ID``.
 
@@ -142,6 +151,7 @@ async def stream_events(
                 keepalive_s=state.keepalive_s,
                 types=selected,
                 uri=uri,
+                content=include == "content",
             ):
                 yield chunk
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.face.ring import EventRing
+from service.face.ring import EventRing, RevisionMemory
 
 
 def ev(event_id: int, kind: str = "resource.updated") -> dict[str, object]:
@@ -26,3 +26,57 @@ def test_the_ring_answers_only_what_it_can_prove() -> None:
     ring.reset(None)  # the stream is gone
     ring.add(ev(15))
     assert ring.after(14, 10) is None
+
+
+def updated(event_id: int, sub: int, revision: int, text: str | None) -> dict[str, object]:
+    event: dict[str, object] = {
+        "id": event_id,
+        "type": "resource.updated",
+        "subscriptionId": sub,
+        "revision": revision,
+        "uri": "test://a",
+        "serverUrl": "http://127.0.0.1:1/mcp",
+    }
+    if text is not None:
+        event["content"] = {"revision": revision, "text": text, "contents": [{"text": text}]}
+    return event
+
+
+def test_revision_memory_describes_a_change_only_when_both_sides_rode_along() -> None:
+    memory = RevisionMemory(size=3)
+    first = updated(5, 1, 1, "v1")
+    memory.add(first)
+    assert "content" not in first  # the ring and the tools see the API's event shape
+    one = memory.change(first)
+    assert one is not None and one["previous"] is None  # revision 1: nothing before it
+    assert one["revision"]["text"] == "v1" and one["revision"]["eventId"] == 5
+    two = updated(6, 1, 2, "v2")
+    memory.add(two)
+    change = memory.change(two)
+    assert change is not None
+    assert change["previous"] == {"revision": 1, "text": "v1"}
+    assert change["revision"]["uri"] == "test://a" and change["revision"]["revision"] == 2
+    # Revision 4 after a gap (3 never seen): the older side is unknown, ask the API.
+    four = updated(9, 1, 4, "v4")
+    memory.add(four)
+    assert memory.change(four) is None
+    # Too big to ride along: no content, ask the API; and the change after it too.
+    five = updated(10, 1, 5, None)
+    memory.add(five)
+    assert memory.change(five) is None
+    six = updated(11, 1, 6, "v6")
+    memory.add(six)
+    assert memory.change(six) is None
+    # Same revision number on another subscription, or another event id: not this one.
+    assert memory.change({**updated(11, 2, 6, None)}) is None
+    assert memory.change({**updated(12, 1, 6, None)}) is None
+    # Bounded: the oldest are forgotten (revisions 2, 4, 6 held; 7 pushes 2 out).
+    seven = updated(12, 1, 7, "v7")
+    memory.add(seven)
+    assert len(memory.items) == 3 and memory.change(seven) is not None
+    assert memory.change(two) is None
+    # Content that names another revision than its event is not trusted.
+    odd = updated(13, 1, 8, "v8")
+    odd["content"] = {"revision": 7, "text": "v7"}
+    memory.add(odd)
+    assert memory.change(odd) is None
