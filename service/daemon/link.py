@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -111,6 +112,45 @@ class _ReadSlot:
         self._link.release()
 
 
+class LinkState(enum.Enum):
+    """Where a :class:`ServerLink` is, as its status shows it (``/v1/status`` ``state``); the
+    listen stream's own states are :class:`service.mcp.listen.ListenState`."""
+
+    IDLE = "idle"
+    """Nothing to listen for (no URI wanted), or not started."""
+    CONNECTING = "connecting"
+    """Discover and listen sent; no acknowledgement yet."""
+    OPEN = "open"
+    """The listen stream is acknowledged and read."""
+    BACKOFF = "backoff"
+    """Connecting failed; the next attempt is at ``backoffUntil`` (full jitter)."""
+    THROTTLED = "throttled"
+    """Re-listened too often in the last minute (``RELISTEN_LIMIT``)."""
+    LOGIN_REQUIRED = "login_required"
+    """The server wants credentials we do not have; rechecked on a slow schedule."""
+    ERROR = "error"
+    """The server cannot serve us (e.g. ``PROTOCOL_UNSUPPORTED``); rechecked slowly."""
+    RELEASED = "released"
+    """Another replica took the link."""
+    STOPPED = "stopped"
+
+    @property
+    def circuit(self) -> str:
+        """The circuit-breaker view scripts read: closed (working), open (failing: waiting
+        out a backoff or a terminal condition), half_open (trying again)."""
+        return _CIRCUIT.get(self, "closed")
+
+
+_CIRCUIT = {
+    LinkState.OPEN: "closed",
+    LinkState.BACKOFF: "open",
+    LinkState.CONNECTING: "half_open",
+    LinkState.LOGIN_REQUIRED: "open",
+    LinkState.ERROR: "open",
+    LinkState.THROTTLED: "open",
+}
+
+
 class LeaseLost(Exception):
     """A fenced write was rejected: another replica claimed this link (scale-out)."""
 
@@ -176,7 +216,7 @@ class ServerLink:
         self.wanted: dict[str, int] = {}
         """URI -> subscription id."""
         self.refreshers: dict[str, UriRefresher] = {}
-        self.state = "idle"
+        self.state = LinkState.IDLE
         self.generation = 0
         self.last_error: str | None = None
         self.last_error_code: str | None = None
@@ -250,7 +290,7 @@ class ServerLink:
                 await task
         await self._close_stream(self.stream)
         self.stream = None
-        self.state = "stopped"
+        self.state = LinkState.STOPPED
         await self._transport.aclose()
 
     def status_key(self) -> tuple[Any, ...]:
@@ -272,14 +312,11 @@ class ServerLink:
         )
 
     def status(self) -> dict[str, Any]:
-        circuit = {"open": "closed", "backoff": "open", "connecting": "half_open"}.get(
-            self.state,
-            "open" if self.state in ("login_required", "error", "throttled") else "closed",
-        )
+        circuit = self.state.circuit
         return {
             "serverId": self.server_id,
             "url": self.shown_url,
-            "state": self.state,
+            "state": self.state.value,
             "generation": self.generation,
             "lastError": None if self.last_error is None else redact_urls(self.last_error),
             "lastErrorCode": self.last_error_code,
@@ -287,11 +324,11 @@ class ServerLink:
             "backoffUntil": self.backoff_until,
             "reconnects": self.reconnects,
             "relistens": self.relistens,
-            "streamOpen": self.stream is not None and self.state == "open",
+            "streamOpen": self.stream is not None and self.state is LinkState.OPEN,
             "honoredUris": sorted(self.honored),
             "capabilities": self.capabilities,
             "uris": sorted(self.wanted),
-            "circuit": circuit if self.reconnects or self.state != "open" else "closed",
+            "circuit": circuit if self.reconnects or self.state is not LinkState.OPEN else "closed",
         }
 
     # ---- the loop -------------------------------------------------------------------------
@@ -312,7 +349,7 @@ class ServerLink:
                 delay = self.backoff.delay(crashes)
                 try:
                     await self._fail(
-                        "backoff",
+                        LinkState.BACKOFF,
                         "INTERNAL_ERROR",
                         f"link task crashed: {exc!r}"[:300],
                         delay,
@@ -329,7 +366,7 @@ class ServerLink:
         attempt = 0
         while not self._stopping:
             if not self.wanted:
-                self.state = "idle"
+                self.state = LinkState.IDLE
                 await self._close_stream(self.stream)
                 self.stream = None
                 self._changed.clear()
@@ -348,7 +385,7 @@ class ServerLink:
                     async with asyncio.timeout(delay):
                         # A changed URI set ends a login/protocol wait early; backoff stays
                         # unless a recheck was asked for.
-                        if self.state in ("login_required", "error"):
+                        if self.state in (LinkState.LOGIN_REQUIRED, LinkState.ERROR):
                             await self._changed.wait()
                         else:
                             await self._wake.wait()
@@ -367,7 +404,11 @@ class ServerLink:
             raise
         except _Throttled as exc:
             await self._fail(
-                "throttled", "RELISTEN_LIMIT", str(exc), exc.wait_s, hint=RELISTEN_LIMIT_HINT
+                LinkState.THROTTLED,
+                "RELISTEN_LIMIT",
+                str(exc),
+                exc.wait_s,
+                hint=RELISTEN_LIMIT_HINT,
             )
             return exc.wait_s, attempt
         except (LoginRequired, ProtocolUnsupported) as exc:
@@ -375,9 +416,9 @@ class ServerLink:
             # 2026-07-28 is re-checked hourly (protocol_recheck_s), on resubscribe or
             # on SIGHUP; a login on login_retry_s or when the token store changes.
             if isinstance(exc, LoginRequired):
-                state, slow = "login_required", self._settings.login_retry_s
+                state, slow = LinkState.LOGIN_REQUIRED, self._settings.login_retry_s
             else:
-                state, slow = "error", self._settings.protocol_recheck_s
+                state, slow = LinkState.ERROR, self._settings.protocol_recheck_s
             await self._fail(state, exc.error_code, str(exc), slow, hint=exc.hint)
             return slow, attempt
         except Exception as exc:
@@ -394,7 +435,9 @@ class ServerLink:
                 code, hint = failure.code, failure.hint
                 if code == "INTERNAL_ERROR":
                     log.exception("link failed with an unexpected error", url=self.url)
-            await self._fail("backoff", code, str(exc) or type(exc).__name__, delay, hint=hint)
+            await self._fail(
+                LinkState.BACKOFF, code, str(exc) or type(exc).__name__, delay, hint=hint
+            )
             self._stats["reconnects_total"] = self._stats.get("reconnects_total", 0) + 1
             self.reconnects += 1
             return delay, attempt
@@ -413,14 +456,14 @@ class ServerLink:
         self._stopping = True
         await self._close_stream(self.stream)
         self.stream = None
-        self.state = "released"
+        self.state = LinkState.RELEASED
         if self.takeover is None:
             self._stats["leases_lost_total"] = self._stats.get("leases_lost_total", 0) + 1
         if self.on_lease_lost is not None:
             self.on_lease_lost(self.server_id)
 
     async def _fail(
-        self, state: str, code: str, message: str, delay: float, *, hint: str | None
+        self, state: LinkState, code: str, message: str, delay: float, *, hint: str | None
     ) -> None:
         await self._close_stream(self.stream)
         self.stream = None
@@ -440,22 +483,22 @@ class ServerLink:
         try:
             held = await self._store.set_server_state(
                 self.server_id,
-                state,
+                state.value,
                 error=message,
                 error_code=code,
                 backoff_until=self.backoff_until,
-                reconnect=state == "backoff",
+                reconnect=state is LinkState.BACKOFF,
                 generation=self.generation,
             )
-            if held and state in ("login_required", "error"):
+            if held and state in (LinkState.LOGIN_REQUIRED, LinkState.ERROR):
                 await self._store.set_subscription_state(
                     list(self.wanted.values()),
-                    state,
+                    state.value,
                     message,
                     generation=self.generation,
                     code=code,
                 )
-            elif held and state == "backoff":
+            elif held and state is LinkState.BACKOFF:
                 # Not "active": nothing is being watched until the stream is back (issue 11.7).
                 # The next acknowledgement sets "active" again.
                 await self._store.set_subscription_state(
@@ -485,7 +528,7 @@ class ServerLink:
 
     async def _session(self) -> None:
         """One connected period: discover, listen, then serve events until something ends it."""
-        self.state = "connecting"
+        self.state = LinkState.CONNECTING
         if self.admit is not None:
             self.admit()  # RESOURCE_LIMIT: keep the API's and the database's descriptors
         token = self._session_token = await self._token()
@@ -585,7 +628,7 @@ class ServerLink:
         self.reconnects += 1
         self._stats["relistens_total"] = self._stats.get("relistens_total", 0) + 1
         log.info("listen stream ended; re-listening", url=self.url, reason=reason)
-        self.state = "connecting"
+        self.state = LinkState.CONNECTING
         jitter = self._settings.relisten_jitter_s
         if jitter > 0:
             await asyncio.sleep(random.uniform(0.0, jitter))
@@ -597,7 +640,7 @@ class ServerLink:
         Flags a stream that sent no byte for three keep-alive intervals, and wakes the link
         when its token is due for a re-check.
         """
-        if self.state != "open":
+        if self.state is not LinkState.OPEN:
             return
         stream = self.stream
         if stream is not None and now - stream.last_activity > self._settings.keepalive_s * 3:
@@ -711,7 +754,7 @@ class ServerLink:
         self._roots = {}
         for uri in self.honored:
             self._roots.setdefault(uri.rstrip("/"), []).append(uri)
-        self.state = "open"
+        self.state = LinkState.OPEN
         self.last_error = self.last_error_code = self.last_error_hint = None
         self.backoff_until = None
         if not_honored:
@@ -874,7 +917,7 @@ class ServerLink:
         """Whether storing this read makes the subscription ``active`` (in the same
         transaction): it had no stored read or was failing, and the link is open on it."""
         return (
-            self.state == "open"
+            self.state is LinkState.OPEN
             and target.uri in self.honored
             and (failing or target.subscription_id in self._unread)
         )
@@ -886,7 +929,7 @@ class ServerLink:
             self._unread.discard(target.subscription_id)
 
     async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
-        if self.state != "open":
+        if self.state is not LinkState.OPEN:
             # The link is down: its own state (backoff, …) is what the subscription shows;
             # the read's error is written again with the next acknowledgement if it lasts.
             return

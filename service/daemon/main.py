@@ -41,6 +41,7 @@ from service.api.connections import ApiLimits, ConnectionTracker, guarded_h11
 from service.daemon import logs, starting
 from service.daemon.config import ConfigError, Settings
 from service.daemon.fdbudget import FdBudget
+from service.daemon.link import LinkState
 from service.daemon.logs import set_log_level
 from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
@@ -172,7 +173,7 @@ class DaemonServer(uvicorn.Server):
 def status_text(supervisor: Supervisor, reloader: Reloader | None = None) -> str:
     """``STATUS=`` for systemctl status: "3 links, 3 open, 12 subscriptions"."""
     links = list(supervisor.links.values())
-    opened = sum(1 for link in links if link.state == "open")
+    opened = sum(1 for link in links if link.state is LinkState.OPEN)
     subscriptions = sum(len(link.wanted) for link in links)
     text = f"{len(links)} links, {opened} open, {subscriptions} subscriptions"
     if reloader is not None and reloader.last_error:

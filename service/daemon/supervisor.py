@@ -20,11 +20,11 @@ import structlog
 
 from service.daemon.config import Settings
 from service.daemon.leases import LeaseKeeper, default_replica_id
-from service.daemon.link import ServerLink, TokenProvider
+from service.daemon.link import LinkState, ServerLink, TokenProvider
 from service.jsonout import dumps
 from service.mcp.transport import Transport, default_tls, make_transport
 from service.store import Store, Subscription
-from service.store.database import database_errors
+from service.store.database import database_errors, describe
 from service.store.eventhub import EventHub
 from service.store.leases import OFFERED, Claimed, Requested, uri_set_digest
 from service.store.notify import PgListener
@@ -420,7 +420,7 @@ class Supervisor:
         return b"[" + b",".join(parts) + b"]"
 
     def metrics_snapshot(self) -> dict[str, float]:
-        streams_open = sum(1 for link in self.links.values() if link.state == "open")
+        streams_open = sum(1 for link in self.links.values() if link.state is LinkState.OPEN)
         snapshot: dict[str, float] = {
             "streams_open": float(streams_open),
             "links": float(len(self.links)),
@@ -450,10 +450,18 @@ class Supervisor:
         settings = self.settings
         while True:
             await asyncio.sleep(settings.prune_interval_s)
-            with contextlib.suppress(Exception):
+            try:
                 removed = await self.store.prune(
                     keep_revisions=settings.keep_revisions,
                     max_age_s=settings.max_age_days * 86400,
                     keep_events=settings.keep_events,
                 )
-                log.info("pruned history", **removed)
+            except Exception as exc:  # retried next interval; said, not swallowed
+                log.warning(
+                    "pruning history failed; trying again next interval",
+                    error=describe(exc),
+                    error_type=type(exc).__name__,
+                    retry_in_s=settings.prune_interval_s,
+                )
+                continue
+            log.info("pruned history", **removed)

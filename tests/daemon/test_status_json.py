@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from service.daemon.config import Settings
-from service.daemon.link import ServerLink
+from service.daemon.link import LinkState, ServerLink
 from service.daemon.supervisor import Supervisor
 from tests.api.fakes import migrated_store
 
@@ -45,7 +45,7 @@ def test_link_status_json_follows_every_change(tmp_path: Path) -> None:
             same()
             one.want("test://a", 10)  # same set, other order: still right
             same()
-            two.state, two.generation, two.reconnects = "backoff", 3, 1
+            two.state, two.generation, two.reconnects = LinkState.BACKOFF, 3, 1
             two.last_error, two.last_error_code = "refused \u202e", "CONNECTION_REFUSED"
             same()
             one.honored = {"test://a"}
@@ -63,3 +63,18 @@ def test_link_status_json_follows_every_change(tmp_path: Path) -> None:
             await store.close()
 
     asyncio.run(run())
+
+
+def test_every_link_state_has_a_circuit_view() -> None:
+    """Scripts read ``circuit`` beside ``state``: failing states open it, trying half-opens it."""
+    assert {state.value: state.circuit for state in LinkState} == {
+        "idle": "closed",
+        "connecting": "half_open",
+        "open": "closed",
+        "backoff": "open",
+        "throttled": "open",
+        "login_required": "open",
+        "error": "open",
+        "released": "closed",
+        "stopped": "closed",
+    }
