@@ -13,8 +13,9 @@ succeeded for two thirds of the TTL every link is stopped locally, so no link ru
 its lease could have expired (the database would fence its writes anyway, see
 :mod:`service.store.leases`). The time base is the start of the last successful renew, which
 can only make the local deadline earlier than the database's. A renew has a deadline of its
-own (that local deadline): a frozen database does not fail a statement, it
-never answers it, and a renew awaited without one kept every link running past its lease.
+own (9/10 of the TTL after the last successful one): a frozen database does not fail a
+statement, it never answers it, and a renew awaited without one kept every link running past
+its lease.
 While the database does not answer, the storage is reported failing (``/readyz`` 503).
 
 After an outage every replica's leases have expired in the database's clock at once. Each
@@ -267,12 +268,13 @@ class LeaseKeeper:
             await asyncio.sleep(delay)
 
     def renew_deadline_s(self) -> float:
-        """How long the next renew may take: until the local deadline (2/3 of the TTL after
-        the last successful renew started), at least a tenth of the TTL. A renew that is
-        merely slow (a loaded host) is no failure before that deadline; after it, it is
-        awaited again by the next attempt, not started twice."""
-        local_deadline = self.valid_until - self.ttl_s / 3
-        return max(self.ttl_s / 10, local_deadline - time.monotonic())
+        """How long the next renew may take: until 9/10 of the TTL after the last successful
+        renew started, at least a tenth of the TTL. Not 2/3: on a loaded host (or a busy
+        pool) a renew that is merely slow stopped every link of every replica for nothing;
+        no other replica can claim a link before our heartbeat, written by the same renew,
+        is a whole TTL old. An unanswered renew is awaited again by the next attempt, not
+        started twice."""
+        return max(self.ttl_s / 10, self.valid_until - self.ttl_s / 10 - time.monotonic())
 
     async def _renew_by_deadline(self) -> None:
         """:meth:`renew` within :meth:`renew_deadline_s`. A renew the database does not answer
