@@ -4,12 +4,14 @@ loopback TCP with the bearer token).
 One SSE connection to ``/v1/events/stream`` tells the process when new events exist (what
 the daemon's event hub does in-process) and carries the events themselves: while it is
 connected, "events after a cursor" are answered from what it delivered (``ring.py``) and the
-list of subscription identities is kept until a subscription is created or deleted. The
-stream is opened with ``include=content``, so each ``resource.updated`` event carries its
-revision's text (up to the daemon's inline bound): a change whose revision and the one before
-it both rode along is described from memory (``RevisionMemory``), so a follower or a
-``wait_for_change`` costs no request per change; otherwise one ``/v1/wait`` reads it. It
-reconnects from the last id after a daemon restart. Every answer comes from the daemon.
+list of subscription identities is kept until a subscription is created or deleted. Once
+the process first describes a change (``wait_for_change``, a channel), the stream is reopened
+with ``include=content``, so each ``resource.updated`` event carries its revision's text (up
+to the daemon's inline bound): a change whose revision and the one before it both rode along
+is described from memory (``RevisionMemory``), so a ``wait_for_change`` costs no request per
+change; otherwise one ``/v1/wait`` reads it. A process that only notifies never asks for the
+content (the daemon reads each revision for a stream that carries it, which delays the
+events by a query). It reconnects from the last id after a daemon restart. Every answer comes from the daemon.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class ApiBackend:
         self._last_seen = -1
         self._ring = EventRing()
         self._revisions = RevisionMemory()
+        self._with_content = False
         self._identities: list[dict[str, Any]] | None = None
         self._changed = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
@@ -124,6 +127,7 @@ class ApiBackend:
         held = self._revisions.change(event)
         if held is not None:
             return held
+        self._want_content()
         # /v1/wait after (eventId - 1) answers with exactly this event, its revision and the
         # one before it.
         params = {
@@ -136,6 +140,15 @@ class ApiBackend:
         if status != 200:
             return {"revision": None, "previous": None}
         return {"revision": body.get("revision"), "previous": body.get("previous")}
+
+    def _want_content(self) -> None:
+        """From now on the stream carries revision contents: reopen it from the last id."""
+        if self._with_content:
+            return
+        self._with_content = True
+        if self._watcher is not None and not self._watcher.done():
+            self._watcher.cancel()  # the new one resumes from _last_seen; nothing is skipped
+            self._watcher = asyncio.create_task(self._watch(), name="face-events")
 
     async def subscribe(self, url: str, uris: list[str]) -> list[dict[str, Any]]:
         _, body = await self._request(
@@ -184,11 +197,14 @@ class ApiBackend:
         raise ``_last_seen``, wake the waiters."""
         while True:
             start = max(self._last_seen, 0)
+            params: dict[str, Any] = {"after": start}
+            if self._with_content:
+                params["include"] = "content"
             try:
                 async with self._http.stream(
                     "GET",
                     "/v1/events/stream",
-                    params={"after": start, "include": "content"},
+                    params=params,
                     headers={"Accept": "text/event-stream"},
                     timeout=httpx.Timeout(None, connect=5.0),
                 ) as response:
