@@ -16,26 +16,30 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from service._version import __version__
+from service.mcp import wire
 from service.safejson import InvalidJson, loads
 
-MODERN: Final = "2026-07-28"
+# The names and codes are the ones the upstream client uses (service/mcp/wire.py): one list
+# of MCP constants in the code base; the face's behaviour is checked against the official SDK
+# clients and the conformance suite, not only against our own client.
+MODERN: Final = wire.PROTOCOL_VERSION
 HANDSHAKE_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
 SUPPORTED: Final = (MODERN, *HANDSHAKE_VERSIONS)
 SERVER_INFO: Final = {"name": "mcpsub", "version": __version__}
 
-META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-META_CAPS: Final = "io.modelcontextprotocol/clientCapabilities"
-META_SERVER: Final = "io.modelcontextprotocol/serverInfo"
-META_SUBSCRIPTION: Final = "io.modelcontextprotocol/subscriptionId"
+META_VERSION: Final = wire.META_PROTOCOL_VERSION
+META_CAPS: Final = wire.META_CLIENT_CAPABILITIES
+META_SERVER: Final = wire.META_SERVER_INFO
+META_SUBSCRIPTION: Final = wire.META_SUBSCRIPTION_ID
 
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-METHOD_NOT_FOUND: Final = -32601
-INVALID_PARAMS: Final = -32602
-INTERNAL_ERROR: Final = -32603
-HEADER_MISMATCH: Final = -32020
-MISSING_CAPABILITY: Final = -32021
-UNSUPPORTED_VERSION: Final = -32022
+PARSE_ERROR: Final = wire.PARSE_ERROR
+INVALID_REQUEST: Final = wire.INVALID_REQUEST
+METHOD_NOT_FOUND: Final = wire.METHOD_NOT_FOUND
+INVALID_PARAMS: Final = wire.INVALID_PARAMS
+INTERNAL_ERROR: Final = wire.INTERNAL_ERROR
+HEADER_MISMATCH: Final = wire.HEADER_MISMATCH
+MISSING_CAPABILITY: Final = wire.MISSING_REQUIRED_CLIENT_CAPABILITY
+UNSUPPORTED_VERSION: Final = wire.UNSUPPORTED_PROTOCOL_VERSION
 
 HTTP_STATUS: Final = {
     PARSE_ERROR: 400,
