@@ -540,8 +540,8 @@ def render_latency(results: list[dict[str, Any]]) -> list[str]:
         " so once a call costs more than the interval between changes, waits fall behind)."
         " The stdio face describes a change from the revisions its event stream carried"
         " (`include=content`) when it holds both sides, so a call makes no local-API request"
-        " then (the first change after the session starts, and one bigger than 32 KiB, cost"
-        " one `/v1/wait`).",
+        " then (the first two changes a process describes, a revision bigger than 32 KiB and"
+        " the one after it cost one `/v1/wait` each).",
         "",
         *markdown_table(
             ["rate", "path", "p50 ms", "p90 ms", "p99 ms", "max ms", "target p99 ms", "met?"],
