@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -34,9 +33,12 @@ from typing import Any
 import structlog
 
 from service.backoff import Backoff, ListenBudget
+from service.daemon import linkstatus
 from service.daemon.config import Settings
 from service.daemon.inbox import LeanEvent, LinkInbox
+from service.daemon.linkstatus import LinkState
 from service.daemon.refresher import ReadTarget, UriRefresher, read_error_code
+from service.daemon.takeover import LeaseLost, take_on_ack
 from service.failures import INTERNAL_ERROR_HINT, classify, state_hint
 from service.mcp import wire
 from service.mcp.client import ListenStream, McpClient
@@ -110,49 +112,6 @@ class _ReadSlot:
     async def __aexit__(self, *exc: object) -> None:
         self._global.release()
         self._link.release()
-
-
-class LinkState(enum.Enum):
-    """Where a :class:`ServerLink` is, as its status shows it (``/v1/status`` ``state``); the
-    listen stream's own states are :class:`service.mcp.listen.ListenState`."""
-
-    IDLE = "idle"
-    """Nothing to listen for (no URI wanted), or not started."""
-    CONNECTING = "connecting"
-    """Discover and listen sent; no acknowledgement yet."""
-    OPEN = "open"
-    """The listen stream is acknowledged and read."""
-    BACKOFF = "backoff"
-    """Connecting failed; the next attempt is at ``backoffUntil`` (full jitter)."""
-    THROTTLED = "throttled"
-    """Re-listened too often in the last minute (``RELISTEN_LIMIT``)."""
-    LOGIN_REQUIRED = "login_required"
-    """The server wants credentials we do not have; rechecked on a slow schedule."""
-    ERROR = "error"
-    """The server cannot serve us (e.g. ``PROTOCOL_UNSUPPORTED``); rechecked slowly."""
-    RELEASED = "released"
-    """Another replica took the link."""
-    STOPPED = "stopped"
-
-    @property
-    def circuit(self) -> str:
-        """The circuit-breaker view scripts read: closed (working), open (failing: waiting
-        out a backoff or a terminal condition), half_open (trying again)."""
-        return _CIRCUIT.get(self, "closed")
-
-
-_CIRCUIT = {
-    LinkState.OPEN: "closed",
-    LinkState.BACKOFF: "open",
-    LinkState.CONNECTING: "half_open",
-    LinkState.LOGIN_REQUIRED: "open",
-    LinkState.ERROR: "open",
-    LinkState.THROTTLED: "open",
-}
-
-
-class LeaseLost(Exception):
-    """A fenced write was rejected: another replica claimed this link (scale-out)."""
 
 
 class _Restart(Exception):
@@ -245,7 +204,7 @@ class ServerLink:
         self.on_lease_lost: Callable[[int], object] | None = None
         """Called with the server id when a fenced write shows another replica owns the link."""
         self.takeover: Callable[[], Awaitable[int | None]] | None = None
-        """Set on a standby link (make-before-break handover, see :mod:`service.daemon.leases`):
+        """Set on a standby link (make-before-break handover, :mod:`service.daemon.takeover`):
         it writes nothing until its first listen is acknowledged, then this takes the lease
         and returns the generation to write under (None: the request is gone)."""
 
@@ -294,42 +253,12 @@ class ServerLink:
         await self._transport.aclose()
 
     def status_key(self) -> tuple[Any, ...]:
-        """Everything :meth:`status` reads, cheap to compare: the supervisor serialises a
-        link's status again only when this changed (keep the two methods in step)."""
-        return (
-            self.state,
-            self.generation,
-            self.last_error,
-            self.last_error_code,
-            self.last_error_hint,
-            self.backoff_until,
-            self.reconnects,
-            self.relistens,
-            self.stream is not None,
-            tuple(self.honored),
-            self.capabilities,
-            tuple(self.wanted),
-        )
+        """See :func:`service.daemon.linkstatus.status_key`."""
+        return linkstatus.status_key(self)
 
     def status(self) -> dict[str, Any]:
-        circuit = self.state.circuit
-        return {
-            "serverId": self.server_id,
-            "url": self.shown_url,
-            "state": self.state.value,
-            "generation": self.generation,
-            "lastError": None if self.last_error is None else redact_urls(self.last_error),
-            "lastErrorCode": self.last_error_code,
-            "lastErrorHint": self.last_error_hint,
-            "backoffUntil": self.backoff_until,
-            "reconnects": self.reconnects,
-            "relistens": self.relistens,
-            "streamOpen": self.stream is not None and self.state is LinkState.OPEN,
-            "honoredUris": sorted(self.honored),
-            "capabilities": self.capabilities,
-            "uris": sorted(self.wanted),
-            "circuit": circuit if self.reconnects or self.state is not LinkState.OPEN else "closed",
-        }
+        """This link's part of ``/v1/status`` (:func:`service.daemon.linkstatus.render`)."""
+        return linkstatus.render(self)
 
     # ---- the loop -------------------------------------------------------------------------
     async def run(self) -> None:
@@ -692,19 +621,7 @@ class ServerLink:
             raise _Restart(f"listen refused: {exc}", "SUBSCRIPTION_FAILED") from exc
         self._acked_this_session = True
         if self.takeover is not None:
-            # Standby: our listen is acknowledged while the current owner still listens; take
-            # the lease now. From this commit on the owner's writes are fenced, and our re-read
-            # below covers any update it missed (make-before-break handover).
-            try:
-                taken = await self.takeover()
-            except BaseException:
-                await stream.aclose()
-                raise
-            if taken is None:
-                await stream.aclose()
-                raise LeaseLost(f"the hand-over of {self.url} was withdrawn")
-            self.takeover = None
-            self.generation = taken
+            await take_on_ack(self, stream)
         honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
         not_honored = [self.wanted[u] for u in uris if u not in honored and u in self.wanted]
         # State moves on evidence only (issue 22 §1): the ack proves the link is open, not

@@ -41,7 +41,7 @@ from service.api.connections import ApiLimits, ConnectionTracker, guarded_h11
 from service.daemon import logs, starting
 from service.daemon.config import ConfigError, Settings
 from service.daemon.fdbudget import FdBudget
-from service.daemon.link import LinkState
+from service.daemon.linkstatus import LinkState
 from service.daemon.logs import set_log_level
 from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier

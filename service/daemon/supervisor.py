@@ -9,7 +9,6 @@ every stream locally. A background task prunes history on a timer.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import ssl
 import time
@@ -18,25 +17,20 @@ from typing import Any
 
 import structlog
 
+from service.daemon import metrics, takeover
 from service.daemon.config import Settings
-from service.daemon.leases import LeaseKeeper, default_replica_id
-from service.daemon.link import LinkState, ServerLink, TokenProvider
-from service.jsonout import dumps
+from service.daemon.link import ServerLink, TokenProvider
+from service.daemon.statuscache import StatusCache
+from service.daemon.subscribe_batch import SubscribeBatcher
+from service.daemon.wiring import side_services
 from service.mcp.transport import Transport, default_tls, make_transport
 from service.store import Store, Subscription
-from service.store.database import database_errors, describe
+from service.store.database import describe
 from service.store.eventhub import EventHub
 from service.store.leases import OFFERED, Claimed, Requested, uri_set_digest
 from service.store.notify import PgListener
-from service.webhooks.dispatcher import Dispatcher
 
 log = structlog.get_logger("mcpsubd.supervisor")
-
-ADD_BATCH_URIS = 2000
-"""URIs written in one transaction when subscribe requests queue up (a single request of
-up to ``MAX_BATCH`` URIs always goes in whole)."""
-
-_PendingAdd = tuple[str, list[str], asyncio.Future[list[tuple[Subscription, bool]]]]
 
 
 class Supervisor:
@@ -67,17 +61,18 @@ class Supervisor:
         """Extra ``/metrics`` values the daemon wires in (API connections, descriptors)."""
         self.admit_link: Callable[[], None] | None = None
         """Raises ``ResourceLimit`` when a link must not open connections now (descriptors)."""
-        self.webhooks = Dispatcher(store, settings.webhook_settings())
-        self.replica_id = settings.replica_id or default_replica_id(settings.state_dir)
-        self.leases = LeaseKeeper(store, self, settings.lease_ttl_s, self.replica_id)
-        self.webhooks.replica_id = self.replica_id
+        self.webhooks, self.leases, self.replica_id = side_services(store, settings, self)
         self._listener: PgListener | None = None
         self._background: set[asyncio.Task[None]] = set()
-        self._adds: collections.deque[_PendingAdd] = collections.deque()
-        """Subscribe requests waiting for the next batch write (``subscribe_many``)."""
-        self._add_task: asyncio.Task[None] | None = None
-        self._status_json: dict[int, tuple[ServerLink, tuple[Any, ...], bytes]] = {}
-        """Each link's last status JSON and the key it was made for (``link_status_json``)."""
+        self._batcher = SubscribeBatcher(
+            store,
+            self._lock,
+            lambda server_id: self.links.get(server_id),
+            lambda count, only: self.leases.claim(count, only=only),
+        )
+        """Subscribe requests that queue up, written in one batch (``subscribe_many``)."""
+        self._status_cache = StatusCache()
+        """Each link's last status JSON (``link_status_json``)."""
 
     async def start(self) -> None:
         self.events.last_id = await self.store.last_event_id()
@@ -137,7 +132,7 @@ class Supervisor:
     def standby(self) -> set[int]:
         return set(self.standby_links)
 
-    def _new_link(self, server_id: int, url: str, subs: list[Subscription]) -> ServerLink:
+    def new_link(self, server_id: int, url: str, subs: list[Subscription]) -> ServerLink:
         link = ServerLink(
             server_id,
             url,
@@ -164,56 +159,17 @@ class Supervisor:
         ):
             if stale is not None:
                 await stale.stop()
-        link = self._new_link(claimed.server_id, claimed.url, subs)
+        link = self.new_link(claimed.server_id, claimed.url, subs)
         link.generation = claimed.generation
-        link.on_lease_lost = self._lease_lost
+        link.on_lease_lost = self.lease_lost
         self.links[claimed.server_id] = link
         link.start()
 
     async def prepare(self, requested: Requested) -> None:
         """Listen to a link another replica offered, in standby: it writes nothing until its
-        listen is acknowledged, then takes the lease (:meth:`_take`) and re-reads every URI
+        listen is acknowledged, then takes the lease (:func:`service.daemon.takeover.take`) and re-reads every URI
         while the previous owner is told to close its stream."""
-        if requested.server_id in self.links or requested.server_id in self.standby_links:
-            return
-        subs = await self.store.list_subscriptions(requested.server_id)
-        link = self._new_link(requested.server_id, requested.url, subs)
-
-        async def take() -> int | None:
-            return await self._take(link)
-
-        def dropped(server_id: int) -> None:
-            if self.standby_links.get(server_id) is link:
-                del self.standby_links[server_id]
-
-        link.takeover = take
-        link.on_lease_lost = dropped
-        self.standby_links[requested.server_id] = link
-        link.start()
-
-    async def _take(self, link: ServerLink) -> int | None:
-        if self.standby_links.get(link.server_id) is not link:
-            return None  # abandoned meanwhile
-        taken = await self.leases.take(link.server_id)
-        if taken is None:
-            return None
-        if self.standby_links.get(link.server_id) is link:
-            del self.standby_links[link.server_id]
-        stale = self.links.get(link.server_id)
-        if stale is not None and stale is not link:
-            self.links.pop(link.server_id)
-            await stale.stop()
-        link.on_lease_lost = self._lease_lost
-        self.links[link.server_id] = link
-        # A subscription added or removed through another replica while we stood by: its
-        # NOTIFY found no held link here, so bring the URI set in line now.
-        subs = await self.store.list_subscriptions(link.server_id)
-        uris = {sub.uri: sub.id for sub in subs}
-        for uri in set(link.wanted) - set(uris):
-            link.unwant(uri)
-        for uri, subscription_id in uris.items():
-            link.want(uri, subscription_id)
-        return taken.generation
+        await takeover.prepare(self, requested)
 
     async def abandon(self, server_id: int) -> None:
         link = self.standby_links.pop(server_id, None)
@@ -275,7 +231,7 @@ class Supervisor:
         if whom in (self.replica_id, OFFERED):
             self.leases.wake()
 
-    def _lease_lost(self, server_id: int) -> None:
+    def lease_lost(self, server_id: int) -> None:
         link = self.links.pop(server_id, None)
         if link is not None:
             task = asyncio.get_running_loop().create_task(link.stop())
@@ -307,66 +263,8 @@ class Supervisor:
         """Several URIs of one server in one transaction; the link re-listens once for all.
 
         Requests that arrive while a write is under way are gathered and written together
-        (one transaction, one hand-over to the links): 32 concurrent single-URI POSTs each
-        waited for their own commit behind the others, ~10 ms apiece on a busy machine."""
-        future: asyncio.Future[list[tuple[Subscription, bool]]] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._adds.append((url, uris, future))
-        if self._add_task is None or self._add_task.done():
-            self._add_task = asyncio.get_running_loop().create_task(self._write_adds())
-        return await future
-
-    async def _write_adds(self) -> None:
-        """Drain the queued subscribe requests, a batch of at most ``ADD_BATCH_URIS`` at a time."""
-        while self._adds:
-            batch: list[_PendingAdd] = []
-            size = 0
-            while self._adds and (not batch or size + len(self._adds[0][1]) <= ADD_BATCH_URIS):
-                item = self._adds.popleft()
-                batch.append(item)
-                size += len(item[1])
-            try:
-                async with self._lock:
-                    await self._add_batch(batch)
-            except Exception as exc:
-                for _, _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-
-    async def _add_batch(self, batch: list[_PendingAdd]) -> None:
-        requests = [(url, uris) for url, uris, _ in batch]
-        try:
-            results = await self.store.add_subscriptions_batch(requests)
-        except database_errors():
-            raise  # the database refuses writes: every request gets that answer
-        except Exception:
-            if len(batch) == 1:
-                raise
-            # Something in one request the database refused: write each on its own, so
-            # the others do not fail with it.
-            for item in batch:
-                try:
-                    await self._add_batch([item])
-                except Exception as exc:
-                    if not item[2].done():
-                        item[2].set_exception(exc)
-            return
-        unheld: list[int] = []
-        for added in results:
-            for sub, _ in added:
-                link = self.links.get(sub.server_id)
-                if link is not None:
-                    link.want(sub.uri, sub.id)
-                elif sub.server_id not in unheld:
-                    unheld.append(sub.server_id)
-        if unheld:
-            # New links (or ones no replica holds): lease them here now. If another replica
-            # holds one, that one picks the URIs up at its next lease pass.
-            await self.leases.claim(len(unheld), only=unheld)
-        for (_, _, future), added in zip(batch, results, strict=True):
-            if not future.done():
-                future.set_result(added)
+        (:mod:`service.daemon.subscribe_batch`)."""
+        return await self._batcher.subscribe_many(url, uris)
 
     async def unsubscribe(self, subscription_id: int) -> Subscription | None:
         async with self._lock:
@@ -397,45 +295,12 @@ class Supervisor:
         return [link.status() for link in self.links.values()]
 
     def link_status_json(self) -> bytes:
-        """``link_status()`` as a JSON array, each link's part kept until its
-        :meth:`~ServerLink.status_key` changes: building and encoding 1,000 link objects was
-        most of a ``GET /v1/status`` (py-spy), and on a settled daemon few links change
-        between two calls.
-
-        Each part is kept as an exact-size copy: orjson's answer keeps the 8 kB buffer it was
-        written into (a 600-byte link part held 8.6 kB), 8 MB at 1,000 links (tracemalloc;
-        issue 13's RSS target)."""
-        cache = self._status_json
-        parts: list[bytes] = []
-        for server_id, link in self.links.items():
-            key = link.status_key()
-            hit = cache.get(server_id)
-            if hit is None or hit[0] is not link or hit[1] != key:
-                hit = (link, key, bytes(memoryview(dumps(link.status()))))
-                cache[server_id] = hit
-            parts.append(hit[2])
-        if len(cache) > len(self.links):
-            for server_id in [s for s in cache if s not in self.links]:
-                del cache[server_id]
-        return b"[" + b",".join(parts) + b"]"
+        """``link_status()`` as a JSON array, each link's part kept until the link changes
+        (:mod:`service.daemon.statuscache`)."""
+        return self._status_cache.link_status_json(self.links)
 
     def metrics_snapshot(self) -> dict[str, float]:
-        streams_open = sum(1 for link in self.links.values() if link.state is LinkState.OPEN)
-        snapshot: dict[str, float] = {
-            "streams_open": float(streams_open),
-            "links": float(len(self.links)),
-            "reconnects_total": 0.0,
-            "reads_total": 0.0,
-            "revisions_total": 0.0,
-            "errors_total": 0.0,
-        }
-        snapshot.update({k: float(v) for k, v in self.stats.items()})
-        snapshot["event_ring_hits_total"] = float(self.events.ring_hits)
-        snapshot["event_ring_misses_total"] = float(self.events.ring_misses)
-        snapshot.update(self.leases.stats)
-        snapshot.update({f"webhook_{k}": float(v) for k, v in self.webhooks.stats.items()})
-        snapshot.update({k: float(read()) for k, read in self.gauges.items()})
-        return snapshot
+        return metrics.metrics_snapshot(self)
 
     async def _tick_forever(self) -> None:
         """Keep-alive watchdog and token re-checks for every link, from one timer."""

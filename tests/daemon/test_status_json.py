@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from service.daemon.config import Settings
-from service.daemon.link import LinkState, ServerLink
+from service.daemon.link import ServerLink
+from service.daemon.linkstatus import LinkState
 from service.daemon.supervisor import Supervisor
 from tests.api.fakes import migrated_store
 
@@ -56,7 +57,7 @@ def test_link_status_json_follows_every_change(tmp_path: Path) -> None:
             same()
             del supervisor.links[1]
             same()
-            assert list(supervisor._status_json) == [2], "a dropped link's JSON is dropped"
+            assert list(supervisor._status_cache.parts) == [2], "a dropped link's JSON is dropped"
         finally:
             for link in links:
                 await link.stop()
