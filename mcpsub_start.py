@@ -13,7 +13,6 @@ another project's code. The check costs a dictionary lookup per package already 
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 PACKAGES = ("cli", "service", "labserver", "migrations")
@@ -28,6 +27,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
+def _import(name: str) -> object:
+    """``importlib.import_module`` without importing ``importlib`` (and ``warnings`` with it):
+    every program starts here, and the prompt hook's start-up budget counts modules."""
+    __import__(name)
+    return sys.modules[name]
+
+
 def foreign_packages(*, import_missing: bool) -> list[str]:
     """The packages of :data:`PACKAGES` that are not mcpsub's, as ``name (path)``."""
     found = []
@@ -35,7 +41,7 @@ def foreign_packages(*, import_missing: bool) -> list[str]:
         module = sys.modules.get(name)
         if module is None and import_missing:
             try:
-                module = importlib.import_module(name)
+                module = _import(name)
             except ImportError:
                 found.append(f"{name} (missing)")
                 continue
@@ -56,7 +62,7 @@ def _clash(program: str, names: list[str]) -> int:
 
 def _start(program: str, module: str, function: str) -> int:
     try:
-        entry: Callable[[], int | None] = getattr(importlib.import_module(module), function)
+        entry: Callable[[], int | None] = getattr(_import(module), function)
     except ImportError:
         names = foreign_packages(import_missing=True)
         if names:

@@ -256,7 +256,7 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     )
     baseline = {line.split("|")[-1].strip() for line in bare.stderr.splitlines() if "|" in line}
     assert loaded - baseline - {"import time:"} <= {
-        "__future__", "cli", "cli.entry", "cli.agent_hook", "_json", "_socket"
+        "__future__", "mcpsub_start", "cli", "cli.entry", "cli.agent_hook", "_json", "_socket"
     }, loaded - baseline  # fmt: skip
 
 
