@@ -406,7 +406,10 @@ def test_a_paused_replica_is_fenced_and_gives_its_links_up(cluster: Cluster) -> 
     held = {server_id for server_id, _ in old}
     paused.proc.send_signal(signal.SIGSTOP)
     try:
-        until("the others took its links", lambda: all_open(others), TTL + 15)
+        # A claim waits for the lease to lapse and for its owner's heartbeat to be a whole TTL
+        # old (an expired lease of a live owner is left to it), then the survivors open
+        # every listen: two TTLs plus the listens, with room for a loaded CI machine.
+        until("the others took its links", lambda: all_open(others), 2 * TTL + 20)
         cluster.put_all("while paused")
         until("updates flow", all_are(others[0], "while paused"))
         mark = max_id(others[0], "revisions")
