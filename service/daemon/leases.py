@@ -175,6 +175,10 @@ class LeaseKeeper:
             if live <= 1:
                 return len(self.owner.held())
             self._handing_over = True
+            # Counted as offered before the offer commits: the renewer runs meanwhile, and a
+            # successor fast enough to take a link before ``offer_leases`` returns here must
+            # read as "handed over", not as a lost lease.
+            self._offered.update(self.owner.held())
             await self.store.lease_heartbeat(
                 self.replica_id, socket.gethostname(), os.getpid(), stopping=True
             )

@@ -175,10 +175,17 @@ def record_reads(
     the other, and the state's event comes before the revision's (a cursor taken at the
     revision sees no state change after it). The state events are appended to ``activated``.
     """
-    flagged = [read for read in reads if read.activate]
-    if flagged:
+    by_generation: dict[int, list[hotpath.Read]] = {}
+    for read in reads:
+        if read.activate:
+            by_generation.setdefault(read.generation, []).append(read)
+    if by_generation:
         hotpath.order_events(conn)
-        for read in flagged:
-            change = StateChange([read.subscription_id], "active")
-            activated += set_states(conn, change, read.generation, read.read_at)
+    # One statement pair per generation, not per read: a cold start flags 10,000 first reads,
+    # and one ``set_states`` each was a seventh of its CPU. The fence is per row (each
+    # subscription's own server must be at the generation), so a group that spans servers
+    # with the same generation number is fenced exactly as its reads one by one.
+    for generation, group in by_generation.items():
+        change = StateChange([read.subscription_id for read in group], "active")
+        activated += set_states(conn, change, generation, max(r.read_at for r in group))
     return hotpath.record_reads(conn, reads, sinks)

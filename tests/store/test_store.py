@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -296,6 +297,45 @@ async def test_a_read_stored_with_activate_makes_the_subscription_active_with_it
     assert seen[0].id < seen[1].id
     (sub,) = await store.list_subscriptions()
     assert (sub.state, sub.revision) == ("active", 1)
+
+
+async def test_first_reads_committed_together_activate_each_under_its_own_fence(
+    store: Store,
+) -> None:
+    """Group commit: first reads of two links at the same generation number, and one read
+    whose generation is stale, share one transaction. The activations are grouped by
+    generation, and still each row is fenced on its own server: the stale one stays
+    ``pending`` with no revision, and every state event precedes its revision's event."""
+    first, _ = await store.add_subscription(URL, "test://one")
+    second, _ = await store.add_subscription(URL, "test://two")
+    other, _ = await store.add_subscription("http://127.0.0.1:2/mcp", "test://three")
+    stale, _ = await store.add_subscription("http://127.0.0.1:3/mcp", "test://four")
+    gen = await bump_generation(store, first.server_id)
+    assert gen == await bump_generation(store, other.server_id)
+    assert gen is not None and gen == await bump_generation(store, stale.server_id)
+    await bump_generation(store, stale.server_id)  # its link re-listened: gen is stale now
+    seen: list[Event] = []
+    store.on_event.append(seen.append)
+    reads = [
+        store.record_read(sub.id, sub.server_id, gen, [{"uri": sub.uri, "text": "x"}], "x",
+                          activate=True)
+        for sub in (first, second, other, stale)
+    ]  # fmt: skip
+    outcomes = await asyncio.gather(*reads)
+    assert [outcome is not None for outcome in outcomes] == [True, True, True, False]
+    states = {s.uri: (s.state, s.revision) for s in await store.list_subscriptions()}
+    assert states == {
+        "test://one": ("active", 1),
+        "test://two": ("active", 1),
+        "test://three": ("active", 1),
+        "test://four": ("pending", 0),
+    }
+    order = [(e.type, e.subscription_id) for e in sorted(seen, key=lambda e: e.id)]
+    for sub in (first, second, other):
+        assert order.index(("subscription.state", sub.id)) < order.index(
+            ("resource.updated", sub.id)
+        )
+    assert ("subscription.state", stale.id) not in order
 
 
 async def test_an_acknowledged_listen_is_one_fenced_transaction(store: Store) -> None:
