@@ -289,7 +289,11 @@ class LeaseKeeper:
         deadline = self.renew_deadline_s()
         done, _ = await asyncio.wait({self._renewing}, timeout=deadline)
         if not done:
-            raise TimeoutError(f"the database did not answer the lease renew within {deadline:g} s")
+            # Rounded: the deadline is what is left of a TTL, and "within 3.87193 s" in the
+            # log, the status and the daemon.storage event reads as noise (issue 21 §5.10).
+            raise TimeoutError(
+                f"the database did not answer the lease renew within {round(deadline, 1):g} s"
+            )
         task, self._renewing = self._renewing, None
         task.result()
 

@@ -91,3 +91,26 @@ async def test_a_failing_read_keeps_the_last_answer() -> None:
     answer = await counts.get(1.0)
     assert (answer.value, answer.fresh, answer.at) == (7, False, None)
     assert is_storage_failure(answer.error or Exception())
+
+
+async def test_an_unanswered_lease_renew_names_its_deadline_rounded() -> None:
+    """The renew deadline is what is left of the TTL (e.g. 0.8734 s): the message a user sees
+    in the log, ``mcpsubctl status`` and the ``daemon.storage`` event shows it rounded."""
+    from service.daemon.leases import LeaseKeeper
+
+    keeper = LeaseKeeper(store=None, owner=None, ttl_s=1.0, replica_id="r")  # type: ignore[arg-type]
+    never = asyncio.Event()
+
+    async def unanswered() -> set[int]:
+        await never.wait()
+        return set()
+
+    keeper.renew = unanswered  # type: ignore[method-assign]
+    keeper.valid_until = time.monotonic() + 0.9734  # the deadline: ~0.8734 s from now
+    with pytest.raises(TimeoutError) as caught:
+        await keeper._renew_by_deadline()
+    assert str(caught.value) == "the database did not answer the lease renew within 0.9 s"
+    assert keeper._renewing is not None  # still in flight: awaited by the next attempt
+    keeper._renewing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await keeper._renewing
