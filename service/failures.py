@@ -19,6 +19,7 @@ from service.mcp.errors import (
     PROTOCOL_UNSUPPORTED_HINT,
     EndpointNotFound,
     HttpStatusError,
+    InvalidUrl,
     JsonRpcError,
     McpError,
     ProtocolUnsupported,
@@ -78,13 +79,15 @@ def _tls_not_spoken(exc: BaseException) -> bool:
 
 
 def _invalid_url(exc: BaseException) -> bool:
-    """httpx refused the URL itself (no or an unsupported scheme, a bad host)."""
+    """The URL itself is unusable: a host no resolver can encode (``InvalidUrl``, from either
+    transport), or httpx refused it (no or an unsupported scheme; OAuth's requests)."""
     import httpx
 
     from service.mcp.classify import iter_causes
 
     return any(
-        isinstance(item, (httpx.UnsupportedProtocol, httpx.InvalidURL)) for item in iter_causes(exc)
+        isinstance(item, (InvalidUrl, httpx.UnsupportedProtocol, httpx.InvalidURL))
+        for item in iter_causes(exc)
     )
 
 

@@ -114,6 +114,15 @@ class EndpointNotFound(ProtocolUnsupported):
     hint = ENDPOINT_NOT_FOUND_HINT
 
 
+class InvalidUrl(McpError):
+    """The URL cannot be used at all (a host no resolver can encode: an IDNA label empty or
+    over 63 characters). Both transports raise it, so a caller sees the same error whichever
+    one its URL chose (the lean one met a bare ``UnicodeError``, the httpx one
+    ``httpx.InvalidURL``), and no caller needs to know either library's exceptions."""
+
+    error_code = "INVALID_URL"
+
+
 class ProtocolViolation(McpError):
     """The server sent something 2026-07-28 forbids; we report it rather than guess."""
 

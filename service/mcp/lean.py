@@ -41,7 +41,7 @@ import h11
 
 from service.mcp.coding import BodyRefused, BodyTooLarge, LimitedBody, codings
 from service.mcp.errors import ProtocolViolation, TransportError
-from service.mcp.transport import MAX_BODY_BYTES, Answer, lean_usable
+from service.mcp.transport import MAX_BODY_BYTES, Answer, invalid_host, lean_usable
 from service.netguard import AddressCheck, connect_checked
 from service.safetext import redact_urls
 
@@ -326,6 +326,8 @@ class LeanHttp:
             raise _error("timeout", self.url, exc) from exc
         except OSError as exc:
             raise _error("connect", self.url, exc) from exc
+        except UnicodeError as exc:  # the resolver cannot encode the host (IDNA)
+            raise invalid_host(self.url, exc) from exc
         return conn
 
     async def _send(

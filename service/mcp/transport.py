@@ -13,8 +13,9 @@ webhook dispatcher) holds one :class:`Transport` and never asks which library is
 
 :func:`make_transport` is the only place the choice is made. Both raise the same errors:
 :class:`~service.mcp.errors.TransportError` (kind ``connect``/``read``/``timeout``) when the
-exchange fails, :class:`BodyRefused` when an answer's body is refused (content coding stacked,
-unknown or broken, or decoded size past the limit). Neither follows redirects.
+exchange fails, :class:`~service.mcp.errors.InvalidUrl` when the URL's host cannot be encoded
+(:func:`invalid_host`), :class:`BodyRefused` when an answer's body is refused (content coding
+stacked, unknown or broken, or decoded size past the limit). Neither follows redirects.
 """
 
 from __future__ import annotations
@@ -26,16 +27,33 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from service.mcp.coding import BodyRefused
+from service.mcp.errors import InvalidUrl
 from service.netguard import AddressCheck
+from service.safetext import redact_urls
 
 if TYPE_CHECKING:
     import ssl  # a probe on plain http:// never loads it (~15 ms of start-up)
 
-__all__ = ["Answer", "BodyRefused", "StreamAnswer", "Transport", "lean_usable", "make_transport"]
+__all__ = [
+    "Answer",
+    "BodyRefused",
+    "InvalidUrl",
+    "StreamAnswer",
+    "Transport",
+    "invalid_host",
+    "lean_usable",
+    "make_transport",
+]
 
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
 MAX_BODY_BYTES = 16 * 1024 * 1024
 """A complete answer larger than this (decoded) is refused rather than buffered."""
+
+
+def invalid_host(url: str, exc: BaseException) -> InvalidUrl:
+    """The one error for a host no resolver can encode, whichever transport met it (the lean
+    one as a ``UnicodeError`` from the resolver, httpx as ``httpx.InvalidURL``)."""
+    return InvalidUrl(f"cannot use {redact_urls(url)}: its host is not a valid DNS name ({exc})")
 
 
 @dataclass(frozen=True, slots=True)

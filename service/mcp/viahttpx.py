@@ -23,7 +23,7 @@ import httpx
 
 from service.mcp.coding import ACCEPT_ENCODING, LimitedBody
 from service.mcp.errors import TransportError
-from service.mcp.transport import MAX_BODY_BYTES, Answer
+from service.mcp.transport import MAX_BODY_BYTES, Answer, invalid_host
 from service.netguard import AddressCheck, AddressRefused, connect_checked
 from service.safetext import redact_urls
 
@@ -175,21 +175,25 @@ class HttpxTransport:
                 body = await read_body(response, self._max_body)
         except httpx.HTTPError as exc:
             raise transport_error(exc, self.url) from exc
+        except (httpx.InvalidURL, UnicodeError) as exc:  # a host IDNA cannot encode
+            raise invalid_host(self.url, exc) from exc
         return Answer(response.status_code, response.headers, body)
 
     async def open_stream(self, content: bytes, headers: dict[str, str]) -> HttpxStream:
         client = self.client
-        request = client.build_request(
-            "POST",
-            self.url,
-            content=content,
-            headers=headers,
-            timeout=httpx.Timeout(self._connect_timeout, read=None),
-        )
         try:
+            request = client.build_request(
+                "POST",
+                self.url,
+                content=content,
+                headers=headers,
+                timeout=httpx.Timeout(self._connect_timeout, read=None),
+            )
             response = await client.send(request, stream=True)
         except httpx.HTTPError as exc:
             raise transport_error(exc, self.url) from exc
+        except (httpx.InvalidURL, UnicodeError) as exc:  # a host IDNA cannot encode
+            raise invalid_host(self.url, exc) from exc
         return HttpxStream(response, self.url)
 
     async def aclose(self) -> None:

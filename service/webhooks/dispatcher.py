@@ -28,11 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-import httpx
 import structlog
 
 from service._version import __version__
-from service.mcp.errors import McpError
+from service.mcp.errors import InvalidUrl, McpError
 from service.mcp.transport import Transport, make_transport
 from service.netguard import AddressRefused, address_problem, refused_in
 from service.store import Store
@@ -520,22 +519,16 @@ class Dispatcher:
     ) -> Outcome:
         """One POST on the target's transport, as an :class:`Outcome`; the attempt as a
         whole is bounded by the timeout (a trickling receiver resets per-read timeouts)."""
-        try:
-            return await self._post_once(target_id, url, allow_private, body, headers)
-        except (UnicodeError, httpx.InvalidURL):
-            # A host no resolver can encode (the API refuses such URLs; a target stored
-            # before it did may still have one): permanent, not an internal error.
-            return Outcome(False, None, UNENCODABLE_HOST, permanent=True)
-
-    async def _post_once(
-        self, target_id: int, url: str, allow_private: bool, body: bytes, headers: dict[str, str]
-    ) -> Outcome:
         transport = self._transport(target_id, url, allow_private)
         try:
             async with asyncio.timeout(self.settings.timeout_s):
                 answer = await transport.post(body, headers)
         except TimeoutError:
             return Outcome(False, None, f"ReadTimeout: no answer in {self.settings.timeout_s} s")
+        except InvalidUrl:
+            # A host no resolver can encode (the API refuses such URLs; a target stored
+            # before it did may still have one): permanent, not an internal error.
+            return Outcome(False, None, UNENCODABLE_HOST, permanent=True)
         except McpError as exc:
             return refused_outcome(exc) or Outcome(
                 False, None, f"{type(exc).__name__}: {exc}"[:300]

@@ -313,7 +313,22 @@ def test_ctl_call(lab_server: LabServer) -> None:
     assert failed.field("error-code") == "TOOL_ERROR"
 
 
-@pytest.mark.parametrize("url", ["notaurl", "ftp://example.com/mcp", "http:///mcp", "http://h:0/"])
+UNENCODABLE_HOST = "ß" * 250 + ".com"  # an IDNA label over 63 characters: no resolver takes it
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "notaurl",
+        "ftp://example.com/mcp",
+        "http:///mcp",
+        "http://h:0/",
+        # Both transports: the lean one (plain http://) said INTERNAL_ERROR here, httpx
+        # (https://) INVALID_URL; one seam, one answer (issue 21 §1).
+        f"http://{UNENCODABLE_HOST}/mcp",
+        f"https://{UNENCODABLE_HOST}/mcp",
+    ],
+)
 def test_probe_input_errors_are_input_errors(url: str) -> None:
     """Issue 10 §4: not NETWORK_ERROR "retry later" but INVALID_URL, exit 2."""
     for args in (("probe", "--uri", REVIEW), ("call", "--tool", "echo_tool")):

@@ -382,3 +382,11 @@ def test_subscribe_repeats_the_resource_not_found_hint() -> None:
     from service.failures import RESOURCE_NOT_FOUND_HINT
 
     assert subscription_cmds.RESOURCE_NOT_FOUND_HINT == RESOURCE_NOT_FOUND_HINT
+
+
+def test_a_host_no_resolver_can_encode_is_invalid_url_from_either_transport() -> None:
+    from service.mcp.errors import InvalidUrl
+
+    exc = InvalidUrl("cannot use http://…: its host is not a valid DNS name (label too long)")
+    assert classify(exc, mode="subscribe", compat=False).code == "INVALID_URL"
+    assert classify(exc, mode="call", compat=False).code == "INVALID_URL"
