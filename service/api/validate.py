@@ -12,7 +12,6 @@ import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 
 from service import safejson
 from service.api.errors import ApiError, InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
@@ -94,6 +93,10 @@ def host_name_problem(host: str) -> str | None:
     except UnicodeError as exc:
         reason = str(exc).rsplit("UnicodeError: ", 1)[-1].rstrip(")")
         return f"is not a valid DNS name: {reason}"
+    if host.isascii():  # httpx refuses only what it must IDNA-encode
+        return None
+    import httpx  # here: a daemon whose URLs are all plain http:// never imports httpx
+
     try:
         httpx.URL(scheme="http", host=host)
     except httpx.InvalidURL:

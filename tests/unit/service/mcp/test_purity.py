@@ -59,3 +59,26 @@ def test_checker_sees_imports() -> None:
     assert "asyncio" in imports_of("service.probe")
     assert "service.mcp.sse" in transitive_imports("service.mcp.classify")
     assert "service.mcp.wire" in transitive_imports("service.mcp.listen")
+
+
+def test_the_daemon_loads_httpx_only_for_a_url_that_needs_it() -> None:
+    """docs/architecture.md: a daemon whose servers and webhook targets are all plain
+    ``http://`` never imports httpx (about 5 MB of RSS, against a 150 MB target). The API's
+    URL check imported it for every host; it now does only for a name IDNA must encode."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "import service.daemon.main, service.webhooks.dispatcher\n"
+        "from service.api.validate import host_name_problem\n"
+        "assert host_name_problem('example.com') is None\n"
+        "assert host_name_problem('a' * 64 + '.com') is not None\n"
+        "print('httpx' in sys.modules)\n"
+        "assert host_name_problem('bücher.example') is None\n"
+        "print('httpx' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["False", "True"]
