@@ -12,7 +12,6 @@ import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
-
 from service import safejson
 from service.api.errors import ApiError, InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
 
