@@ -88,7 +88,8 @@ READS_PER_LINK = 2
 """Reads in flight per link (``read_concurrency`` bounds all links together). A listen
 acknowledgement re-reads every URI of the link at once; unbounded, each of those reads opened
 its own connection (ten per link at a cold start, closed again but for the idle ones), and
-connecting was ~9 % of a cold start's CPU. Two keep the link's kept-alive connection busy."""
+connecting was ~9 % of a cold start's CPU. Two, and the link's transport keeps a
+connection alive for each (``Supervisor._new_transport``)."""
 
 
 class _ReadSlot:

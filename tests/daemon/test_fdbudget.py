@@ -1,0 +1,53 @@
+"""The descriptor budget's count is reused only while it provably covers the links admitted
+since (the end-to-end refusal is in test_resource_limits.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.daemon.fdbudget import FdBudget, ResourceLimit
+
+
+class Counter:
+    def __init__(self, used: int) -> None:
+        self.used = used
+        self.calls = 0
+
+    def __call__(self) -> int:
+        self.calls += 1
+        return self.used
+
+
+def test_a_count_far_from_the_limit_admits_many_links_without_listing_again() -> None:
+    count = Counter(used=100)
+    budget = FdBudget(soft_limit=10_000, reserve=64, api_connections=64, count=count)
+    for _ in range(200):
+        budget.check()
+    assert count.calls == 1
+
+
+def test_near_the_limit_every_admission_counts_again_and_refuses_at_the_edge() -> None:
+    count = Counter(used=100)
+    # 10 descriptors free for links: two links at four each fit from one count, the third not.
+    budget = FdBudget(soft_limit=238, reserve=64, api_connections=64, count=count)
+    budget.check()
+    budget.check()
+    assert count.calls == 1
+    budget.check()  # 10 - 4 * 3 < 1: the count cannot vouch for it, so it counts again
+    assert count.calls == 2
+    count.used = 228  # the links' descriptors opened meanwhile: nothing is free any more
+    budget.check()  # still vouched for by the recount that admitted the link before
+    with pytest.raises(ResourceLimit):
+        budget.check()
+    with pytest.raises(ResourceLimit):
+        budget.check()  # a refusal is never cached as an admission
+    assert count.calls == 4
+
+
+def test_an_old_count_is_not_trusted() -> None:
+    count = Counter(used=100)
+    budget = FdBudget(soft_limit=10_000, reserve=64, api_connections=64, count=count)
+    budget.recount_s = 0.0
+    budget.check()
+    budget.check()
+    assert count.calls == 2
