@@ -5,7 +5,6 @@ and a session's notification queue. The API is served by uvicorn on a real unix 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import httpx
@@ -13,6 +12,7 @@ import httpx
 from service.face import protocol as p
 from service.face.http import MAX_MESSAGE_BYTES
 from tests.api.live import LiveApi
+from tests.support.poll import until
 
 URL = "http://127.0.0.1:1/mcp"
 MODERN = {"MCP-Protocol-Version": p.MODERN}
@@ -160,7 +160,4 @@ def test_a_pending_wait_frees_its_slot_when_the_client_leaves(live: LiveApi) -> 
             raise AssertionError("the wait answered before its timeout")
     # the client gave up after 0.5 s and closed its connection: the slot is freed at once,
     # not after the 120 s the wait asked for
-    deadline = time.monotonic() + 10
-    while state.waiters and time.monotonic() < deadline:
-        time.sleep(0.05)  # polling another thread's counter
-    assert state.waiters == 0
+    until("the wait's slot is freed", lambda: state.waiters == 0, 10)  # another thread's counter

@@ -15,6 +15,7 @@ from sqlalchemy import delete
 from service.store import schema
 from tests.api.fakes import FakeSupervisor
 from tests.api.live import LiveApi
+from tests.support.poll import until
 
 URL = "http://127.0.0.1:8089/mcp"
 
@@ -205,10 +206,7 @@ def test_disconnect_releases_the_stream(live: LiveApi) -> None:
             with client.stream("GET", "/v1/events/stream") as response:
                 assert next(response.iter_lines()) == "retry: 5000"
         app_state = live.server.config.app.state.api
-        deadline = time.monotonic() + 5
-        while app_state.waiters and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert app_state.waiters == 0
+        until("every stream's slot is freed", lambda: app_state.waiters == 0, 5)
         assert client.get("/healthz").json() == {"ok": True}
 
 

@@ -4,7 +4,6 @@ and the system Chromium (tests/support/browser.py)."""
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 from tests.support.browser import VIEWPORT, browser, screenshots  # noqa: F401
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
+from tests.support.poll import until
 
 
 def free_port() -> int:
@@ -65,14 +65,7 @@ def logged_in(context: Any, daemon: Daemon) -> Any:
 
 
 def wait_until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met")
-        time.sleep(0.05)
+    return until("the console's condition", check, timeout)
 
 
 def subscribe(daemon: Daemon, lab: LabServer, uri: str, text: str) -> dict[str, Any]:

@@ -7,7 +7,6 @@ must count them right after."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from service.daemon.supervisor import Supervisor
 from tests.api.fakes import migrated_store
 from tests.daemon.test_daemon import BOTH_BACKENDS, SLOW, put
 from tests.support.daemon import Daemon
+from tests.support.poll import until
 
 LINKS = 4
 URIS = 8
@@ -37,14 +37,12 @@ async def _post_all(d: Daemon, bodies: list[dict[str, Any]]) -> list[httpx.Respo
 
 
 def _wait_status(d: Daemon, done: Any, timeout: float = 30.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    status: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        status = d.api("GET", "/v1/status").json()
-        if done(status):
-            return status
-        time.sleep(0.05)
-    raise AssertionError(f"status never settled: {status!r}")
+    def settled() -> dict[str, Any] | None:
+        status: dict[str, Any] = d.api("GET", "/v1/status").json()
+        return status if done(status) else None
+
+    found: dict[str, Any] = until("the status settles", settled, timeout)
+    return found
 
 
 @BOTH_BACKENDS

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import stat
-import time
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from tests.support.cli import run_cli
 from tests.support.daemon import Daemon, free_port
 from tests.support.lab import LabServer
+from tests.support.poll import until
 
 SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
 BOTH_BACKENDS = pytest.mark.usefixtures("database_url")
@@ -30,17 +30,21 @@ def subscribe(d: Daemon, url: str, uri: str) -> dict[str, Any]:
     return response.json()
 
 
+def content(d: Daemon, uri: str) -> dict[str, Any] | None:
+    """``GET /v1/content`` of ``uri``, or None while it has no stored read."""
+    response = d.api("GET", "/v1/content", params={"uri": uri})
+    return response.json() if response.status_code == 200 else None
+
+
 def wait_text(d: Daemon, uri: str, text: str, timeout: float = 15.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        response = d.api("GET", "/v1/content", params={"uri": uri})
-        if response.status_code == 200:
-            last = response.json()
-            if last["text"] == text:
-                return last
-        time.sleep(0.05)
-    raise AssertionError(f"{uri} never reached {text!r}; last {last!r}")
+    """``uri``'s content once its text is ``text`` (a stored read: nothing pushes it here)."""
+
+    def reached() -> dict[str, Any] | None:
+        shown = content(d, uri)
+        return shown if shown is not None and shown["text"] == text else None
+
+    found: dict[str, Any] = until(f"{uri} == {text!r}", reached, timeout)
+    return found
 
 
 def listens(lab: LabServer, event: str) -> list[dict[str, Any]]:
@@ -72,17 +76,18 @@ def test_three_uris_share_one_stream(lab_server_factory, daemon_factory) -> None
         subscribe(d, lab.url, f"test://q/{n}")
     for n in (1, 2, 3):
         wait_text(d, f"test://q/{n}", f"q{n} v1")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if lab.state()["streams"] == 1:
-            acked = listens(lab, "listen.acknowledged")
-            if sorted(acked[-1]["honored"]["resourceSubscriptions"]) == [
-                "test://q/1",
-                "test://q/2",
-                "test://q/3",
-            ]:
-                break
-        time.sleep(0.05)
+
+    def one_stream_for_all_three() -> bool:
+        if lab.state()["streams"] != 1:
+            return False
+        acked = listens(lab, "listen.acknowledged")
+        return sorted(acked[-1]["honored"]["resourceSubscriptions"]) == [
+            "test://q/1",
+            "test://q/2",
+            "test://q/3",
+        ]
+
+    until("one listen stream honoring the three URIs", one_stream_for_all_three, 10)
     assert lab.state()["streams"] == 1
     status = d.api("GET", "/v1/status").json()
     assert len(status["links"]) == 1
@@ -194,31 +199,24 @@ def test_not_honored_state(lab_server_factory, daemon_factory) -> None:
     lab.configure(dishonorUris=["test://n"])
     d = daemon_factory()
     sub = subscribe(d, lab.url, "test://n")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def not_honored() -> bool:
         shown = d.api("GET", f"/v1/subscriptions/{sub['id']}").json()
-        if (
-            shown.get("state") == "not_honored"
-            or shown.get("subscription", {}).get("state") == "not_honored"
-        ):
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError(f"never not_honored: {shown}")
+        return "not_honored" in (shown.get("state"), shown.get("subscription", {}).get("state"))
+
+    until("the subscription is not_honored", not_honored, 10)
 
 
 def test_login_required_state(lab_server_factory, daemon_factory, tmp_path) -> None:
     lab = lab_server_factory({**SLOW, "MCP_TEST_AUTH_TOKEN": "only-this"})
     d = daemon_factory(env={"MCP_PROBE_TOKEN_STORE_PATH": str(tmp_path / "none.db")})
     sub = subscribe(d, lab.url, "test://review/status")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def login_required() -> bool:
         links = d.api("GET", "/v1/status").json()["links"]
-        if links and links[0]["state"] == "login_required":
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError(f"never login_required: {links}")
+        return bool(links) and links[0]["state"] == "login_required"
+
+    until("the link is login_required", login_required, 10)
     subs = d.api("GET", "/v1/subscriptions").json()["subscriptions"]
     assert [s["state"] for s in subs if s["id"] == sub["id"]] == ["login_required"]
 
@@ -278,12 +276,7 @@ def _state_of(d: Daemon, sub_id: int) -> str:
 
 
 def _wait_state(d: Daemon, sub_id: int, state: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _state_of(d, sub_id) == state:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"subscription {sub_id} never reached {state}: {_state_of(d, sub_id)}")
+    until(f"subscription {sub_id} is {state}", lambda: _state_of(d, sub_id) == state, timeout)
 
 
 @BOTH_BACKENDS

@@ -16,20 +16,18 @@ import pytest
 
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
+from tests.support.poll import until
 
 SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
 REVIEW = "test://review/status"
 
 
 def wait_link(d: Daemon, ok: Callable[[dict[str, Any]], bool], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    links: Any = None
-    while time.monotonic() < deadline:
+    def reached() -> Any:
         links = d.api("GET", "/v1/status").json()["links"]
-        if links and ok(links[0]):
-            return links[0]
-        time.sleep(0.05)
-    raise AssertionError(f"link never reached the expected state: {links!r}")
+        return links[0] if links and ok(links[0]) else None
+
+    return until("the link reaches the expected state", reached, timeout)
 
 
 def answers(lab: LabServer) -> int:

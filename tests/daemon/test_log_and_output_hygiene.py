@@ -7,21 +7,16 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 from tests.support.cli import cli_env
 from tests.support.daemon import Daemon
+from tests.support.poll import until
 
 SECRET = "hunter2-not-for-logs"
 
 
 def _wait_for(predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
+    until("the condition", predicate, timeout)
 
 
 def _closed_port() -> int:

@@ -10,10 +10,12 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.daemon import Daemon
+from tests.support.poll import until
 
 NOFILE = 160  # the daemon's API cap becomes 160 // 4 = 40 connections
 
@@ -67,17 +69,15 @@ def test_idle_connections_beyond_the_descriptor_limit_do_not_lock_the_api_out(
         for _ in range(5):
             response = d.api("GET", "/v1/status")  # answered: the longest-idle one was shed
             assert response.status_code == 200
+
         # Every connection beyond the cap is shed, or cut by the 1 s header timeout when the
         # daemon gets to it late (a loaded machine): poll, the accept loop may still be busy.
-        deadline = time.monotonic() + 30
-        while True:
-            dropped = _metric(d, "mcpsub_api_connections_shed_total") + _metric(
+        def dropped() -> float:
+            return _metric(d, "mcpsub_api_connections_shed_total") + _metric(
                 d, "mcpsub_api_header_timeouts_total"
             )
-            if dropped >= 3 * NOFILE - 40 or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        assert dropped >= 3 * NOFILE - 40
+
+        until("every connection past the cap dropped", lambda: dropped() >= 3 * NOFILE - 40, 30)
         assert _metric(d, "mcpsub_api_connections_open") <= 40
         assert _closed_by_peer(conns[0]), "the oldest idle connection was closed"
     finally:
@@ -113,14 +113,13 @@ def test_links_wait_with_resource_limit_when_descriptors_are_reserved(tmp_path: 
         )
         assert created.status_code == 201
         sub_id = created.json()["id"]
-        deadline = time.monotonic() + 15
-        link = None
-        while time.monotonic() < deadline:
+
+        def failed_link() -> Any:
             link = d.api("GET", f"/v1/subscriptions/{sub_id}").json()["link"]
-            if link and link["lastErrorCode"]:
-                break
-            time.sleep(0.05)
-        assert link is not None and link["lastErrorCode"] == "RESOURCE_LIMIT", link
+            return link if link and link["lastErrorCode"] else None
+
+        link = until("the link fails", failed_link, 15)
+        assert link["lastErrorCode"] == "RESOURCE_LIMIT", link
         assert link["state"] == "backoff"
         assert d.api("GET", "/v1/status").status_code == 200
         assert _metric(d, "mcpsub_descriptors_free_for_links") < 1

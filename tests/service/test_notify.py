@@ -23,6 +23,7 @@ import pytest
 from tests.service.notify import NotifyListener
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
+from tests.support.poll import until
 
 SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
 
@@ -111,16 +112,11 @@ def _put(lab: LabServer, uri: str, text: str) -> None:
 
 
 def _wait_text(d: Daemon, uri: str, text: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
+    def reached() -> bool:
         response = d.api("GET", "/v1/content", params={"uri": uri})
-        if response.status_code == 200:
-            last = response.json()
-            if last["text"] == text:
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"{uri} never reached {text!r}; last {last!r}")
+        return response.status_code == 200 and response.json()["text"] == text
+
+    until(f"{uri} == {text!r}", reached, timeout)
 
 
 def _write_subs(path: Path, pairs: list[tuple[str, str]], header: str = "") -> None:
