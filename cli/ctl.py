@@ -48,7 +48,9 @@ class _Parser(argparse.ArgumentParser):
         # `mcpsubctl`, `mcpsubctl webhook`: the commands that can follow, not only "the
         # following arguments are required"; stdout keeps the one-line message for scripts.
         listing = self._command_listing(message)
-        sys.stderr.write(f"{self.prog}: {listing or message}\n")
+        if listing is None:  # a bad or missing flag: the message, and where the flags are
+            listing = f"{message}\nhint: see `{self.prog} --help`"
+        sys.stderr.write(f"{self.prog}: {listing}\n")
         raise SystemExit(EXIT_USAGE)
 
     def _command_listing(self, message: str) -> str | None:

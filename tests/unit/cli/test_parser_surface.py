@@ -180,6 +180,25 @@ def test_a_missing_command_lists_the_commands(argv: list[str]) -> None:
         assert len(result.stdout.splitlines()) == 2
 
 
+@pytest.mark.parametrize(
+    ("argv", "where"),
+    [
+        (["subscribe", "--url", "http://127.0.0.1:1/mcp"], "mcpsubctl subscribe"),
+        (["events", "--type", "bogus"], "mcpsubctl events"),
+        (["deliveries", "list", "--state", "x"], "mcpsubctl deliveries list"),
+        (["nosuch"], "mcpsubctl"),
+    ],
+)
+def test_a_usage_error_ends_with_a_hint(argv: list[str], where: str) -> None:
+    """A bad or missing flag: argparse's one line, then where the flags are (no traceback)."""
+    result = run_cli("mcpsubctl", *argv)
+    assert result.code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"{where}: ") and len(lines) == 2, result.stderr
+    assert lines[1] == f"hint: see `{where} --help`"
+    assert result.stdout.splitlines()[0] == "error-code USAGE_ERROR"
+
+
 def test_one_command_parser_is_the_whole_parsers_part() -> None:
     """`mcpsubctl read …` builds only its group's parser (start-up); it must parse alike."""
     from cli.commands import GROUPS
