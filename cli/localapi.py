@@ -15,7 +15,7 @@ call's start-up counts (issue 21 §3). This module is what those commands, ``mcp
 Where the API is (first match wins):
 
 1. ``--api`` / ``MCPSUB_API``: ``unix:///path/api.sock``, or ``http://127.0.0.1:PORT``
-   (``tcp://127.0.0.1:PORT``, the spelling of ``mcpsubd --api``, is accepted too);
+   (``tcp://127.0.0.1:PORT``, accepted by ``mcpsubd --api`` too, is taken as the same);
 2. the unix socket ``<state dir>/api.sock``, state dir = ``MCPSUB_STATE_DIR``, else
    ``$XDG_STATE_HOME/mcpsub`` (``~/.local/state/mcpsub``; macOS
    ``~/Library/Application Support/mcpsub``); else the systemd user unit's
