@@ -52,9 +52,8 @@ import contextvars
 import gzip
 import json
 import os
-import subprocess
+import re
 import sys
-import threading
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -65,8 +64,10 @@ import httpx
 import pytest
 
 from service.mcp import wire
+from tests.support.process import ServerProcess
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+_LISTENING = re.compile(r"^listening on (?P<scheme>https?)://127\.0\.0\.1:(?P<port>\d+)$")
 
 
 def _knob(name: str, default: float) -> float:
@@ -382,34 +383,17 @@ async def serve(port: int = 0) -> None:
         await server.serve_forever()
 
 
-class HostileServer:
-    """The hostile server as a subprocess (so its floods do not share our interpreter)."""
+class HostileServer(ServerProcess):
+    """The hostile server as a subprocess (so its floods do not share our interpreter),
+    started and stopped by the shared :class:`tests.support.process.ServerProcess`.
+    ``port`` 0: any free port; a given port brings a stopped server back at its old address."""
 
     def __init__(self, env: dict[str, str] | None = None, port: int = 0) -> None:
-        self.env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
-        self.port = port
-        """0: any free port; a given port brings a stopped server back at its old address."""
-        self.proc: subprocess.Popen[str] | None = None
-        self.base_url = ""
-
-    def start(self) -> HostileServer:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.hostile", str(self.port)],
-            env=self.env,
-            cwd=str(REPO_ROOT),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+        super().__init__(
+            [sys.executable, "-m", "tests.support.hostile", str(port)],
+            {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
+            _LISTENING,
         )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("listening on "):
-            self.stop()
-            raise RuntimeError(f"hostile server did not start: {line!r}")
-        self.base_url = line.split()[-1]
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
-        return self
 
     def url(self, mode: str) -> str:
         return f"{self.base_url}/{mode}/mcp"
@@ -422,11 +406,6 @@ class HostileServer:
     def stats(self) -> dict[str, int]:
         result: dict[str, int] = httpx.get(f"{self.base_url}/control/stats").json()
         return result
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture

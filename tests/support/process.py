@@ -1,10 +1,10 @@
 """A server subprocess for tests: start it, know when it listens, read its output, stop it.
 
-The one start/stop helper behind :class:`tests.support.lab.LabServer` and
-:class:`tests.peers.peer.PeerServer`. The process's stdout and stderr are read on a thread
-(so the pipe never fills) into a list of lines; the line matching ``ready`` (with a
-``port`` group, and optionally ``scheme``) marks it listening. Waiting for a line is a wait
-on a condition the reader notifies, not a sleep.
+The one start/stop helper behind :class:`tests.support.lab.LabServer`,
+:class:`tests.peers.peer.PeerServer` and :class:`tests.support.hostile.HostileServer`. The
+process's stdout and stderr are read on a thread (so the pipe never fills) into a list of
+lines; the line matching ``ready`` (with a ``port`` group, and optionally ``scheme``) marks
+it listening. Waiting for a line is a wait on a condition the reader notifies, not a sleep.
 """
 
 from __future__ import annotations
