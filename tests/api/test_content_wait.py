@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from service.store.records import Subscription
 from tests.api.fakes import FakeSupervisor
+from tests.support.poll import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -76,9 +77,7 @@ async def test_bad_query(
 
 async def waiting(app: FastAPI, count: int = 1) -> None:
     """Until ``count`` clients are in a long-poll (the API counts its waiters)."""
-    async with asyncio.timeout(10):
-        while app.state.api.waiters < count:
-            await asyncio.sleep(0.005)
+    await until_async(f"{count} long-polls", lambda: app.state.api.waiters >= count, 10)
 
 
 async def test_wait_returns_the_next_update(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from cli.localapi import (
 )
 from tests.api.fakes import FakeSupervisor
 from tests.api.live import LiveApi
+from tests.support.poll import until_async
 
 URL = "http://127.0.0.1:8089/mcp"
 Capsys = pytest.CaptureFixture[str]
@@ -44,14 +44,11 @@ def run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
 
 
 async def _publish(sup: FakeSupervisor, text: str, trigger: str = "notification") -> None:
-    for _ in range(200):  # the CLI may still be subscribing
-        subs = await sup.store.find_subscriptions("test://a")
-        if subs:
-            # a stored read on an open link makes the subscription active (issue 22 §1)
-            await sup.publish(subs[0], text, trigger, activate=True)
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("nothing subscribed to test://a")
+    subs = await until_async(  # the CLI may still be subscribing
+        "a subscription to test://a", lambda: sup.store.find_subscriptions("test://a"), 10
+    )
+    # a stored read on an open link makes the subscription active (issue 22 §1)
+    await sup.publish(subs[0], text, trigger, activate=True)
 
 
 def test_client_over_unix_socket(live: LiveApi) -> None:

@@ -11,6 +11,7 @@ from structlog.testing import capture_logs
 from service.daemon.config import Settings
 from service.daemon.supervisor import Supervisor
 from tests.api.fakes import migrated_store
+from tests.support.poll import until_async
 
 
 def test_a_failed_prune_is_logged_and_tried_again(tmp_path: Path) -> None:
@@ -29,9 +30,7 @@ def test_a_failed_prune_is_logged_and_tried_again(tmp_path: Path) -> None:
         with capture_logs() as logs:
             task = asyncio.get_running_loop().create_task(supervisor._prune_forever())
             try:
-                async with asyncio.timeout(10):
-                    while attempts < 2:  # poll until the second interval has run
-                        await asyncio.sleep(0.01)
+                await until_async("the second interval ran", lambda: attempts >= 2, 10)
             finally:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)

@@ -21,6 +21,7 @@ from service.store import Store
 from service.store.eventhub import EventHub
 from service.store.hotpath import insert_event, order_events
 from service.store.notify import PgListener
+from tests.support.poll import until_async
 from tests.support.postgres import PgCluster
 from tests.support.store import bump_generation
 
@@ -62,8 +63,7 @@ async def test_a_later_commit_cannot_overtake_a_lower_id(pg_pair: tuple[Store, S
         # Replica B writes an event meanwhile: it must wait for A's commit before it even
         # draws its id, so no follower can see B's event without A's.
         fast = asyncio.create_task(b.add_subscription("http://127.0.0.1:1/mcp", "test://b"))
-        while not await waiting_for_the_order_lock(b):
-            await asyncio.sleep(0.01)
+        await until_async("B waits for the order lock", lambda: waiting_for_the_order_lock(b), 10)
         assert not fast.done()
         assert await b.last_event_id() == 0, "nothing is visible yet"
         await slow.commit()
@@ -123,11 +123,10 @@ async def test_the_one_statement_revision_write_waits_for_the_order_lock(
                 b.record_read(sub.id, sub.server_id, generation, contents, "v1")
             )
 
-            async def blocked_or_done() -> None:
-                while not write.done() and not await waiting_for_the_order_lock(b):
-                    await asyncio.sleep(0.01)
+            async def blocked_or_done() -> bool:
+                return write.done() or await waiting_for_the_order_lock(b)
 
-            await asyncio.wait_for(blocked_or_done(), 10)
+            await until_async("the write waits for the order lock", blocked_or_done, 10)
             assert not write.done(), "the revision write did not wait for the order lock"
             await slow.commit()
         revision = await write

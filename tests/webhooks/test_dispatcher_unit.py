@@ -23,6 +23,7 @@ from service.webhooks.dispatcher import (
 )
 from service.webhooks.repository import AttemptResult, WebhookRepository
 from tests.api.fakes import make_supervisor
+from tests.support.poll import until_async
 from tests.webhooks.receiver import Receiver, Step
 
 pytestmark = pytest.mark.anyio
@@ -83,10 +84,11 @@ async def test_loop_sleeps_while_an_attempt_is_in_flight(database_url: str) -> N
         dispatcher.repo.due_work = counting_due  # type: ignore[method-assign]
         dispatcher.start()
         await sup.publish(sub, "one")
-        deadline = time.monotonic() + 5
-        while (await dispatcher.repo.counts())["delivered"] < 1:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
+
+        async def delivered() -> bool:
+            return (await dispatcher.repo.counts())["delivered"] >= 1
+
+        await until_async("the delivery", delivered, 5)
         assert passes < 15, f"{passes} dispatcher passes during one 1 s attempt"
     finally:
         await dispatcher.stop()
@@ -229,13 +231,11 @@ async def test_breaker_opens_after_consecutive_failures_then_probes(database_url
         dispatcher.start()
         sub, _ = await sup.subscribe("http://127.0.0.1:1/mcp", "test://flaky")
         await sup.publish(sub, "v1")
-        deadline = time.monotonic() + 10
-        while len(rx.received("/flaky")) < 2:  # two failures in a row: the breaker opens
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.02)
-        while len(rx.received("/flaky")) < 4:  # half-open probes resume after the pause
-            assert time.monotonic() < deadline, "no probe after the breaker's pause"
-            await asyncio.sleep(0.05)
+        # two failures in a row: the breaker opens
+        await until_async("two failures", lambda: len(rx.received("/flaky")) >= 2, 10)
+        await until_async(  # half-open probes resume after the pause
+            "a probe after the breaker's pause", lambda: len(rx.received("/flaky")) >= 4, 10
+        )
         # Judged on the receiver's own clock, so a slow machine cannot skip the check: at most
         # one attempt (already on its way when the breaker opened) lands inside the 1 s open
         # window that follows the second failure.
@@ -266,11 +266,8 @@ async def test_remote_events_wake_the_dispatcher_only_when_a_target_can_want_the
     dispatcher.start()
     try:
         await asyncio.wait_for(passes.wait(), 10)
-        for _ in range(100):  # the first pass finds no target
-            if dispatcher._no_targets:
-                break
-            await asyncio.sleep(0.01)
-        assert dispatcher._no_targets
+        # the first pass finds no target
+        await until_async("a pass with no target", lambda: dispatcher._no_targets, 5)
         dispatcher._wake.clear()
         dispatcher.remote_events()
         assert not dispatcher._wake.is_set(), "woken for events no target can want"
