@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from service.api import create_app
 from service.api.server import bind_loopback, bind_unix_socket, make_server
 from tests.api.fakes import FakeSupervisor, make_supervisor
+from tests.support.poll import until_async
 
 T = TypeVar("T")
 
@@ -98,8 +99,7 @@ class LiveApi:
         """Run ``factory`` once a client is in a long-poll (``/v1/wait``) or SSE stream."""
 
         async def when_waiting(sup: FakeSupervisor) -> Any:
-            while not self.app.state.api.waiters:
-                await asyncio.sleep(0.005)
+            await until_async("a client waiting", lambda: self.app.state.api.waiters, 20)
             return await factory(sup)
 
         assert self.loop is not None

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.poll import until
+
 
 @dataclass
 class Message:
@@ -72,15 +74,13 @@ class NotifyListener:
     def wait_for(
         self, key: str, value: str | None = None, since: float = 0.0, timeout: float = 20.0
     ) -> Message:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.having(key, value, since)
-            if found:
-                return found[0]
-            time.sleep(0.02)
-        raise AssertionError(
-            f"no {key}={value} after {timeout}s; got {[m.fields for m in self.snapshot()]}"
-        )
+        try:
+            found: list[Message] = until(
+                f"{key}={value}", lambda: self.having(key, value, since), timeout
+            )
+        except AssertionError as exc:  # with every message received, to see what came instead
+            raise AssertionError(f"{exc}; got {[m.fields for m in self.snapshot()]}") from None
+        return found[0]
 
     def close(self) -> None:
         self._stop.set()
