@@ -168,7 +168,7 @@ class LeaseKeeper:
         most ``timeout_s``. Returns how many links are still held (the caller stops and
         releases them: break-before-make for those). Nothing to do without another live
         replica (SQLite always)."""
-        if not self.store.database.is_postgresql or not self.owner.held():
+        if not self.store.dialect.replicated or not self.owner.held():
             return len(self.owner.held())
         try:
             live, _ = await self.store.lease_balance(self.ttl_s)
@@ -265,7 +265,7 @@ class LeaseKeeper:
                     self._renew_failing = False
                     # Others' expired links only after they had a renew interval to show
                     # they are alive; our own (orphans) at once.
-                    if self.store.database.is_postgresql:
+                    if self.store.dialect.replicated:
                         self._foreign_claims_after = time.monotonic() + self.interval_s
                     log.info("lease renew works again")
                     self.wake()
@@ -302,7 +302,7 @@ class LeaseKeeper:
         write was counted by the store already; a slow renew on SQLite is a busy writer
         thread, not a database gone)."""
         self._renew_failing = True
-        if self.store.database.is_postgresql:
+        if self.store.dialect.replicated:
             self._foreign_claims_after = math.inf
             if is_unanswered(exc):
                 self.store.health.failed(exc)
@@ -311,7 +311,7 @@ class LeaseKeeper:
         """No successful renew for 2/3 of the TTL: stop every link before its lease lapses.
         Not on SQLite: one daemon holds every link there and no other can claim one, so a
         failing renew (a full disk) must not stop the links; their reads stay pending."""
-        if not self.store.database.is_postgresql:
+        if not self.store.dialect.replicated:
             return
         if time.monotonic() < self.valid_until - self.ttl_s / 3:
             return
@@ -388,7 +388,7 @@ class LeaseKeeper:
                 else []
             )
             need = share - len(mine) - len(standby) - len(claimed)
-            if need > 0 and self.store.database.is_postgresql:
+            if need > 0 and self.store.dialect.replicated:
                 for item in await self.store.request_leases(self.replica_id, self.ttl_s, need):
                     log.info("listening in standby", server_id=item.server_id, owner=item.owner)
                     await self.owner.prepare(item)
