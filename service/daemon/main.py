@@ -503,7 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcpsubd",
         description="mcpsub daemon: keeps MCP 2026-07-28 subscriptions alive and serves them.",
-        epilog="exit codes: 0 stopped cleanly (SIGTERM, or Ctrl-C while serving), 69 database "
+        epilog="exit codes: 0 stopped cleanly (SIGTERM, or Ctrl-C while serving), 2 unknown "
+        "flag or command, 69 database "
         "unavailable, 75 another mcpsubd serves the socket (or runs on the state migrate-db "
         "would copy), 66 no SQLite database to copy, 73 migrate-db target not empty, 78 bad "
         "setting or unusable state directory, 130 Ctrl-C during migrate, migrate-db or backup",

@@ -246,6 +246,15 @@ def test_ctrl_c_stops_cleanly_with_exit_0_as_help_says(daemon_factory) -> None:
     assert "0 stopped cleanly (SIGTERM, or Ctrl-C while serving)" in " ".join(helped.stdout.split())
 
 
+def test_an_unknown_flag_exits_2_as_help_says() -> None:
+    """Every exit code mcpsubd gives is in its --help (issue 21 §5.3: help true to the code)."""
+    bad = run_cli("mcpsubd", "--bogus")
+    assert bad.code == 2 and "unrecognized arguments: --bogus" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    helped = run_cli("mcpsubd", "--help")
+    assert "2 unknown flag or command" in " ".join(helped.stdout.split())
+
+
 def test_bad_input_is_rejected_and_the_daemon_keeps_serving(daemon_factory) -> None:
     d = daemon_factory()
     for body in (
