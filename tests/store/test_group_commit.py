@@ -187,19 +187,36 @@ async def test_a_storage_failure_fails_every_read_of_the_batch(
 
 
 async def test_a_caller_that_leaves_before_its_turn_is_not_written(store: Store) -> None:
-    subs = await subscriptions(store, URL, 2)
+    subs = await subscriptions(store, URL, 3)
     gen = await bump_generation(store, subs[0][1])
     seen = published(store)
-    async with store._write_lock:  # the writer is busy: both reads wait in the queue
-        kept = asyncio.ensure_future(
-            store.record_read(subs[0][0], subs[0][1], gen, contents("k", "u"), "k")
-        )
-        left = asyncio.ensure_future(
-            store.record_read(subs[1][0], subs[1][1], gen, contents("l", "u"), "l")
-        )
-        await asyncio.sleep(0)
-        left.cancel()
+    # The writer is busy with a first read (held inside its writer call, the public seam
+    # count_writer_calls wraps too): the next two reads wait in the queue behind it.
+    busy, go_on = asyncio.Event(), asyncio.Event()
+    original = store.in_writer
+
+    async def held(fn: Callable[[Connection], Any]) -> Any:
+        busy.set()
+        await go_on.wait()
+        return await original(fn)
+
+    store.in_writer = held  # type: ignore[method-assign]
+    first = asyncio.ensure_future(
+        store.record_read(subs[2][0], subs[2][1], gen, contents("f", "u"), "f")
+    )
+    await busy.wait()
+    store.in_writer = original  # type: ignore[method-assign]
+    kept = asyncio.ensure_future(
+        store.record_read(subs[0][0], subs[0][1], gen, contents("k", "u"), "k")
+    )
+    left = asyncio.ensure_future(
+        store.record_read(subs[1][0], subs[1][1], gen, contents("l", "u"), "l")
+    )
+    await asyncio.sleep(0)  # both are queued
+    left.cancel()
+    go_on.set()
+    assert (await first) is not None
     revision = await kept
     assert revision is not None and left.cancelled()
     assert await store.current_revision(subs[1][0]) is None
-    assert [e.subscription_id for e in seen] == [subs[0][0]]
+    assert [e.subscription_id for e in seen] == [subs[2][0], subs[0][0]]
