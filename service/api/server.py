@@ -91,8 +91,3 @@ class _QuietServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
-
-
-def remove_socket(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()

@@ -62,10 +62,6 @@ class Session:
     max_listens: int = 64
     _follower: asyncio.Task[None] | None = None
 
-    @property
-    def modern_default(self) -> bool:
-        return self.version == p.MODERN
-
     async def start_following(self) -> None:
         """Start the follower from the newest event now (idempotent)."""
         if self._follower is None or self._follower.done():

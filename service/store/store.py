@@ -304,11 +304,6 @@ class Store:
                 for row in await conn.execute(query.order_by(schema.subscriptions.c.id))
             ]
 
-    async def list_servers(self) -> list[Server]:
-        async with self.engine.connect() as conn:
-            rows = await conn.execute(select(schema.servers).order_by(schema.servers.c.id))
-            return [_server(row) for row in rows]
-
     async def get_server(self, server_id: int) -> Server | None:
         async with self.engine.connect() as conn:
             row = (
