@@ -15,60 +15,23 @@ never ends, so there is no response to check (tests/api/test_sse.py covers it).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
-
-from tests.support.cli import cli_env
+from tests.support.daemon import Daemon, tcp_api_env
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 MAX_EXAMPLES = "15"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_the_api_matches_its_openapi_document(tmp_path: Path) -> None:
-    port = _free_port()
-    state = tmp_path / "state"
-    env = cli_env(
-        {
-            "MCPSUB_STATE_DIR": str(state),
-            "MCPSUB_API": f"tcp://127.0.0.1:{port}",
-            "MCPSUB_LOG_FORMAT": "json",
-            "MCPSUB_BACKOFF_BASE_S": "0.05",
-            "MCPSUB_BACKOFF_CAP_S": "0.5",
-        }
-    )
-    log_path = tmp_path / "mcpsubd.log"
-    log = log_path.open("w")
-    daemon = subprocess.Popen(
-        [str(BIN / "mcpsubd")],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    d = Daemon(tmp_path / "state", tcp_api_env()).start()  # ready: /readyz answered 200
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            assert daemon.poll() is None, log_path.read_text()
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        token = (state / "api.token").read_text().strip()
+        base = d.tcp_url
+        assert base is not None
+        token = d.token
         result = subprocess.run(
             [
                 str(BIN / "st"),
@@ -108,10 +71,8 @@ def test_the_api_matches_its_openapi_document(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
         assert " passed" in result.stdout and "failures" not in result.stdout.lower()
     finally:
-        daemon.terminate()
-        daemon.wait(30)
-        log.close()
-    assert daemon.returncode == 0
-    lines = log_path.read_text().splitlines()
+        code = d.stop(timeout=30)
+    assert code == 0
+    lines = d.lines
     assert token not in "\n".join(lines)
     assert not [line for line in lines if '"level": "error"' in line or "Traceback" in line]
