@@ -524,7 +524,8 @@ class Dispatcher:
             async with asyncio.timeout(self.settings.timeout_s):
                 answer = await transport.post(body, headers)
         except TimeoutError:
-            return Outcome(False, None, f"ReadTimeout: no answer in {self.settings.timeout_s} s")
+            # :g, as every timeout the CLIs print: "15 s", not "15.0 s" (issue 21 §5.10)
+            return Outcome(False, None, f"ReadTimeout: no answer in {self.settings.timeout_s:g} s")
         except InvalidUrl:
             # A host no resolver can encode (the API refuses such URLs; a target stored
             # before it did may still have one): permanent, not an internal error.

@@ -278,3 +278,20 @@ async def test_remote_events_wake_the_dispatcher_only_when_a_target_can_want_the
     finally:
         await dispatcher.stop()
         await sup.store.close()
+
+
+async def test_an_attempt_past_the_timeout_names_it_as_set(database_url: str) -> None:
+    """The error a user reads in ``deliveries list``/``show``: the setting as written."""
+    rx = Receiver().start()
+    rx.plan("/slow", Step(delay=3.0))
+    sup = await make_supervisor(database_url)
+    dispatcher = Dispatcher(sup.store, WebhookSettings(timeout_s=1.0))
+    try:
+        target, secret = await dispatcher.repo.create_target(rx.url("/slow"))
+        rx.expect_secret("/slow", secret)
+        outcome = await dispatcher.send_test(target.id)
+        assert not outcome.ok and outcome.error == "ReadTimeout: no answer in 1 s"  # not "1.0 s"
+    finally:
+        await dispatcher.stop()
+        rx.close()
+        await sup.store.close()
