@@ -191,7 +191,15 @@ def register(sub: Any, commands: dict[str, Callable[[argparse.Namespace], int]])
         action="store_true",
         help="stream new events (SSE) until Ctrl-C, which exits 0",
     )
-    p.add_argument("--since", type=int, default=None, help="only events after this id")
+    p.add_argument(  # --after, as the API's ?after= and wait/tail/deliveries; --since still works
+        "--after",
+        "--since",
+        dest="since",
+        metavar="ID",
+        type=int,
+        default=None,
+        help="only events after this id",
+    )
     p.add_argument("--limit", type=int, default=100, help="page size without --follow (<=1000)")
     p.add_argument("--uri", default=None, help="only events of this URI")
     types = p.add_argument(

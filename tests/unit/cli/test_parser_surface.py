@@ -231,3 +231,11 @@ def test_lab_help_names_the_control_knob() -> None:
     result = run_cli("mcp-lab-server", "--help")
     assert result.code == 0 and "MCP_TEST_CONTROL=1" in result.stdout
     assert "docs/labserver.md" in result.stdout
+
+
+def test_events_takes_after_like_every_other_cursor_and_still_since() -> None:
+    """``events --after ID`` as ``wait``, ``tail``, ``deliveries list`` and ``?after=``;
+    ``--since ID``, its first name, keeps working for the scripts that use it."""
+    parser = build_parser()
+    assert parser.parse_args(["events", "--after", "7"]).since == 7
+    assert parser.parse_args(["events", "--since", "7"]).since == 7
