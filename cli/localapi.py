@@ -2,9 +2,13 @@
 
 Agent scripts call ``mcpsubctl read``/``events``/``wait`` in loops, so every millisecond of a
 call's start-up counts (issue 21 §3). This module is what those commands, ``mcpsubctl tail``,
-``hook`` and the stdio agent face use to reach the daemon, and it imports only ``socket``,
+``hook`` and the stdio agent face use to reach the daemon, and it imports only ``_socket``,
 ``json`` and ``os`` on its way to an answer:
 
+* not even ``socket``: that module's enum conversions and its ``selectors`` import cost
+  about 3.5 ms of CPU, a quarter of a bare interpreter's start, for ``create_connection``
+  and ``makefile``, which :func:`_connect_tcp` and :class:`_SocketReader` do here in a few
+  lines;
 * not httpx (about 100 ms of a call: its models, httpcore, anyio, and ``ssl``);
 * not the standard library's ``http.client`` either, which imports ``email.parser`` and
   ``ssl`` and alone costs three times a bare interpreter's start-up (``results/cli.md``).
@@ -33,9 +37,10 @@ limit, and every wait by a socket timeout.
 
 from __future__ import annotations
 
+import _socket
+import io
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -389,6 +394,40 @@ def _read_head(reader: Any) -> _Answer | None:
     raise _ProtocolError("too many headers")
 
 
+def _connect_tcp(host: str, port: int, timeout_s: float) -> _socket.socket:
+    """``socket.create_connection`` on ``_socket``: each address of ``host`` in turn (the
+    loopback: ``localhost`` may be ``::1`` or ``127.0.0.1``); the last error if none takes."""
+    error: OSError | None = None
+    for family, kind, proto, _name, address in _socket.getaddrinfo(
+        host, port, 0, _socket.SOCK_STREAM
+    ):
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout_s)
+            sock.connect(address)
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        return sock
+    raise error or OSError(f"no address for {host}")
+
+
+class _SocketReader(io.RawIOBase):
+    """The raw layer of ``socket.makefile("rb")`` on ``_socket`` (buffered by the caller).
+    A timeout raises ``TimeoutError`` from ``recv_into``, a closed peer reads as EOF."""
+
+    def __init__(self, sock: _socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self._sock.recv_into(buffer)
+
+
 class DaemonClient:
     """Blocking requests to the local API on one kept-alive connection.
 
@@ -410,7 +449,7 @@ class DaemonClient:
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
         self._waited_for_start = False
-        self._sock: socket.socket | None = None
+        self._sock: _socket.socket | None = None
         self._reader: Any = None
         head = [f"Host: {endpoint.host_header}"]
         if endpoint.token:
@@ -451,10 +490,10 @@ class DaemonClient:
         self.close()
 
     # ---- plumbing -----------------------------------------------------------------------
-    def _connect(self) -> socket.socket:
+    def _connect(self) -> _socket.socket:
         """A new connection; raises OSError (the caller decides it is "unavailable")."""
         if self.endpoint.socket is not None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
             try:
                 sock.settimeout(CONNECT_TIMEOUT_S)
                 sock.connect(self.endpoint.socket)
@@ -462,9 +501,7 @@ class DaemonClient:
                 sock.close()
                 raise
             return sock
-        return socket.create_connection(
-            (self.endpoint.host, self.endpoint.port), timeout=CONNECT_TIMEOUT_S
-        )
+        return _connect_tcp(self.endpoint.host, self.endpoint.port, CONNECT_TIMEOUT_S)
 
     def _unavailable(self, exc: BaseException) -> DaemonUnavailable | DaemonError:
         if self.endpoint.socket is not None:
@@ -488,7 +525,7 @@ class DaemonClient:
                 self._sock = self._connect()
             except OSError as again:
                 raise self._unavailable(again) from None
-        self._reader = self._sock.makefile("rb")
+        self._reader = io.BufferedReader(_SocketReader(self._sock))
 
     def _exchange(self, payload: bytes, timeout_s: float | None) -> _Answer:
         """Send ``payload`` and read the answer's head, on the kept connection or a new one.

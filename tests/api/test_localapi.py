@@ -176,3 +176,27 @@ def test_query_encoding() -> None:
     )
     assert _query({"uri": "é"}) == "?uri=%C3%A9"
     assert _query({}) == ""
+
+
+def test_a_daemon_call_loads_no_socket_module(peer: Callable[[Reply], RawPeer]) -> None:
+    """Issue 21 §3: a call's cost is mostly imports. The client speaks through ``_socket``;
+    ``socket`` (enum conversions, ``selectors``: ~3.5 ms of CPU), httpx, ``http.client`` and
+    ``typing`` stay unloaded for a whole ``mcpsubctl list`` that reaches its daemon."""
+    import subprocess
+    import sys
+
+    body = json.dumps({"subscriptions": []}).encode()
+    p = peer(lambda conn, _req: conn.sendall(_answer(200, body)))
+    code = (
+        "import atexit, sys\n"
+        "heavy = ('socket', 'selectors', 'httpx', 'http.client', 'typing')\n"
+        "atexit.register(lambda: sys.stderr.write(\n"
+        "    'loaded=' + ','.join(m for m in heavy if m in sys.modules) + '\\n'))\n"
+        f"sys.argv = ['mcpsubctl', 'list', '--json', '--api', 'unix://{p.path}']\n"
+        "import mcpsub_start\n"
+        "sys.exit(mcpsub_start.mcpsubctl())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"subscriptions": []}
+    assert "loaded=\n" in done.stderr, done.stderr
