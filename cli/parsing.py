@@ -15,26 +15,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _translate_once() -> None:
-    """argparse passes its strings through ``gettext.gettext``, which searches the disk for a
-    message catalogue again on every call (a stat per language): every parser asks for the
-    same three ("options", …), 21 lookups and ~2 ms of each ``mcpsubctl`` call. The locale
-    does not change while a command runs, so each string is looked up once."""
-    lookup = argparse._  # type: ignore[attr-defined]
-    known: dict[str, str] = {}
-
-    def translate(message: str) -> str:
-        found = known.get(message)
-        if found is None:
-            found = known[message] = lookup(message)
-        return found
-
-    argparse._ = translate  # type: ignore[attr-defined]
-
-
-_translate_once()
-
-
 def _columns() -> int:
     """``shutil.get_terminal_size().columns`` without importing shutil (and bz2, lzma): argparse
     makes a formatter for every ``add_argument``, so the import would cost every command."""

@@ -181,7 +181,8 @@ def test_query_encoding() -> None:
 def test_a_daemon_call_loads_no_socket_module(peer: Callable[[Reply], RawPeer]) -> None:
     """Issue 21 §3: a call's cost is mostly imports. The client speaks through ``_socket``;
     ``socket`` (enum conversions, ``selectors``: ~3.5 ms of CPU), httpx, ``http.client`` and
-    ``typing`` stay unloaded for a whole ``mcpsubctl list`` that reaches its daemon."""
+    ``typing`` stay unloaded for a whole ``mcpsubctl list`` that reaches its daemon, and so do
+    ``gettext`` and ``locale`` (argparse's own words are not looked up in a catalogue)."""
     import subprocess
     import sys
 
@@ -189,7 +190,7 @@ def test_a_daemon_call_loads_no_socket_module(peer: Callable[[Reply], RawPeer]) 
     p = peer(lambda conn, _req: conn.sendall(_answer(200, body)))
     code = (
         "import atexit, sys\n"
-        "heavy = ('socket', 'selectors', 'httpx', 'http.client', 'typing')\n"
+        "heavy = ('socket', 'selectors', 'httpx', 'http.client', 'typing', 'gettext', 'locale')\n"
         "atexit.register(lambda: sys.stderr.write(\n"
         "    'loaded=' + ','.join(m for m in heavy if m in sys.modules) + '\\n'))\n"
         f"sys.argv = ['mcpsubctl', 'list', '--json', '--api', 'unix://{p.path}']\n"
