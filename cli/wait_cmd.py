@@ -149,6 +149,11 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
     """
     uri: str = args.uri
     deadline = time.monotonic() + timeout_ms / 1000
+    if args.after is not None:
+        got = _update_after(client, args)
+        if got is not None:
+            _print_update(args, _probe_result(uri, args.url), got)
+            return 0
     current: dict[str, Any] | None = None
     sub_id: int | None = None
     try:
@@ -199,13 +204,32 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
             if time.monotonic() < deadline:
                 continue
             return _wait_timed_out(client, args, result, current, timeout_ms)
+    if "link" not in got:  # a daemon older than the answer's link
+        got["link"] = _link(client, got["event"].get("subscriptionId"))
+    _print_update(args, result, got)
+    return 0
+
+
+def _update_after(client: DaemonClient, args: argparse.Namespace) -> dict[str, Any] | None:
+    """The update after ``--after`` if there is one already, in one request (the common
+    case of a script's loop, issue 21 §3); None sends ``wait`` down the full path (a URI not
+    watched yet, no update yet, an older daemon), which asks again from the start."""
+    try:
+        got = client.wait(args.uri, url=args.url, after=args.after, timeout_ms=1)
+    except DaemonError:
+        return None
+    return got if isinstance(got.get("link"), dict) else None
+
+
+def _print_update(args: argparse.Namespace, result: Any, got: dict[str, Any]) -> None:
+    uri: str = args.uri
     event, revision = got["event"], got.get("revision") or {}
     previous = got.get("previous")
     if isinstance(previous, dict) and "text" in previous:
         # The revision just before the one returned is the baseline, exactly (it also covers
         # --after and a change that landed between reading `current` and the long-poll).
         result.initial_text = previous["text"]
-    link = _link(client, event.get("subscriptionId"))
+    link = got["link"] if isinstance(got.get("link"), dict) else {}
     data = event.get("data") if isinstance(event.get("data"), dict) else {}
     notified = data.get("trigger") == "notification"
     result.server_url = revision.get("serverUrl") or event.get("serverUrl") or result.server_url
@@ -219,7 +243,6 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
     result.notification_uri = uri if notified else None
     result.final_text = revision.get("text")
     _print_wait(args, result, event.get("id"), revision.get("revision", event.get("revision")))
-    return 0
 
 
 def _current_or_none(client: DaemonClient, uri: str, url: str | None) -> dict[str, Any] | None:

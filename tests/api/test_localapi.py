@@ -201,3 +201,35 @@ def test_a_daemon_call_loads_no_socket_module(peer: Callable[[Reply], RawPeer]) 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"subscriptions": []}
     assert "loaded=\n" in done.stderr, done.stderr
+
+
+def test_wait_after_an_existing_update_is_one_request(peer: Callable[[Reply], RawPeer]) -> None:
+    """Issue 21 §3: a script's ``wait --after N`` loop, when the update is already there,
+    costs one ``/v1/wait`` (its answer carries the baseline and the link), no ``/v1/content``
+    and no ``/v1/subscriptions/{id}``."""
+    answer = {
+        "event": {"id": 7, "type": "resource.updated", "subscriptionId": 3, "revision": 2,
+                  "serverUrl": "http://127.0.0.1:9/mcp", "uri": "x://a",
+                  "data": {"trigger": "notification"}},
+        "revision": {"revision": 2, "text": "new", "serverUrl": "http://127.0.0.1:9/mcp"},
+        "previous": {"revision": 1, "text": "old"},
+        "link": {"capabilities": {"resources": {"subscribe": True}}, "streamOpen": True,
+                 "honoredUris": ["x://a"]},
+    }  # fmt: skip
+
+    def reply(conn: socket.socket, request: bytes) -> None:
+        if request.startswith(b"GET /v1/wait?"):
+            conn.sendall(_answer(200, json.dumps(answer).encode()))
+        else:
+            conn.sendall(_answer(404, b'{"errorCode": "NOT_FOUND", "message": "not here"}'))
+
+    raw = peer(reply)
+    result = run_cli(
+        "mcpsubctl", "wait", "--uri", "x://a", "--after", "5", "--json",
+        "--api", f"unix://{raw.path}",
+    )  # fmt: skip
+    assert result.code == 0, result
+    out = json.loads(result.stdout)
+    assert (out["initialText"], out["finalText"]) == ("old", "new"), out
+    assert out["honoredUris"] == ["x://a"] and out["listenAcknowledged"] is True, out
+    assert [r.split(b" ", 2)[1].split(b"?")[0] for r in raw.requests] == [b"/v1/wait"]

@@ -12,7 +12,7 @@ from service.api import validate
 from service.api.errors import InvalidParameter, NoContentYet, NotificationTimeout, NotWatched
 from service.api.queries import event_id_for_revision
 from service.api.state import ApiState, api_state
-from service.api.views import content_json, event_json
+from service.api.views import content_json, event_json, link_of
 from service.store.records import Event, Revision, Subscription
 
 router = APIRouter(prefix="/v1", tags=["content"])
@@ -125,11 +125,14 @@ async def _wait_result(state: ApiState, sub: Subscription, event: Event) -> dict
     rev = await store.get_revision(event.revision_id) if event.revision_id else None
     if rev is None:  # pruned or removed since: hand out what is current
         rev = await store.current_revision(sub.id)
+    # The link as `GET /v1/subscriptions/{id}` shows it: `wait` reports its capabilities and
+    # honored URIs, and a script's loop then costs one request, not two (issue 21 §3).
+    link = link_of(state.supervisor, sub)
     if rev is None:
-        return {"event": event_json(event), "revision": None}
+        return {"event": event_json(event), "revision": None, "link": link}
     event_id = event.id if rev.id == event.revision_id else None
     content = await _content(state, sub, rev, event_id)
     # The revision before it is the waiter's baseline: `wait` prints it as initialText.
     before = await store.revision_before(sub.id, rev.revision)
     previous = None if before is None else {"revision": before.revision, "text": before.text}
-    return {"event": event_json(event), "revision": content, "previous": previous}
+    return {"event": event_json(event), "revision": content, "previous": previous, "link": link}
