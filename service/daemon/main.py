@@ -38,7 +38,7 @@ import uvicorn
 
 from service._version import __version__
 from service.api.connections import ApiLimits, ConnectionTracker, guarded_h11
-from service.daemon import logs, starting
+from service.daemon import heaptrim, logs, starting
 from service.daemon.config import ConfigError, Settings
 from service.daemon.fdbudget import FdBudget
 from service.daemon.linkstatus import LinkState
@@ -440,6 +440,11 @@ class DaemonRun:
         self.background.append(
             loop.create_task(
                 _reloads(self.signals, self.reloader, notifier, self.status, supervisor.recheck)
+            )
+        )
+        self.background.append(
+            loop.create_task(
+                heaptrim.trim_after_work(lambda: supervisor.events.last_id), name="heap-trim"
             )
         )
 
