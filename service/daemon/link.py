@@ -564,19 +564,26 @@ class ServerLink:
             await asyncio.sleep(random.uniform(0.0, jitter))
         return await self._relisten(client, queue, reader, reread="all")
 
-    def tick(self, now: float) -> None:
+    def tick(self, now: float, tokens_available: bool = True) -> None:
         """The supervisor's periodic check (one task for all links, not a timer per link).
 
         Flags a stream that sent no byte for three keep-alive intervals, and wakes the link
-        when its token is due for a re-check.
-        """
+        when its token is due for a re-check. ``tokens_available`` False (no token store on
+        disk, checked once per tick for every link) skips the re-check of a link that has no
+        token either: nothing could have changed, and 1,000 links woken every minute to find
+        that out were a share of an idle daemon's CPU. A link that has one still re-checks (a
+        logout removes the store)."""
         if self.state is not LinkState.OPEN:
             return
         stream = self.stream
         if stream is not None and now - stream.last_activity > self._settings.keepalive_s * 3:
             self._silent_for = now - stream.last_activity
             self._changed.set()
-        elif self._tokens is not None and now - self._token_checked >= self._settings.token_check_s:
+        elif (
+            self._tokens is not None
+            and (tokens_available or self._session_token is not None)
+            and now - self._token_checked >= self._settings.token_check_s
+        ):
             self._changed.set()
 
     async def _token_rotated(self, client: McpClient) -> bool:

@@ -315,7 +315,12 @@ class DaemonRun:
         self.open_files, _hard = raise_open_file_limit()
         self.store = await self._open_store()
         try:
-            self.supervisor = Supervisor(self.store, settings, token_provider=_token_provider())
+            self.supervisor = Supervisor(
+                self.store,
+                settings,
+                token_provider=_token_provider(),
+                tokens_available=_token_store_exists,
+            )
             self.reloader = Reloader(self.supervisor, settings, self.source, set_log_level)
             self.server, self.sock, self.api = self._api()
         except BaseException:
@@ -489,6 +494,13 @@ class DaemonRun:
             with contextlib.suppress(FileNotFoundError):
                 settings.api_socket.unlink()
         log.info("stopped")
+
+
+def _token_store_exists() -> bool:
+    """Whether ``mcpsubctl login`` left a token store (the provider's only source)."""
+    from service.auth.store import default_store_path
+
+    return default_store_path().is_file()
 
 
 def _token_provider() -> Any:

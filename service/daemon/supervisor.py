@@ -35,7 +35,11 @@ log = structlog.get_logger("mcpsubd.supervisor")
 
 class Supervisor:
     def __init__(
-        self, store: Store, settings: Settings, token_provider: TokenProvider | None = None
+        self,
+        store: Store,
+        settings: Settings,
+        token_provider: TokenProvider | None = None,
+        tokens_available: Callable[[], bool] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -47,6 +51,9 @@ class Supervisor:
         """Links listened to in standby (make-before-break handover): not ours until taken."""
         self.stats: dict[str, int] = {}
         self._tokens = token_provider
+        self._tokens_available = tokens_available
+        """Whether ``token_provider`` could find any token now (its store exists): asked once
+        per tick for every link (see :meth:`ServerLink.tick`); None: always."""
         self._limiter = asyncio.Semaphore(settings.read_concurrency)
         # One TLS context for every https link (loading the CA bundle once, when the first
         # one is made), and one small connection pool per link: httpcore scans its whole pool
@@ -311,8 +318,9 @@ class Supervisor:
         while True:
             await asyncio.sleep(interval)
             now = time.monotonic()
+            available = self._tokens_available is None or self._tokens_available()
             for link in list(self.links.values()):
-                link.tick(now)
+                link.tick(now, available)
 
     async def _prune_forever(self) -> None:
         settings = self.settings
