@@ -14,7 +14,13 @@ export PYTHONDONTWRITEBYTECODE :=
 # Tests run in parallel; set PYTEST_WORKERS=0 to run them in one process.
 PYTEST_WORKERS ?= auto
 
-.PHONY: setup run test lint fmt bench bench-quick compat clean
+.PHONY: help setup run test lint fmt bench bench-quick compat clean
+.DEFAULT_GOAL := help
+
+# A bare `make` lists the targets: each target's line, with its `## text` when it has one.
+help:  ## list the targets (the default goal)
+	@awk -F':' '/^[a-z][a-z0-9_-]*:/ && !/:=/ { d = $$0; sub(/^[^#]*(## ?)?/, "", d); \
+		if (d == $$0) d = ""; printf "  make %-12s %s\n", $$1, d }' $(MAKEFILE_LIST)
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -24,20 +30,20 @@ $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
 	$(UV) sync --frozen --quiet
 	@touch $@
 
-setup: $(VENV)/.synced
+setup: $(VENV)/.synced  ## install the locked dependencies into .venv
 
-run: setup
+run: setup  ## the demo: a lab server, mcpsubd and a change to watch
 	$(PY) -m cli.demo
 
-test: setup
+test: setup  ## the whole test suite (PYTEST_WORKERS, PYTEST_ARGS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
-lint: setup
+lint: setup  ## ruff lint, ruff format --check, mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-fmt: setup
+fmt: setup  ## ruff format and fix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
@@ -45,21 +51,21 @@ fmt: setup
 BENCHES := probe webhooks hotpath daemon api scaleout agents console cli
 
 # Man pages are generated from the argument parsers; commit the result.
-man: setup
+man: setup  ## regenerate man/ from the parsers
 	$(PY) -m cli.manpage man
 
-bench: setup
+bench: setup  ## every bench; writes results/
 	@for b in $(BENCHES); do echo "== bench.$$b"; $(PY) -m bench.$$b || exit 1; done
 
 # Smaller runs that print their reports (results/ untouched); a smoke test of every bench.
-bench-quick: setup
+bench-quick: setup  ## a smaller run of every bench (results/ untouched)
 	@for b in $(BENCHES); do echo "== bench.$$b --quick"; $(PY) -m bench.$$b --quick --out /dev/null >/dev/null || exit 1; done
 
 # Every MCP client available here (ours, the Python and TypeScript SDKs) and the official
 # conformance suite against the lab; writes results/compatibility.md. npm packages are pinned
 # in bench/compat/package.json and land in bench/compat/node_modules (gitignored).
-compat: setup
+compat: setup  ## MCP clients and the conformance suite against the lab
 	$(PY) bench/compat/run.py
 
-clean:
+clean:  ## remove .venv, .tools and caches
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

@@ -19,9 +19,19 @@ SOURCE = "mcpsub"
 MANUAL = "User Commands"
 
 
+GLYPHS = {"\u2026": "...", "\u2014": "\\(em", "\u2013": "\\(en", "\u2192": "\\(->"}
+"""Non-ASCII characters our help texts use, as roff glyphs that every output device has:
+``man`` in a C locale renders for ASCII, where ``\\[u2026]`` is a "can't find special
+character" warning (issue 27 §2)."""
+
+
 def esc(text: str) -> str:
-    """Roff-safe text: backslashes, hyphens, and a leading dot or quote neutralised."""
+    """Roff-safe text: backslashes, hyphens, and a leading dot or quote neutralised; the
+    non-ASCII characters of :data:`GLYPHS` spelled so an ASCII device has them, any other as
+    ``\\[uXXXX]`` (groff's own fallback where it has one)."""
     text = text.replace("\\", "\\e").replace("-", "\\-")
+    if not text.isascii():
+        text = "".join(c if c.isascii() else GLYPHS.get(c, f"\\[u{ord(c):04X}]") for c in text)
     if text.startswith((".", "'")):
         text = "\\&" + text
     return text
@@ -31,7 +41,9 @@ def _option(option: Option) -> list[str]:
     flags = ", ".join(f"\\fB{esc(flag)}\\fR" for flag in option.flags)
     if option.takes_value:
         value = "{" + ",".join(option.choices) + "}" if option.choices else option.metavar or ""
-        flags += f" \\fI{esc(value)}\\fR"
+        # \\: lets a long list of choices break after a comma (else "cannot adjust line")
+        shown = esc(value).replace(",", ",\\:")
+        flags += f" \\fI{shown}\\fR"
     return [".TP", flags, esc(option.help or "")]
 
 

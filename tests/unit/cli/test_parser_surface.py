@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -149,6 +150,25 @@ def test_man_page_lists_every_command_and_flag() -> None:
             assert flag.replace("-", "\\-") in daemon
 
 
+def test_man_pages_render_without_warnings_in_a_c_locale(tmp_path: Path) -> None:
+    """``man mcpsubctl`` under LC_ALL=C warned "can't find special character 'u2026'" (issue
+    27 §2): every page renders on the ASCII device with groff's warnings all on, silently."""
+    groff = shutil.which("groff")
+    assert groff is not None, "groff renders man pages; install it (apt-get install groff)"
+    for name, text in pages().items():
+        assert text.isascii(), f"{name} has non-ASCII characters"
+        page = tmp_path / name
+        page.write_text(text)
+        done = subprocess.run(
+            [groff, "-man", "-Tascii", "-ww", "-z", str(page)],
+            capture_output=True,
+            text=True,
+            env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"},
+            check=False,
+        )
+        assert done.returncode == 0 and done.stderr == "", f"{name}: {done.stderr}"
+
+
 def test_the_wheel_ships_the_man_pages() -> None:
     text = (REPO_ROOT / "pyproject.toml").read_text()
     assert '"man" = "share/man/man1"' in text
@@ -239,3 +259,21 @@ def test_events_takes_after_like_every_other_cursor_and_still_since() -> None:
     parser = build_parser()
     assert parser.parse_args(["events", "--after", "7"]).since == 7
     assert parser.parse_args(["events", "--since", "7"]).since == 7
+
+
+# ---- make ------------------------------------------------------------------------------------
+def test_a_bare_make_lists_the_targets() -> None:
+    """A bare ``make`` ran ``setup`` silently (issue 27 §2): it prints every target, with its
+    line of help, and builds nothing."""
+    make = shutil.which("make")
+    assert make is not None
+    done = subprocess.run(
+        [make, "--no-print-directory"], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    targets = re.findall(r"^  make (\S+)\s+(.*)$", done.stdout, re.MULTILINE)
+    names = [name for name, _ in targets]
+    for name in ("help", "setup", "run", "test", "lint", "man", "bench", "clean"):
+        assert name in names, done.stdout
+    assert all(text for _, text in targets), done.stdout
+    assert done.stdout.splitlines()[0].startswith("  make help"), done.stdout
