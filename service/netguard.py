@@ -17,14 +17,18 @@ through a network backend; TLS still verifies the certificate for the name). Thr
 the proxy resolves the name, so only the proxy's own address is judged.
 
 The rule itself (:func:`address_problem`) is pure. It judges an IPv6 address also by every
-IPv4 address it embeds (mapped, compatible, NAT64, 6to4, Teredo: :func:`embedded_ipv4`), since
-a translator or tunnel delivers the packet to that IPv4 address.
+IPv4 address it embeds (mapped, compatible, SIIT-translated, NAT64, 6to4, Teredo:
+:func:`embedded_ipv4`), since a translator or tunnel delivers the packet to that IPv4 address.
+A host is read as an address the way the resolver reads it (:func:`literal_address`: a
+trailing dot, and the inet_aton forms ``0xa9fea9fe`` or ``2852039166``), so the check at
+creation judges the address that delivery would connect to.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
@@ -46,6 +50,8 @@ METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog", "metada
 
 
 IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
+"""SIIT's IPv4-translated addresses (RFC 6145, RFC 7915): ``::ffff:0:a.b.c.d``."""
 NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")
 NAT64_LOCAL_USE = ipaddress.ip_network("64:ff9b:1::/48")
 NAT64_LOCAL_PREFIXES = (48, 56, 64, 96)
@@ -66,7 +72,7 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address
 
     An IPv6 address can carry an IPv4 one that a translator, a tunnel or the host's own stack
     then connects to: IPv4-mapped (``::ffff:a.b.c.d``), IPv4-compatible (``::a.b.c.d``),
-    NAT64 (``64:ff9b::/96``, and the local-use ``64:ff9b:1::/48`` at each prefix length RFC
+    IPv4-translated (SIIT, ``::ffff:0:a.b.c.d``), NAT64 (``64:ff9b::/96``, and the local-use ``64:ff9b:1::/48`` at each prefix length RFC
     6052 allows, since its length is the operator's choice), 6to4 (``2002:AABB:CCDD::/48``) and
     Teredo (``2001::/32``: its server, and its client's obfuscated address). Judging only the
     IPv6 form would let ``[::a9fe:a9fe]`` reach 169.254.169.254.
@@ -75,7 +81,7 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address
     found: list[ipaddress.IPv4Address] = []
     if address.ipv4_mapped is not None:
         found.append(address.ipv4_mapped)
-    elif address in IPV4_COMPATIBLE:
+    elif address in IPV4_COMPATIBLE or address in IPV4_TRANSLATED:
         found.append(ipaddress.IPv4Address(value & 0xFFFFFFFF))
     if address in NAT64_WELL_KNOWN:
         found.append(_rfc6052_ipv4(value, 96))
@@ -86,6 +92,34 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address
     if address.teredo is not None:
         found.extend(address.teredo)
     return tuple(found)
+
+
+_INET_ATON_FORM = re.compile(r"(?i)^(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}$")
+"""A host that the C resolver reads as an IPv4 address (inet_aton: 1 to 4 parts, each decimal,
+octal or hex), not as a name."""
+
+
+def literal_address(host: str) -> IPAddress | None:
+    """``host`` (a URL's host, brackets removed) as the address a connection would go to, when
+    it is an address and not a name; None for a name. Pure.
+
+    Read as ``getaddrinfo`` reads it: one trailing dot dropped (``169.254.169.254.`` is that
+    address, not a name), an IPv6 zone ignored, and the legacy IPv4 forms inet_aton accepts
+    (``0xa9fea9fe``, ``2852039166``, ``0251.0376.0251.0376``, ``169.254.43518``), which
+    :func:`ipaddress.ip_address` alone refuses and the resolver connects to."""
+    text = host.split("%", 1)[0]
+    if text.endswith(".") and not text.endswith(".."):
+        text = text[:-1]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        pass
+    if not _INET_ATON_FORM.match(text):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(text))
+    except OSError:
+        return None
 
 
 def address_problem(address: IPAddress) -> str | None:

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from service import safejson
 from service.api.errors import ApiError, InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
+from service.netguard import literal_address
 
 MAX_URL_LENGTH = 2048
 MAX_URI_LENGTH = 2048
@@ -108,12 +109,9 @@ def server_url(value: Any) -> str:
 
 
 def host_address(url: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The URL's host as an IP address when it is a literal one, else None."""
-    host = urlsplit(url).hostname or ""
-    try:
-        return ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return None
+    """The URL's host as an IP address when it is a literal one (read as the resolver reads it,
+    :func:`service.netguard.literal_address`: ``169.254.169.254.`` is that address), else None."""
+    return literal_address(urlsplit(url).hostname or "")
 
 
 def resource_uri(value: Any, field: str = "uri") -> str:

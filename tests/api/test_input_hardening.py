@@ -70,6 +70,11 @@ async def test_subscription_input_is_refused_before_any_write(
         ('{"url": "http://[::a9fe:a9fe]/hook"}', "PRIVATE_TARGET", "url"),
         ('{"url": "http://[64:ff9b::a9fe:a9fe]/hook"}', "PRIVATE_TARGET", "url"),
         ('{"url": "http://[2002:a9fe:a9fe::]/hook"}', "PRIVATE_TARGET", "url"),
+        ('{"url": "http://[::ffff:0:a9fe:a9fe]/hook"}', "PRIVATE_TARGET", "url"),  # SIIT
+        ('{"url": "http://[::ffff:0:6464:64c8]/hook"}', "PRIVATE_TARGET", "url"),  # SIIT
+        ('{"url": "http://169.254.169.254./latest/"}', "PRIVATE_TARGET", "url"),  # trailing dot
+        ('{"url": "http://0xa9fea9fe/hook"}', "PRIVATE_TARGET", "url"),  # inet_aton forms
+        ('{"url": "http://2852039166/hook"}', "PRIVATE_TARGET", "url"),
         ('{"url": "http://metadata.google.internal/x"}', "PRIVATE_TARGET", "url"),
         ('{"url": "http://0.0.0.0:9/hook"}', "PRIVATE_TARGET", "url"),
         (

@@ -91,6 +91,7 @@ EMBEDDING = {
     "NAT64 local-use /96": "64:ff9b:1::a9fe:a9fe",
     "NAT64 local-use /48": "64:ff9b:1:a9fe:a9:fe00::",
     "6to4": "2002:a9fe:a9fe::",
+    "SIIT (RFC 6145)": "::ffff:0:a9fe:a9fe",
     "Teredo": "2001:0:4136:e378:8000:63bf:5601:5601",  # client 169.254.169.254, obfuscated
 }
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from service.mcp.viahttpx import guard_httpx
-from service.netguard import AddressRefused, address_problem, judge, refused_in
+from service.netguard import AddressRefused, address_problem, judge, literal_address, refused_in
 
 
 @pytest.mark.parametrize(
@@ -39,6 +39,9 @@ from service.netguard import AddressRefused, address_problem, judge, refused_in
         ("64:ff9b:1:a9:fe:a9fe::", "embeds 169.254.169.254"),  # local-use, /56
         ("64:ff9b:1:0:a9:fea9:fe00:0", "embeds 169.254.169.254"),  # local-use, /64
         ("2002:a9fe:a9fe::", "embeds 169.254.169.254"),
+        ("::ffff:0:a9fe:a9fe", "embeds 169.254.169.254, a cloud metadata"),  # SIIT (RFC 6145)
+        ("::ffff:0:6464:64c8", "embeds 100.100.100.200, a cloud metadata"),  # SIIT
+        ("::ffff:0:a9fe:102", "embeds 169.254.1.2, a link-local"),  # SIIT
         ("2001:0:a9fe:a9fe::", "embeds 169.254.169.254"),  # Teredo server
         ("2001:0:4136:e378:8000:63bf:5601:5601", "embeds 169.254.169.254"),  # Teredo client
         ("64:ff9b::7f00:1", None),  # embedded loopback stays allowed, as loopback does
@@ -54,6 +57,29 @@ from service.netguard import AddressRefused, address_problem, judge, refused_in
 def test_address_problem(address: str, problem: str | None) -> None:
     found = address_problem(ipaddress.ip_address(address))
     assert (found is None) if problem is None else (problem in (found or ""))
+
+
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [
+        ("169.254.169.254.", "169.254.169.254"),  # the resolver drops one trailing dot
+        ("0xa9fea9fe", "169.254.169.254"),
+        ("2852039166", "169.254.169.254"),
+        ("0251.0376.0251.0376", "169.254.169.254"),
+        ("169.254.43518", "169.254.169.254"),
+        ("::ffff:0:a9fe:a9fe", "::ffff:0:a9fe:a9fe"),
+        ("fe80::1%eth0", "fe80::1"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("example.test", None),
+        ("example.test.", None),
+        ("cafe", None),
+        ("1.2.3.4..", None),
+        ("10.0.0.1.example", None),
+    ],
+)
+def test_literal_address_reads_a_host_as_the_resolver_does(host: str, address: str | None) -> None:
+    found = literal_address(host)
+    assert found == (None if address is None else ipaddress.ip_address(address))
 
 
 def test_judge_refuses_a_name_if_any_address_is_refused() -> None:
