@@ -4,7 +4,9 @@ An agent runs this as a prompt hook (Claude Code and Codex ``UserPromptSubmit``/
 Gemini CLI ``BeforeAgent``/``SessionStart``): it reads the hook's JSON on stdin, asks the daemon
 for the ``resource.updated`` events after this session's cursor, and prints the JSON that agent
 documents for adding context (``hookSpecificOutput.additionalContext``, docs/agents.md) listing
-them. Nothing new prints nothing.
+them. Nothing new prints nothing. A session's first call starts from the cursor of this agent's
+previous session in the same workspace (the hook input's ``cwd``), so a one-shot run
+(``claude -p``, ``codex exec``, ``gemini -p``) hears what changed since the last run there.
 
 It runs before every prompt, so it is built for start-up time (target: with nothing new, at
 most twice a bare ``python -c pass``; ``results/agents.md``). On that path it imports nothing
@@ -55,7 +57,14 @@ MAX_STDIN = 1 << 20
 """Hook input is small (ids, paths, the prompt); a larger stdin is cut off, not buffered."""
 MAX_SESSIONS = 256
 """Session cursor files kept per state dir; the least recently used go first."""
+MAX_WORKSPACES = 256
+"""Workspace cursor files (one per agent and ``cwd``) kept per state dir, apart from sessions."""
 SESSION_MAX_AGE_S = 30 * 86400
+"""A cursor file (session or workspace) unused this long is removed."""
+WORKSPACE_PREFIX = "ws-"
+"""Workspace cursors' names start with this; session cursors' start with the agent's name."""
+SINCE_PROMPT = "since the previous prompt"
+SINCE_SESSION = "since this agent's previous session in this workspace"
 REQUEST_TIMEOUT_S = 2.0
 """Longest the hook waits for the daemon's whole answer (and for the connect): a stuck or
 trickling daemon delays a prompt by this much, once."""
@@ -121,6 +130,17 @@ def session_key(agent: str, session_id: object) -> str:
     return f"{agent}--{text}"
 
 
+def workspace_key(agent: str, cwd: object) -> str:
+    """The cursor file's name for one agent in one workspace (the hook input's ``cwd``, else
+    the hook's own working directory): a digest, since a path can be long and odd."""
+    import hashlib
+
+    if not isinstance(cwd, str) or not cwd:
+        cwd = os.getcwd()
+    digest = hashlib.sha256(os.path.normpath(cwd).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{WORKSPACE_PREFIX}{agent}--{digest[:32]}"
+
+
 def hook_event(agent: str, payload: dict[str, Any]) -> str:
     name = payload.get("hook_event_name")
     return name if isinstance(name, str) and name else DEFAULT_EVENT[agent]
@@ -142,7 +162,7 @@ def _clean(value: object) -> str:
     return terminal_safe(str(value))
 
 
-def render_changes(events: list[dict[str, Any]], *, more: bool) -> str:
+def render_changes(events: list[dict[str, Any]], *, more: bool, since: str = SINCE_PROMPT) -> str:
     """The context text: one line per changed URI (newest revision, how many changes)."""
     per_uri: dict[tuple[str, str], dict[str, Any]] = {}
     for event in events:
@@ -154,7 +174,7 @@ def render_changes(events: list[dict[str, Any]], *, more: bool) -> str:
     first, last = events[0].get("id"), events[-1].get("id")
     changes = "1 resource change" if len(events) == 1 else f"{len(events)} resource changes"
     span = f"event {last}" if first == last else f"events {first}-{last}"
-    lines = [f"mcpsub: {changes} since the previous prompt ({span}):"]
+    lines = [f"mcpsub: {changes} {since} ({span}):"]
     items = list(per_uri.items())
     for (server, uri), entry in items[:MAX_URIS_SHOWN]:
         times = "" if entry["count"] == 1 else f", {entry['count']} changes"
@@ -244,6 +264,12 @@ class Cursors:
             return None
         return int(text) if text.isdigit() else None
 
+    def advance(self, key: str, cursor: int) -> None:
+        """Move ``key`` forward to ``cursor``, never back (several sessions share a workspace)."""
+        old = self.get(key)
+        if old is None or cursor > old:
+            self.put(key, cursor, new=False)
+
     def put(self, key: str, cursor: int, *, new: bool) -> None:
         self._ensure_dir()
         if new:
@@ -259,7 +285,9 @@ class Cursors:
             raise HookProblem(f"cannot write the cursor {path}: {exc.strerror}") from None
 
     def prune(self, now: float | None = None) -> list[str]:
-        """Drop cursor files unused for 30 days, then the oldest beyond the cap."""
+        """Drop cursor files unused for 30 days, then the oldest beyond each kind's cap
+        (sessions and workspaces are counted apart, so many sessions never push out the
+        workspaces' cursors)."""
         import time
 
         now = time.time() if now is None else now
@@ -275,8 +303,13 @@ class Cursors:
                 continue
         aged.sort()
         doomed = [n for m, n in aged if now - m > SESSION_MAX_AGE_S or n.endswith(".tmp")]
-        keep = [n for m, n in aged if n not in doomed]
-        doomed += keep[: max(0, len(keep) - (MAX_SESSIONS - 1))]
+        for workspaces, cap in ((False, MAX_SESSIONS), (True, MAX_WORKSPACES)):
+            keep = [
+                n
+                for m, n in aged
+                if n not in doomed and n.startswith(WORKSPACE_PREFIX) == workspaces
+            ]
+            doomed += keep[: max(0, len(keep) - (cap - 1))]
         import contextlib
 
         for name in doomed:
@@ -405,7 +438,8 @@ usage: mcpsubctl hook {claude-code,codex,gemini} [--api API]
 
 Run by an agent as a prompt hook: reads the hook's JSON on stdin and prints the JSON that
 agent documents for adding context (hookSpecificOutput.additionalContext), listing the
-resource changes since this session's previous call; prints nothing when nothing changed.
+resource changes since this session's previous call (a session's first call: since this
+agent's previous session in the same working directory); prints nothing when nothing changed.
 Always exits 0 except for a usage error (1): it never blocks the agent's prompt.
 See docs/agents.md for each agent's hook config.
 """
@@ -450,6 +484,8 @@ def read_payload(stream: Any) -> dict[str, Any]:
 
 
 def run(agent: str, api_spec: str | None, stdin: Any, stdout: Any) -> None:
+    """One hook call: the changes since this session's cursor, or for a session's first call
+    since this agent's previous session in the same workspace (docs/agents.md)."""
     payload = read_payload(stdin)
     event = hook_event(agent, payload)
     if event not in CONTEXT_EVENTS[agent]:
@@ -462,23 +498,36 @@ def run(agent: str, api_spec: str | None, stdin: Any, stdout: Any) -> None:
     cursors = Cursors(api.cursor_dir or state_dir)
     key = session_key(agent, payload.get("session_id"))
     cursor = cursors.get(key)
-    if cursor is None:  # a new session starts at "now": it has seen nothing older
-        status = api.get("/v1/status")
-        cursors.put(key, int(status.get("lastEventId") or 0), new=True)
-        return
+    new = cursor is None
+    since = SINCE_PROMPT
+    workspace: str | None = None
+    if cursor is None:  # a new session: it has seen what this agent saw here last time
+        workspace = workspace_key(agent, payload.get("cwd"))
+        cursor = cursors.get(workspace)
+        if cursor is None:  # the agent's first session here starts at "now"
+            status = api.get("/v1/status")
+            now = int(status.get("lastEventId") or 0)
+            cursors.put(key, now, new=True)
+            cursors.advance(workspace, now)
+            return
+        since = SINCE_SESSION
     page = api.get(f"/v1/events?after={cursor}&limit={PAGE}&type=resource.updated")
     events = [e for e in page.get("events") or [] if isinstance(e, dict)]
     next_after = page.get("nextAfter")
     if not events:
         if isinstance(next_after, int) and next_after > cursor:
-            cursors.put(key, next_after, new=False)
+            cursors.put(key, next_after, new=new)
+        elif new:
+            cursors.put(key, cursor, new=True)
         return
-    text = render_changes(events, more=len(events) >= PAGE)
+    text = render_changes(events, more=len(events) >= PAGE, since=since)
     import json
 
     stdout.write(json.dumps(hook_output(agent, event, text)) + "\n")
     stdout.flush()
-    cursors.put(key, int(events[-1].get("id") or cursor), new=False)
+    shown = int(events[-1].get("id") or cursor)
+    cursors.put(key, shown, new=new)
+    cursors.advance(workspace or workspace_key(agent, payload.get("cwd")), shown)
 
 
 def _say(problem: HookProblem) -> None:

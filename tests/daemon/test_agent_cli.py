@@ -72,7 +72,7 @@ def tail(d: Daemon, *args: str) -> Lines:
 
 
 def hook(
-    d: Daemon | Path, agent: str, payload: Any, *extra: str
+    d: Daemon | Path, agent: str, payload: Any, *extra: str, cwd: Path = REPO_ROOT
 ) -> subprocess.CompletedProcess[str]:
     state = d.state_dir if isinstance(d, Daemon) else d
     return subprocess.run(
@@ -82,7 +82,7 @@ def hook(
         capture_output=True,
         text=True,
         timeout=30,
-        cwd=str(REPO_ROOT),
+        cwd=str(cwd),
     )
 
 
@@ -205,6 +205,58 @@ def test_hook_reports_each_change_once_per_session(lab_server_factory, daemon_fa
     assert other.stdout == ""
 
 
+def test_a_new_session_hears_what_changed_since_the_previous_one_in_its_workspace(
+    lab_server_factory, daemon_factory, tmp_path: Path
+) -> None:
+    """One-shot runs (``claude -p``, ``codex exec``): each is a new session with one prompt."""
+    lab = lab_server_factory(SLOW)
+    put(lab, "test://ws", "w1")
+    d = daemon_factory()
+    subscribe(d, lab.url, "test://ws")
+    wait_text(d, "test://ws", "w1")
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+
+    def start(agent: str, session: str, cwd: Path, *, in_payload: bool = True) -> str:
+        payload = {"session_id": session, "hook_event_name": "SessionStart"}
+        if in_payload:
+            payload["cwd"] = str(cwd)
+        result = hook(d, agent, payload, cwd=cwd if not in_payload else REPO_ROOT)
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        return result.stdout
+
+    # The first runs: each agent and workspace starts at "now".
+    assert start("claude-code", "run-1", here) == ""
+    assert start("claude-code", "there-1", there) == ""
+    assert start("codex", "codex-1", here, in_payload=False) == "", "cwd: the hook's own"
+
+    put(lab, "test://ws", "w2")
+    wait_text(d, "test://ws", "w2")
+    shown = start("claude-code", "run-2", here)
+    output = json.loads(shown)
+    assert_documented_shape("claude-code", "SessionStart", output)
+    context = output["hookSpecificOutput"]["additionalContext"]
+    assert "1 resource change since this agent's previous session in this workspace" in context
+    assert "test://ws is now revision 2" in context
+    later = hook(d, "claude-code", {"session_id": "run-2", "hook_event_name": "UserPromptSubmit",
+                                    "cwd": str(here)})  # fmt: skip
+    assert later.stdout == "", "then the session goes on from its own cursor"
+    assert start("claude-code", "run-3", here) == "", "the next run does not hear it again"
+    again = start("claude-code", "there-2", there)
+    assert "test://ws is now revision 2" in again, "another workspace keeps its own cursor"
+    codex = start("codex", "codex-2", here, in_payload=False)
+    assert "test://ws is now revision 2" in codex, "another agent keeps its own cursor"
+
+    # A session that goes on moves its workspace's cursor too: a run after it hears nothing.
+    put(lab, "test://ws", "w3")
+    wait_text(d, "test://ws", "w3")
+    prompt = hook(d, "claude-code", {"session_id": "run-3", "hook_event_name": "UserPromptSubmit",
+                                     "cwd": str(here)})  # fmt: skip
+    assert "revision 3" in json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert start("claude-code", "run-4", here) == ""
+
+
 def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     nowhere = tmp_path / "no-daemon"
     payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit"}
@@ -222,7 +274,7 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     assert usage.returncode == 1 and "claude-code, codex, gemini" in usage.stderr
     # An odd session id never names a path outside the cursor directory.
     hook(d, "claude-code", {"session_id": "../../escape", "hook_event_name": "UserPromptSubmit"})
-    names = os.listdir(d.state_dir / "hooks")
+    names = [n for n in os.listdir(d.state_dir / "hooks") if not n.startswith("ws-")]
     assert names and all(n.startswith("claude-code--h-") for n in names)
 
     # Through the full parser (a global flag first), the same command does the same.

@@ -119,8 +119,12 @@ def test_cursor_files_are_private_and_bounded(tmp_path: Path) -> None:
         (hooks / f"s{i}").write_text("1")
         os.utime(hooks / f"s{i}", (now - 1000 + i, now - 1000 + i))
     os.utime(hooks / "s200", (now - 40 * 86400,) * 2)
+    (hooks / "ws-codex--old").write_text("1")  # a workspace's cursor, older than every session
+    os.utime(hooks / "ws-codex--old", (now - 2000,) * 2)
     cursors.put("codex--new", 1, new=True)
     names = set(os.listdir(hooks))
+    assert "ws-codex--old" in names, "sessions never push out a workspace's cursor"
+    names.discard("ws-codex--old")
     assert len(names) == MAX_SESSIONS and "codex--new" in names
     assert "s0" not in names and "s200" not in names and f"s{MAX_SESSIONS + 9}" in names
 
