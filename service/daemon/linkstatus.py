@@ -18,9 +18,12 @@ if TYPE_CHECKING:
     from service.daemon.link import ServerLink
 
 
-class LinkState(enum.Enum):
+class LinkState(enum.StrEnum):
     """Where a :class:`ServerLink` is, as its status shows it (``/v1/status`` ``state``); the
-    listen stream's own states are :class:`service.mcp.listen.ListenState`."""
+    listen stream's own states are :class:`service.mcp.listen.ListenState`.
+
+    A ``StrEnum``, so that wherever a state is written out (``str()``, an f-string, a log
+    line, a JSON body) it reads as its value, ``open``, and never as ``LinkState.OPEN``."""
 
     IDLE = "idle"
     """Nothing to listen for (no URI wanted), or not started."""

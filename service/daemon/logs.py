@@ -9,7 +9,8 @@ Three sources end up on stderr, and each is routed through the same processors:
 * ``warnings``, uncaught exceptions in threads and "unraisable" exceptions (``__del__``):
   turned into ``logging`` records by hooks installed here.
 
-Every entry passes :func:`redact` (``user:password@`` in URLs becomes ``***@``) and, at
+Every entry passes :func:`plain_values` (an enum member is written as its value) and
+:func:`redact` (``user:password@`` in URLs becomes ``***@``) and, at
 warning and above, a :class:`RepeatLimiter`: the same error repeated within
 ``REPEAT_WINDOW_S`` is logged once, and the next one after the window says how many were
 dropped (an accept loop failing with EMFILE thousands of times a second must not fill the
@@ -18,6 +19,7 @@ disk). ``log.exception`` entries carry the formatted stack in ``exception``.
 
 from __future__ import annotations
 
+import enum
 import logging
 import sys
 import threading
@@ -110,6 +112,17 @@ def limit_repeats(_logger: Any, method_name: str, event_dict: Any) -> Any:
     return event_dict
 
 
+def plain_values(_logger: Any, _method_name: str, event_dict: Any) -> Any:
+    """An enum member is logged as its value (``"state": "error"``): the JSON renderer's
+    fallback for what it cannot encode is ``repr()``, which printed a plain ``Enum`` as
+    ``"<LinkState.ERROR: 'error'>"``. Our states are ``StrEnum`` now; this keeps any other
+    enum a log call is given readable too."""
+    for key, value in event_dict.items():
+        if isinstance(value, enum.Enum):
+            event_dict[key] = value.value
+    return event_dict
+
+
 def redact(_logger: Any, _method_name: str, event_dict: Any) -> Any:
     for key, value in event_dict.items():
         if isinstance(value, str) and ("@" in value or "=" in value):
@@ -167,6 +180,7 @@ def configure_logging(log_level: str, log_format: str) -> None:
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         *stack,
+        plain_values,
         redact,
     ]
     structlog.configure(

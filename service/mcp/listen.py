@@ -33,7 +33,9 @@ from service.mcp import wire
 from service.mcp.errors import JsonRpcError, ProtocolViolation
 
 
-class ListenState(enum.Enum):
+class ListenState(enum.StrEnum):
+    """A listen stream's state; a ``StrEnum`` so that it is written out as its value."""
+
     AWAITING_ACK = "awaiting_ack"
     OPEN = "open"
     CLOSED = "closed"
