@@ -58,6 +58,7 @@ EXIT_ALREADY_RUNNING = 75  # EX_TEMPFAIL
 EXIT_DB_UNAVAILABLE = 69  # EX_UNAVAILABLE: the database did not answer (restart may help)
 EXIT_NO_INPUT = 66  # EX_NOINPUT: migrate-db found no SQLite database to copy
 EXIT_CANT_CREATE = 73  # EX_CANTCREAT: migrate-db target not empty (or the copy did not verify)
+EXIT_SOFTWARE = 70  # EX_SOFTWARE: start-up failed inside mcpsubd (the log has the traceback)
 STATUS_INTERVAL_S = 2.0
 """How often the ``STATUS=`` text is recomputed (it is sent only when it changed)."""
 BLOCK_LOOP_HOOK = "MCPSUB_TEST_BLOCK_LOOP_ON_SIGUSR1"
@@ -315,17 +316,36 @@ class DaemonRun:
         self.open_files, _hard = raise_open_file_limit()
         self.store = await self._open_store()
         try:
-            self.supervisor = Supervisor(
-                self.store,
-                settings,
-                token_provider=_token_provider(),
-                tokens_available=_token_store_exists,
-            )
-            self.reloader = Reloader(self.supervisor, settings, self.source, set_log_level)
-            self.server, self.sock, self.api = self._api()
-        except BaseException:
-            await self.store.close()
+            await self._start_work()
+        except BaseException as exc:
+            # Whatever was made is closed again (links, socket, store): a start that fails
+            # half-way must not leave streams open or the database's writer thread running.
+            await self._undo_startup()
+            if isinstance(exc, StartupFailed):
+                raise
+            if isinstance(exc, database_errors()):
+                log.error("database unavailable", database=settings.db_display, error=describe(exc))
+                raise StartupFailed(EXIT_DB_UNAVAILABLE) from exc
+            if isinstance(exc, Exception):
+                log.error("start-up failed", error=describe(exc), exc_info=exc)
+                raise StartupFailed(EXIT_SOFTWARE) from exc
             raise
+        self.progress.stop()
+        starting.clear(settings.state_dir)
+        if self.server.started:
+            self._ready()
+
+    async def _start_work(self) -> None:
+        """Supervisor, API socket, links, uvicorn: everything after the store opened."""
+        settings = self.settings
+        self.supervisor = Supervisor(
+            self.store,
+            settings,
+            token_provider=_token_provider(),
+            tokens_available=_token_store_exists,
+        )
+        self.reloader = Reloader(self.supervisor, settings, self.source, set_log_level)
+        self.server, self.sock, self.api = self._api()
         self.progress.phase("mcpsubd: starting the links")
         await self.supervisor.start()
         await self.reloader.initial()
@@ -334,10 +354,31 @@ class DaemonRun:
         self.stopper = loop.create_task(self._stop_work_on_signal())
         self.serving = loop.create_task(self.server.serve(sockets=[self.sock]))
         await self._api_started()
-        self.progress.stop()
-        starting.clear(settings.state_dir)
-        if self.server.started:
-            self._ready()
+
+    async def _undo_startup(self) -> None:
+        """Close what :meth:`_start_work` made before it failed, in reverse order, each step
+        bounded and on its own (one failing close must not keep the store open)."""
+        serving: asyncio.Task[None] | None = getattr(self, "serving", None)
+        stopper: asyncio.Task[None] | None = getattr(self, "stopper", None)
+        for task in (serving, stopper):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        supervisor: Supervisor | None = getattr(self, "supervisor", None)
+        if supervisor is not None:
+            try:
+                async with asyncio.timeout(self.settings.shutdown_timeout_s):
+                    await supervisor.stop()
+            except Exception as exc:  # the start-up error is the one to report
+                log.warning("links did not stop after the failed start", error=describe(exc))
+        sock: socket.socket | None = getattr(self, "sock", None)
+        if sock is not None:
+            sock.close()
+            if not self.settings.api_tcp:
+                with contextlib.suppress(OSError):
+                    (self.settings.api_socket or self.settings.state_dir / "api.sock").unlink()
+        with contextlib.suppress(Exception):
+            await self.store.close()
 
     async def _open_store(self) -> Store:
         settings = self.settings
@@ -522,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="mcpsub daemon: keeps MCP 2026-07-28 subscriptions alive and serves them.",
         epilog="exit codes: 0 stopped cleanly (SIGTERM, or Ctrl-C while serving), 2 unknown "
         "flag or command, 69 database "
-        "unavailable, 75 another mcpsubd serves the socket (or runs on the state migrate-db "
+        "unavailable, 70 start-up failed inside mcpsubd (the log says why), 75 another mcpsubd serves the socket (or runs on the state migrate-db "
         "would copy), 66 no SQLite database to copy, 73 migrate-db target not empty, 78 bad "
         "setting or unusable state directory, 130 Ctrl-C during migrate, migrate-db or backup",
     )
