@@ -1,0 +1,50 @@
+"""``python -m bench.agents_lab``: the agent lab.
+
+* ``scenario NAME --cli CLI [--transport stdio|http] [--changes N] [--mode oneshot|resume]``:
+  one scenario (bench/agents_lab/scenarios.py), its facts as one JSON object on stdout.
+
+Everything runs inside a fresh loopback-only network namespace: the command re-executes
+itself under ``unshare -n`` first (root, or a user namespace that allows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from bench.agents_lab import netns
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.agents_lab")
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("scenario", help="run one scenario, print its facts as JSON")
+    one.add_argument("name")
+    one.add_argument("--cli", required=True)
+    one.add_argument("--transport", default="stdio", choices=["stdio", "http"])
+    one.add_argument("--changes", type=int, default=1)
+    one.add_argument("--mode", default="oneshot", choices=["oneshot", "resume"])
+    args = parser.parse_args(argv)
+    try:
+        netns.reexec_inside()
+    except netns.NetnsError as exc:
+        print(f"agents lab: {exc}", file=sys.stderr)
+        return 3
+    from bench.agents_lab import scenarios
+
+    if args.command == "scenario":
+        run = scenarios.SCENARIOS[args.name]
+        kwargs: dict[str, object] = {"cli": args.cli}
+        if args.name == "wait":
+            kwargs.update(transport=args.transport, changes=args.changes)
+        elif args.name == "hook":
+            kwargs.update(mode=args.mode)
+        facts = run(**kwargs)
+        json.dump(facts, sys.stdout, indent=1)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

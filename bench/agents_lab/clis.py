@@ -1,0 +1,263 @@
+"""How the lab drives each pinned agent CLI headless: its config files, argv and environment.
+
+Each :class:`Agent` writes the config a user would write (the same shapes docs/agents.md
+shows), pointed at the world's scripted model, and runs the CLI one-shot in the world's
+workspace. :meth:`Agent.run` refuses to start a CLI outside a loopback-only network
+namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bench.agents_lab import netns
+from bench.agents_lab.world import NODE_BIN, SERVER_NAME, World
+
+RUN_TIMEOUT_S = 120.0
+MODEL = "scripted-model"
+
+
+@dataclass
+class Transport:
+    """How the agent reaches mcpsub: ``stdio`` (``mcpsubctl mcp``) or ``http`` (``/mcp``)."""
+
+    kind: str = "stdio"
+    url: str = ""
+    token: str = ""
+    channel: bool = False
+
+    def stdio_args(self) -> list[str]:
+        return ["mcp", "--channel"] if self.channel else ["mcp"]
+
+
+@dataclass
+class Ran:
+    argv: list[str]
+    code: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+
+@dataclass
+class Agent:
+    world: World
+    transport: Transport = field(default_factory=Transport)
+    hooks: bool = False
+    name: ClassVar[str] = ""
+    binary: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+
+    # ---- to override ----------------------------------------------------------------------
+    def configure(self) -> dict[str, str]:
+        """Write the config files; return the files written (path → text) for the report."""
+        raise NotImplementedError
+
+    def argv(self, prompt: str, *, resume: bool = False) -> list[str]:
+        raise NotImplementedError
+
+    def extra_env(self) -> dict[str, str]:
+        return {}
+
+    # ---- shared ---------------------------------------------------------------------------
+    @property
+    def home(self) -> Path:
+        return self.world.home
+
+    def write(self, path: Path, text: str) -> tuple[str, str]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return str(path.relative_to(self.world.root)), text
+
+    def hook_command(self) -> str:
+        return f"mcpsubctl hook {self.name}"
+
+    def run(self, prompt: str, *, resume: bool = False, timeout: float = RUN_TIMEOUT_S) -> Ran:
+        netns.require_private()
+        argv = self.argv(prompt, resume=resume)
+        env = {**self.world.env, **self.extra_env()}
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            argv,
+            cwd=self.world.work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            out, err = proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            timed_out = True
+        return Ran(argv, proc.returncode, out, err, time.monotonic() - start, timed_out)
+
+
+class Claude(Agent):
+    name = "claude-code"
+    binary = "claude"
+    label = "Claude Code 2.1.328"
+
+    def server_entry(self) -> dict[str, Any]:
+        t = self.transport
+        if t.kind == "http":
+            return {"type": "http", "url": t.url, "headers": {"Authorization": f"Bearer {t.token}"}}
+        return {"command": "mcpsubctl", "args": t.stdio_args()}
+
+    def configure(self) -> dict[str, str]:
+        files = dict(
+            [
+                self.write(
+                    self.world.work / ".mcp.json",
+                    json.dumps({"mcpServers": {SERVER_NAME: self.server_entry()}}),
+                )
+            ]
+        )
+        settings: dict[str, Any] = {"enableAllProjectMcpServers": True}
+        if self.hooks:
+            hook = [{"hooks": [{"type": "command", "command": self.hook_command(), "timeout": 5}]}]
+            settings["hooks"] = {"SessionStart": hook, "UserPromptSubmit": hook}
+        files.update(
+            [
+                self.write(
+                    self.world.work / ".claude" / "settings.json", json.dumps(settings, indent=2)
+                )
+            ]
+        )
+        return files
+
+    def extra_env(self) -> dict[str, str]:
+        return {"ANTHROPIC_BASE_URL": self.world.model.url, "ANTHROPIC_API_KEY": "sk-lab-scripted"}
+
+    def argv(self, prompt: str, *, resume: bool = False) -> list[str]:
+        argv = [str(NODE_BIN / "claude"), "-p", prompt, "--model", MODEL]
+        argv += [
+            "--mcp-config",
+            str(self.world.work / ".mcp.json"),
+            "--allowedTools",
+            f"mcp__{SERVER_NAME}",
+        ]
+        if self.transport.channel:
+            argv += ["--dangerously-load-development-channels", f"server:{SERVER_NAME}", "--debug"]
+        if resume:
+            argv += ["--continue"]
+        return argv
+
+
+class Codex(Agent):
+    name = "codex"
+    binary = "codex"
+    label = "Codex 0.169.0"
+
+    def configure(self) -> dict[str, str]:
+        t = self.transport
+        lines = [
+            f'model = "{MODEL}"',
+            'model_provider = "lab"',
+            'approval_policy = "never"',
+            'sandbox_mode = "workspace-write"',
+            "check_for_update_on_startup = false",
+            "",
+            "[analytics]",
+            "enabled = false",
+            "",
+            "[model_providers.lab]",
+            'name = "lab"',
+            f'base_url = "{self.world.model.url}/v1"',
+            'wire_api = "responses"',
+            "supports_websockets = false",
+            'env_key = "LAB_MODEL_KEY"',
+            "",
+            f"[mcp_servers.{SERVER_NAME}]",
+        ]
+        if t.kind == "http":
+            lines += [f'url = "{t.url}"', 'bearer_token_env_var = "MCPSUB_LAB_TOKEN"']
+        else:
+            lines += ['command = "mcpsubctl"', f"args = {json.dumps(t.stdio_args())}"]
+        lines += ["tool_timeout_sec = 60", ""]
+        files = dict([self.write(self.home / ".codex" / "config.toml", "\n".join(lines))])
+        if self.hooks:
+            hook = [{"hooks": [{"type": "command", "command": self.hook_command(), "timeout": 5}]}]
+            hooks = {"hooks": {"SessionStart": hook, "UserPromptSubmit": hook}}
+            files.update(
+                [self.write(self.home / ".codex" / "hooks.json", json.dumps(hooks, indent=2))]
+            )
+        return files
+
+    def extra_env(self) -> dict[str, str]:
+        return {"LAB_MODEL_KEY": "sk-lab-scripted", "MCPSUB_LAB_TOKEN": self.transport.token}
+
+    def argv(self, prompt: str, *, resume: bool = False) -> list[str]:
+        argv = [str(NODE_BIN / "codex"), "exec"]
+        if resume:
+            argv += ["resume", "--last"]
+        argv += ["--skip-git-repo-check"]
+        if self.hooks:
+            argv += ["--dangerously-bypass-hook-trust"]
+        return [*argv, prompt]
+
+
+class Gemini(Agent):
+    name = "gemini"
+    binary = "gemini"
+    label = "Gemini CLI 0.61.0"
+
+    def server_entry(self) -> dict[str, Any]:
+        t = self.transport
+        if t.kind == "http":
+            return {
+                "httpUrl": t.url,
+                "headers": {"Authorization": f"Bearer {t.token}"},
+                "timeout": 600000,
+            }
+        return {"command": "mcpsubctl", "args": t.stdio_args(), "timeout": 600000}
+
+    def configure(self) -> dict[str, str]:
+        settings: dict[str, Any] = {
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "mcpServers": {SERVER_NAME: self.server_entry()},
+        }
+        if self.hooks:
+            hook = [
+                {"hooks": [{"type": "command", "command": self.hook_command(), "timeout": 5000}]}
+            ]
+            settings["hooks"] = {"SessionStart": hook, "BeforeAgent": hook}
+        return dict(
+            [self.write(self.home / ".gemini" / "settings.json", json.dumps(settings, indent=2))]
+        )
+
+    def extra_env(self) -> dict[str, str]:
+        return {"GOOGLE_GEMINI_BASE_URL": self.world.model.url, "GEMINI_API_KEY": "lab-scripted"}
+
+    def argv(self, prompt: str, *, resume: bool = False) -> list[str]:
+        argv = [
+            str(NODE_BIN / "gemini"),
+            "-p",
+            prompt,
+            "--approval-mode",
+            "yolo",
+            "--skip-trust",
+            "-m",
+            MODEL,
+        ]
+        if resume:
+            argv += ["--resume", "latest"]
+        return argv
+
+
+AGENTS: dict[str, type[Agent]] = {a.name: a for a in (Claude, Codex, Gemini)}

@@ -1,0 +1,57 @@
+"""Real agent CLIs (bench/agents_lab's pinned npm packages) against a scripted model, each in
+a private loopback-only network namespace. ``.ci/run`` installs the CLIs (``npm install`` in
+bench/agents_lab) and runs as root, so under ``CI=true`` a missing CLI or a missing
+``unshare`` fails these tests instead of skipping them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.agents_lab import netns
+
+LAB = Path(__file__).resolve().parents[2] / "bench" / "agents_lab"
+BINARIES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
+SCENARIO_TIMEOUT_S = 240
+
+
+def unavailable(cli: str) -> str | None:
+    binary = LAB / "node_modules" / ".bin" / BINARIES[cli]
+    if not binary.exists():
+        return (
+            f"{binary} is missing: run `npm install --no-save` in bench/agents_lab (.ci/run does)"
+        )
+    return netns.missing()
+
+
+@pytest.fixture
+def scenario() -> Callable[..., dict[str, Any]]:
+    """Run ``python -m bench.agents_lab scenario NAME --cli CLI …`` (it enters its own
+    namespace) and return its facts."""
+
+    def run(name: str, cli: str, *args: str) -> dict[str, Any]:
+        reason = unavailable(cli)
+        if reason:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"CI must be able to run {cli} in the agent lab: {reason}")
+            pytest.skip(reason)
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.agents_lab", "scenario", name, "--cli", cli, *args],
+            cwd=LAB.parents[1],
+            capture_output=True,
+            text=True,
+            timeout=SCENARIO_TIMEOUT_S,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-4000:]
+        facts: dict[str, Any] = json.loads(done.stdout)
+        return facts
+
+    return run
