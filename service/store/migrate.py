@@ -80,18 +80,26 @@ def lost_race(exc: BaseException) -> bool:
 
 def upgrade_if_needed(url: str) -> None:
     """:func:`upgrade` to head, unless the database already records the newest script's
-    revision (then Alembic is not even imported). A start that lost a race with another
-    process migrating the same database tries again (the winner's work is then seen)."""
+    revision (then neither Alembic nor tenacity is even imported). A start that lost a race
+    with another process migrating the same database tries again (the winner's work is then
+    seen): tenacity's ``Retrying`` states that policy (which errors, how many tries, the last
+    error re-raised) instead of a hand-written loop."""
     head = script_head()
-    for attempt in range(RACE_ATTEMPTS):
-        if head is not None and _on_connection(url, stored_revision) == head:
-            return
-        try:
-            upgrade(url)
-            return
-        except Exception as exc:
-            if attempt == RACE_ATTEMPTS - 1 or not lost_race(exc):
-                raise
+
+    def current() -> bool:
+        return head is not None and _on_connection(url, stored_revision) == head
+
+    if current():
+        return
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
+    retrying = Retrying(
+        retry=retry_if_exception(lost_race), stop=stop_after_attempt(RACE_ATTEMPTS), reraise=True
+    )
+    for attempt in retrying:
+        with attempt:
+            if attempt.retry_state.attempt_number == 1 or not current():
+                upgrade(url)
 
 
 def alembic_config(url: str) -> Config:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from urllib.parse import parse_qs
 
 import httpx
 import pytest
+import respx
 
 from service.auth import oauth
 from service.auth.errors import AuthLoginRequired, AuthTimeout, LockTimeout, OAuthError
@@ -188,12 +188,16 @@ def _run(coro):  # type: ignore[no-untyped-def]
     return asyncio.run(coro)
 
 
-def test_discovery_falls_back_to_the_fixed_layout() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(404)
+# The authorization server's answers below are routed by respx: each test names the URLs it
+# expects, anything else fails the test (assert_all_mocked), and a route records its calls.
+
+
+@respx.mock(assert_all_called=False)
+def test_discovery_falls_back_to_the_fixed_layout(respx_mock: respx.MockRouter) -> None:
+    respx_mock.route(host="gw").respond(404)
 
     async def go() -> oauth.Endpoints:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        async with httpx.AsyncClient() as client:
             return await oauth.discover(client, "http://gw:9/mcp/x")
 
     assert _run(go()) == oauth.Endpoints(
@@ -201,39 +205,29 @@ def test_discovery_falls_back_to_the_fixed_layout() -> None:
     )
 
 
-def test_discovery_follows_prm_and_sends_resource() -> None:
-    seen: list[httpx.Request] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        path = request.url.path
-        if path == "/mcp":
-            return httpx.Response(
-                401, headers={"WWW-Authenticate": 'Bearer resource_metadata="http://rs/prm"'}
-            )
-        if path == "/prm":
-            return httpx.Response(
-                200, json={"resource": "http://rs/mcp", "authorization_servers": ["http://as"]}
-            )
-        if str(request.url) == "http://as/.well-known/oauth-authorization-server":
-            return httpx.Response(
-                200,
-                json={
-                    "issuer": "http://as",
-                    "registration_endpoint": "http://as/reg",
-                    "device_authorization_endpoint": "http://as/dev",
-                    "token_endpoint": "http://as/tok",
-                },
-            )
-        if path == "/dev":
-            return httpx.Response(
-                200,
-                json={"device_code": "d", "user_code": "U", "verification_uri": "http://as/a"},
-            )
-        return httpx.Response(404)
+@respx.mock
+def test_discovery_follows_prm_and_sends_resource(respx_mock: respx.MockRouter) -> None:
+    respx_mock.get("http://rs/mcp").respond(
+        401, headers={"WWW-Authenticate": 'Bearer resource_metadata="http://rs/prm"'}
+    )
+    respx_mock.get("http://rs/prm").respond(
+        200, json={"resource": "http://rs/mcp", "authorization_servers": ["http://as"]}
+    )
+    respx_mock.get("http://as/.well-known/oauth-authorization-server").respond(
+        200,
+        json={
+            "issuer": "http://as",
+            "registration_endpoint": "http://as/reg",
+            "device_authorization_endpoint": "http://as/dev",
+            "token_endpoint": "http://as/tok",
+        },
+    )
+    device = respx_mock.post("http://as/dev").respond(
+        200, json={"device_code": "d", "user_code": "U", "verification_uri": "http://as/a"}
+    )
 
     async def go() -> tuple[oauth.Endpoints, oauth.DeviceCode]:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        async with httpx.AsyncClient() as client:
             endpoints = await oauth.discover(client, "http://rs/mcp")
             return endpoints, await oauth.request_device_code(client, endpoints, "cid")
 
@@ -242,21 +236,20 @@ def test_discovery_follows_prm_and_sends_resource() -> None:
         "http://as/reg", "http://as/dev", "http://as/tok", "http://rs/mcp"
     )
     assert (code.interval, code.expires_in, code.verification_uri_complete) == (5.0, 900.0, None)
-    form = parse_qs(seen[-1].content.decode())
+    form = parse_qs(device.calls.last.request.content.decode())
     assert form == {"client_id": ["cid"], "resource": ["http://rs/mcp"]}
 
 
-def test_polling_sleeps_first_and_slows_down() -> None:
-    answers = [
-        (400, {"error": "authorization_pending"}),
-        (400, {"error": "slow_down"}),
-        (200, {"access_token": "a", "expires_in": 10}),
-    ]
+@respx.mock
+def test_polling_sleeps_first_and_slows_down(respx_mock: respx.MockRouter) -> None:
+    respx_mock.post("http://a/t").mock(
+        side_effect=[
+            httpx.Response(400, json={"error": "authorization_pending"}),
+            httpx.Response(400, json={"error": "slow_down"}),
+            httpx.Response(200, json={"access_token": "a", "expires_in": 10}),
+        ]
+    )
     sleeps: list[float] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        status, body = answers.pop(0)
-        return httpx.Response(status, content=json.dumps(body).encode())
 
     async def sleep(seconds: float) -> None:
         sleeps.append(seconds)
@@ -264,7 +257,7 @@ def test_polling_sleeps_first_and_slows_down() -> None:
     async def go() -> oauth.TokenSet:
         endpoints = oauth.Endpoints("http://a/r", "http://a/d", "http://a/t")
         code = oauth.DeviceCode("d", "U", "http://a/v", None, 900, 1)
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        async with httpx.AsyncClient() as client:
             return await oauth.poll_for_token(client, endpoints, "c", code, sleep=sleep)
 
     tokens = _run(go())
@@ -272,11 +265,9 @@ def test_polling_sleeps_first_and_slows_down() -> None:
     assert sleeps == [1, 1, 6]
 
 
+@respx.mock  # no route: a request after the local expiry fails the test
 def test_polling_gives_up_when_the_code_expires_locally() -> None:
     clock = iter([0.0, 10.0])
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise AssertionError("no request after local expiry")
 
     async def sleep(seconds: float) -> None:
         return None
@@ -284,7 +275,7 @@ def test_polling_gives_up_when_the_code_expires_locally() -> None:
     async def go() -> None:
         endpoints = oauth.Endpoints("http://a/r", "http://a/d", "http://a/t")
         code = oauth.DeviceCode("d", "U", "http://a/v", None, 5, 0)
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        async with httpx.AsyncClient() as client:
             await oauth.poll_for_token(
                 client, endpoints, "c", code, sleep=sleep, clock=lambda: next(clock)
             )

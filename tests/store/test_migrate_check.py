@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlalchemy import Connection
 
+from service.store import migrate
 from service.store.migrate import (
     _on_connection,
     alembic_config,
@@ -27,8 +29,8 @@ unwanted = sys.argv[2].split(",")
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in unwanted and sys.modules[m])
 print(",".join(loaded) or "none")
 """
-SQLITE_UNWANTED = "alembic,asyncpg,rich,pygments"
-"""Not imported by a SQLite daemon: alembic (only to migrate), asyncpg (only for PostgreSQL,
+SQLITE_UNWANTED = "alembic,asyncpg,rich,pygments,tenacity"
+"""Not imported by a SQLite daemon: alembic and tenacity (only to migrate), asyncpg (only for PostgreSQL,
 see ``database_errors``), rich and pygments (structlog's and httpx's optional extras, see
 ``service.daemon.norich``)."""
 
@@ -43,7 +45,7 @@ def test_the_head_read_from_the_scripts_is_alembics() -> None:
 
 def test_a_current_database_is_checked_without_alembic(database_url: str) -> None:
     assert current(database_url) == script_head()  # the fixture's database is migrated
-    unwanted = SQLITE_UNWANTED if database_url.startswith("sqlite") else "alembic"
+    unwanted = SQLITE_UNWANTED if database_url.startswith("sqlite") else "alembic,tenacity"
     done = subprocess.run(
         [sys.executable, "-c", CHECK, database_url, unwanted],
         capture_output=True,
@@ -70,3 +72,49 @@ def _downgrade(conn: Connection, url: str, revision: str) -> None:
     config = alembic_config(url)
     config.attributes["connection"] = conn
     command.downgrade(config, revision)
+
+
+def _failing_upgrades(monkeypatch: pytest.MonkeyPatch, errors: list[Exception]) -> list[str]:
+    """``upgrade`` raises each of ``errors`` in turn, then migrates for real."""
+    calls: list[str] = []
+    real = migrate.upgrade
+
+    def upgrade(url: str) -> None:
+        calls.append(url)
+        if errors:
+            raise errors.pop(0)
+        real(url)
+
+    monkeypatch.setattr(migrate, "upgrade", upgrade)
+    return calls
+
+
+RACE = RuntimeError('relation "servers" already exists')
+
+
+def test_a_start_that_lost_the_race_migrates_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'raced.db'}"
+    calls = _failing_upgrades(monkeypatch, [RACE, RACE])
+    upgrade_if_needed(url)
+    assert len(calls) == migrate.RACE_ATTEMPTS == 3
+    assert current(url) == script_head()
+
+
+def test_the_race_is_tried_a_bounded_number_of_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'raced.db'}"
+    calls = _failing_upgrades(monkeypatch, [RACE] * 5)
+    with pytest.raises(RuntimeError, match="already exists"):
+        upgrade_if_needed(url)
+    assert len(calls) == migrate.RACE_ATTEMPTS
+
+
+def test_any_other_failure_is_not_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'broken.db'}"
+    calls = _failing_upgrades(monkeypatch, [RuntimeError("disk I/O error")])
+    with pytest.raises(RuntimeError, match="disk I/O"):
+        upgrade_if_needed(url)
+    assert len(calls) == 1
