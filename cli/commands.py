@@ -26,6 +26,7 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("cli.face_cmds", "add_face_command", ("mcp",)),
     ("cli.agent_cmds", "add_agent_commands", ("tail", "hook")),
     ("cli.ui_cmds", "add_ui_command", ("ui",)),
+    ("cli.skills_cmds", "add_skills_commands", ("skills",)),
 )
 """Command groups in their own modules, after ctl.py's own (probe, call, login, logout)."""
 
