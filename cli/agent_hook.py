@@ -69,6 +69,8 @@ REQUEST_TIMEOUT_S = 2.0
 """Longest the hook waits for the daemon's whole answer (and for the connect): a stuck or
 trickling daemon delays a prompt by this much, once."""
 MAX_RESPONSE = 4 << 20
+NO_SESSION = "no-session"
+"""The session of hook input without a ``session_id``."""
 _SAFE_ID = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
@@ -119,15 +121,22 @@ def _slow_loads(text: str) -> Any:
 
 def session_key(agent: str, session_id: object) -> str:
     """The cursor file's name for one agent session: the id itself when it is a plain token
-    (UUIDs are), else a digest of it, so an odd id can never name a path."""
-    text = session_id if isinstance(session_id, str) else ""
-    if not text:
-        text = "no-session"
-    if len(text) > 128 or not set(text) <= _SAFE_ID or text.strip(".") == "":
-        import hashlib
+    (UUIDs are), else a digest of its value, so an odd id can never name a path and ids that
+    are not strings keep apart (``123``, ``"123"``, ``null``, ``true`` are four sessions)."""
+    if (
+        isinstance(session_id, str)
+        and 0 < len(session_id) <= 128
+        and set(session_id) <= _SAFE_ID
+        and session_id.strip(".")
+    ):
+        return f"{agent}--{session_id}"
+    import hashlib
 
-        text = "h-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return f"{agent}--{text}"
+    if isinstance(session_id, str):
+        raw = session_id.encode("utf-8", "surrogatepass")
+    else:  # 0xff never occurs in UTF-8: no string's digest input looks like a value's
+        raw = b"\xff" + repr(session_id).encode("utf-8", "surrogatepass")
+    return f"{agent}--h-{hashlib.sha256(raw).hexdigest()[:32]}"
 
 
 def workspace_key(agent: str, cwd: object) -> str:
@@ -235,59 +244,105 @@ def _state_dir() -> str:
     return os.path.join(os.path.expanduser(base), "mcpsub")
 
 
-class Cursors:
-    """``<state dir>/hooks/<agent>--<session>``: the last event id shown to that session.
+class Cursor:
+    """One cursor file, open and locked for one hook call: the last event id shown.
 
-    The directory is 0700 and each file 0600 (the ids say what a person is working on); at
-    most :data:`MAX_SESSIONS` files are kept, pruned when a new session starts.
+    It is read and rewritten in place through the descriptor that holds the lock (no
+    temporary file, so no name to plant a link at); a torn write reads as no cursor, which
+    only sends the session back to its workspace's cursor.
     """
 
-    def __init__(self, state_dir: str) -> None:
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd = fd
+        self.path = path
+
+    @property
+    def value(self) -> int | None:
+        try:
+            text = os.pread(self.fd, 32, 0).decode("ascii", "replace").strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None
+
+    def set(self, cursor: int) -> None:
+        data = f"{cursor}\n".encode()
+        try:
+            os.pwrite(self.fd, data, 0)
+            os.ftruncate(self.fd, len(data))
+        except OSError as exc:
+            raise HookProblem(f"cannot write the cursor {self.path}: {exc.strerror}") from None
+
+    def advance(self, cursor: int) -> None:
+        """Move forward to ``cursor``, never back (several sessions share a workspace)."""
+        old = self.value
+        if old is None or cursor > old:
+            self.set(cursor)
+
+    def __enter__(self) -> Cursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)  # and with it the lock
+
+
+class Cursors:
+    """``<state dir>/hooks/``: one cursor file per agent session (``<agent>--<session>``) and
+    one per agent and workspace (``ws-<agent>--<digest of cwd>``).
+
+    The directory is 0700 and each file 0600 (the ids say what a person is working on); at
+    most :data:`MAX_SESSIONS` session files and :data:`MAX_WORKSPACES` workspace files are
+    kept, pruned when a new session starts. Whatever else is planted at a cursor's name
+    (a FIFO, a socket, a symbolic or hard link) is never opened through: the entry is removed
+    and the cursor starts afresh. Each cursor is locked while a call uses it, so concurrent
+    hooks of one session tell each change once; the wait for that lock ends at ``deadline``.
+    """
+
+    def __init__(self, state_dir: str, deadline: float | None = None) -> None:
         self.dir = os.path.join(state_dir, "hooks")
+        self.deadline = deadline
 
     def _ensure_dir(self) -> None:
+        import stat
+
         try:
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            info = os.stat(self.dir)
+            info = os.lstat(self.dir)
         except OSError as exc:
             raise HookProblem(f"cannot keep cursors in {self.dir}: {exc.strerror}") from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise HookProblem(f"{self.dir} is not a directory; not using it")
         if info.st_uid != os.getuid():
             raise HookProblem(f"{self.dir} belongs to another user; not using it")
         if info.st_mode & 0o077:
             os.chmod(self.dir, 0o700)
 
-    def get(self, key: str) -> int | None:
-        try:
-            with open(os.path.join(self.dir, key), encoding="utf-8") as handle:
-                text = handle.read(32).strip()
-        except (OSError, ValueError):
-            return None
-        return int(text) if text.isdigit() else None
-
-    def advance(self, key: str, cursor: int) -> None:
-        """Move ``key`` forward to ``cursor``, never back (several sessions share a workspace)."""
-        old = self.get(key)
-        if old is None or cursor > old:
-            self.put(key, cursor, new=False)
-
-    def put(self, key: str, cursor: int, *, new: bool) -> None:
+    def hold(self, key: str) -> Cursor:
+        """The cursor ``key``, created empty when missing, opened and locked."""
         self._ensure_dir()
-        if new:
-            self.prune()
         path = os.path.join(self.dir, key)
-        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = _open_regular(path)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(f"{cursor}\n")
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise HookProblem(f"cannot write the cursor {path}: {exc.strerror}") from None
+            _lock(fd, self.deadline)
+        except BaseException:
+            os.close(fd)
+            raise
+        return Cursor(fd, path)
+
+    def get(self, key: str) -> int | None:
+        """``key``'s value without creating it (for tests and tools, not the hook's path)."""
+        if not os.path.lexists(os.path.join(self.dir, key)):
+            return None
+        with self.hold(key) as cursor:
+            return cursor.value
+
+    def put(self, key: str, cursor: int) -> None:
+        with self.hold(key) as held:
+            held.set(cursor)
 
     def prune(self, now: float | None = None) -> list[str]:
-        """Drop cursor files unused for 30 days, then the oldest beyond each kind's cap
-        (sessions and workspaces are counted apart, so many sessions never push out the
-        workspaces' cursors)."""
+        """Drop cursor files unused for 30 days (and old versions' temporary files), then the
+        oldest beyond each kind's cap (sessions and workspaces are counted apart, so many
+        sessions never push out the workspaces' cursors)."""
         import time
 
         now = time.time() if now is None else now
@@ -298,7 +353,7 @@ class Cursors:
         aged: list[tuple[float, str]] = []
         for name in names:
             try:
-                aged.append((os.stat(os.path.join(self.dir, name)).st_mtime, name))
+                aged.append((os.lstat(os.path.join(self.dir, name)).st_mtime, name))
             except OSError:
                 continue
         aged.sort()
@@ -309,13 +364,75 @@ class Cursors:
                 for m, n in aged
                 if n not in doomed and n.startswith(WORKSPACE_PREFIX) == workspaces
             ]
-            doomed += keep[: max(0, len(keep) - (cap - 1))]
+            doomed += keep[: max(0, len(keep) - cap)]
         import contextlib
 
         for name in doomed:
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(self.dir, name))
         return doomed
+
+
+_OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+"""Never through a link, never blocking (a FIFO opens at once and is then refused)."""
+
+
+def _open_regular(path: str) -> int:
+    """A descriptor on the regular, single-linked file of this user's at ``path``, created
+    0600 when missing. Anything else there is unlinked (the name, never its target) once."""
+    import stat
+
+    problem = ""
+    for attempt in range(2):
+        try:
+            fd = os.open(path, _OPEN_FLAGS, 0o600)
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+            try:
+                planted = not stat.S_ISREG(os.lstat(path).st_mode)
+            except OSError:
+                planted = False
+        else:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and info.st_nlink == 1:
+                return fd
+            os.close(fd)
+            problem = "not a regular file of this user's"
+            planted = True
+        if not planted or attempt:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            break
+    raise HookProblem(f"cannot use the cursor {path}: {problem}")
+
+
+LOCK_WAIT_S = 2.0
+"""Longest a hook waits for another hook of the same session (or workspace) to finish with
+its cursor; then it reports nothing (the other one reports the changes)."""
+
+
+def _lock(fd: int, deadline: float | None) -> None:
+    """``lockf`` without blocking, retried with short pauses until ``deadline``."""
+    import time
+
+    pause = 0.002
+    while True:
+        try:
+            os.lockf(fd, os.F_TLOCK, 0)
+            return
+        except OSError as exc:
+            import errno  # only here: the path with nothing new imports no more than it must
+
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                return  # a file system without locks: go on unlocked, as before locks
+        if deadline is None or time.monotonic() >= deadline:
+            raise HookProblem(
+                "another hook of this session is using its cursor; this one reports nothing"
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 # ---- the daemon ----------------------------------------------------------------------------
@@ -493,41 +610,56 @@ def run(agent: str, api_spec: str | None, stdin: Any, stdout: Any) -> None:
             f"{agent} cannot take context from a {event!r} hook; use "
             + " or ".join(CONTEXT_EVENTS[agent])
         )
+    import time  # already loaded by the interpreter
+
     state_dir = _state_dir()
     api = Api(api_spec, state_dir)
-    cursors = Cursors(api.cursor_dir or state_dir)
-    key = session_key(agent, payload.get("session_id"))
-    cursor = cursors.get(key)
-    new = cursor is None
-    since = SINCE_PROMPT
-    workspace: str | None = None
-    if cursor is None:  # a new session: it has seen what this agent saw here last time
-        workspace = workspace_key(agent, payload.get("cwd"))
-        cursor = cursors.get(workspace)
-        if cursor is None:  # the agent's first session here starts at "now"
-            status = api.get("/v1/status")
-            now = int(status.get("lastEventId") or 0)
-            cursors.put(key, now, new=True)
-            cursors.advance(workspace, now)
+    cursors = Cursors(api.cursor_dir or state_dir, time.monotonic() + LOCK_WAIT_S)
+    key = session_key(agent, payload.get("session_id", NO_SESSION))
+    with cursors.hold(key) as session:  # held to the end: concurrent calls tell a change once
+        cursor = session.value
+        if cursor is not None:
+            shown = _report(api, agent, event, session, cursor, SINCE_PROMPT, stdout)
+            if shown is not None:
+                with cursors.hold(workspace_key(agent, payload.get("cwd"))) as workspace:
+                    workspace.advance(shown)
             return
-        since = SINCE_SESSION
+        # A new session has seen what this agent saw here last time (locks: session first).
+        cursors.prune()
+        with cursors.hold(workspace_key(agent, payload.get("cwd"))) as workspace:
+            cursor = workspace.value
+            if cursor is None:  # the agent's first session here starts at "now"
+                now = int(api.get("/v1/status").get("lastEventId") or 0)
+                session.set(now)
+                workspace.advance(now)
+                return
+            shown = _report(api, agent, event, session, cursor, SINCE_SESSION, stdout)
+            if shown is not None:
+                workspace.advance(shown)
+            elif session.value is None:
+                session.set(cursor)
+
+
+def _report(
+    api: Api, agent: str, event: str, session: Cursor, cursor: int, since: str, stdout: Any
+) -> int | None:
+    """Print the changes after ``cursor`` and move the session past them; the last event id
+    shown, or None when there was nothing to show."""
     page = api.get(f"/v1/events?after={cursor}&limit={PAGE}&type=resource.updated")
     events = [e for e in page.get("events") or [] if isinstance(e, dict)]
     next_after = page.get("nextAfter")
     if not events:
         if isinstance(next_after, int) and next_after > cursor:
-            cursors.put(key, next_after, new=new)
-        elif new:
-            cursors.put(key, cursor, new=True)
-        return
+            session.set(next_after)
+        return None
     text = render_changes(events, more=len(events) >= PAGE, since=since)
     import json
 
     stdout.write(json.dumps(hook_output(agent, event, text)) + "\n")
     stdout.flush()
     shown = int(events[-1].get("id") or cursor)
-    cursors.put(key, shown, new=new)
-    cursors.advance(workspace or workspace_key(agent, payload.get("cwd")), shown)
+    session.set(shown)
+    return shown
 
 
 def _say(problem: HookProblem) -> None:

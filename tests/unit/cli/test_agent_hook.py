@@ -92,24 +92,29 @@ def test_render_groups_by_uri_escapes_and_bounds() -> None:
 
 def test_session_key_keeps_uuids_and_hashes_anything_else() -> None:
     assert session_key("codex", "0b6c2f3e-1a2b-4c5d-9e8f-001122334455").endswith("-001122334455")
-    for odd in ("../x", "/etc/passwd", ".", "..", "a" * 200, "a b", "\x00", "é", 7, None, ""):
+    odd_ids: list[object] = ["../x", "/etc/passwd", ".", "..", "a" * 200, "a b", "\x00", "é", ""]
+    values: list[object] = [7, "7", None, "None", True, 1, 1.0, [1, 2], "[1, 2]", {"a": 1}]
+    keys = set()
+    for odd in odd_ids + values:
         key = session_key("gemini", odd)
         assert key.startswith("gemini--") and "/" not in key and key not in ("gemini--.", "..")
-        if odd not in (None, "", 7):
-            assert key.startswith("gemini--h-"), odd
+        if odd in odd_ids or not isinstance(odd, str):
+            assert key.startswith("gemini--h-") and len(key) == len("gemini--h-") + 32, odd
+        keys.add(key)
+    assert len(keys) == len(odd_ids) + len(values), "each value its own cursor"
     assert session_key("codex", "a/b") != session_key("codex", "a/c")
 
 
 def test_cursor_files_are_private_and_bounded(tmp_path: Path) -> None:
     cursors = Cursors(str(tmp_path))
     assert cursors.get("codex--a") is None
-    cursors.put("codex--a", 7, new=True)
+    cursors.put("codex--a", 7)
     assert cursors.get("codex--a") == 7
     hooks = tmp_path / "hooks"
     assert stat.S_IMODE(hooks.stat().st_mode) == 0o700
     assert stat.S_IMODE((hooks / "codex--a").stat().st_mode) == 0o600
     os.chmod(hooks, 0o755)
-    cursors.put("codex--a", 8, new=False)
+    cursors.put("codex--a", 8)
     assert stat.S_IMODE(hooks.stat().st_mode) == 0o700, "a widened directory is narrowed again"
     (hooks / "codex--a").write_text("garbage")
     assert cursors.get("codex--a") is None, "a damaged cursor counts as a new session"
@@ -121,7 +126,8 @@ def test_cursor_files_are_private_and_bounded(tmp_path: Path) -> None:
     os.utime(hooks / "s200", (now - 40 * 86400,) * 2)
     (hooks / "ws-codex--old").write_text("1")  # a workspace's cursor, older than every session
     os.utime(hooks / "ws-codex--old", (now - 2000,) * 2)
-    cursors.put("codex--new", 1, new=True)
+    cursors.put("codex--new", 1)
+    cursors.prune()
     names = set(os.listdir(hooks))
     assert "ws-codex--old" in names, "sessions never push out a workspace's cursor"
     names.discard("ws-codex--old")
