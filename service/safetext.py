@@ -8,9 +8,11 @@ Two jobs, used by every place that prints or logs such text:
   becomes a visible ``\\xNN`` / ``\\uNNNN``; ordinary text, backslashes included, is returned
   unchanged, so output for normal text stays byte-identical.
 * :func:`redact_urls` replaces the ``user:password@`` part of every URL in a string with
-  ``***@``, and the value of every well-known secret query parameter
-  (:data:`SECRET_QUERY_PARAMETERS`: ``?api_key=…``, ``&token=…``) with ``***``, so credentials
-  in a server or webhook URL never reach a log, a table, an API answer or a bug report.
+  ``***@``, and the value of every secret parameter (:func:`is_secret_parameter`: a name in
+  :data:`SECRET_QUERY_PARAMETERS`, or one containing :data:`SECRET_NAME_PARTS`; in the
+  query, the path's ``;name=value`` matrix parameters and the fragment) with ``***``, so
+  credentials in a server or webhook URL never reach a log, a table, an API answer or a bug
+  report.
   :func:`split_secret` is the same rule for storing a URL: the shown form goes where anything
   may read it, the full one only where the wire needs it.
 """
@@ -32,14 +34,48 @@ BIDI_CONTROLS = frozenset(
 )
 _UNSAFE_CLASS = "\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff"
 _KEEP_LINES_CLASS = "\x00-\x08\x0b-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff"
-SECRET_QUERY_PARAMETERS = ("api_key", "token", "access_token", "key", "sig")
-"""Query parameters whose value is a credential by convention (names compared ignoring case)."""
+SECRET_QUERY_PARAMETERS = frozenset(
+    {
+        "access_token",
+        "api_key",
+        "apikey",
+        "auth",
+        "authorization",
+        "client_secret",
+        "credential",
+        "credentials",
+        "jwt",
+        "key",
+        "pass",
+        "passwd",
+        "password",
+        "pwd",
+        "secret",
+        "session",
+        "sessionid",
+        "sid",
+        "sig",
+        "signature",
+        "token",
+        "x-amz-credential",
+        "x-amz-signature",
+        "x-goog-credential",
+        "x-goog-signature",
+    }
+)
+"""URL parameter names whose value is a credential by convention (compared ignoring case,
+after percent-decoding). The maintained list: add a name here when a service is found
+putting a credential under it; docs/api.md ("Credentials in a URL") lists the rule."""
+SECRET_NAME_PARTS = ("token", "secret", "password", "passwd", "key", "credential")
+"""A parameter whose name contains one of these (``X-Session-Token``, ``hmac_key``,
+``oauth_client_secret``) is a credential too, whatever the service calls it."""
 _PATTERNS = {
     "unsafe": f"[{_UNSAFE_CLASS}]",
     "keep_lines": f"[{_KEEP_LINES_CLASS}]",
     "userinfo": r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*@",
-    "secret_parameter": r"(?i)([?&;](?:" + "|".join(SECRET_QUERY_PARAMETERS) + r")=)[^&;#\s\"'<>]+",
-    "url_with_query": r"(?i)\b[a-z][a-z0-9+.-]*://[^\s\"'<>?#]*\?[^\s\"'<>]*",
+    "parameter": r"([?&;#])([^=&;#?/\s\"'<>]+)=([^&;#\s\"'<>]+)",
+    "path_parameter": r"(;)([^=;/?#\s\"'<>]+)=([^;/?#\s\"'<>]+)",
+    "url_with_parameters": r"(?i)\b[a-z][a-z0-9+.-]*://[^\s\"'<>?#;]*[?#;][^\s\"'<>]*",
 }
 
 
@@ -68,16 +104,43 @@ def terminal_safe(text: str, *, keep_lines: bool = False) -> str:
 
 def redact_urls(text: str) -> str:
     """Every ``scheme://user:pass@host`` in ``text`` becomes ``scheme://***@host``, and every
-    secret query parameter of a URL in it (``?token=abc``) becomes ``?token=***``."""
+    secret parameter of a URL in it (``?token=abc``, ``;password=abc``, ``&client_secret=``,
+    :func:`is_secret_parameter`) becomes ``name=***``. The one redaction rule: every URL
+    shown anywhere (answers, events, tables, the log) goes through it."""
     if "@" in text:
         text = _pattern("userinfo").sub(r"\1***@", text)
     if "=" in text:
-        text = _pattern("url_with_query").sub(_redact_query, text)
+        text = _pattern("url_with_parameters").sub(_redact_parameters, text)
     return text
 
 
-def _redact_query(match: re.Match[str]) -> str:
-    return _pattern("secret_parameter").sub(r"\1***", match.group())
+def is_secret_parameter(name: str) -> bool:
+    """Whether a URL parameter called ``name`` carries a credential: a name of
+    :data:`SECRET_QUERY_PARAMETERS`, or one containing a part of :data:`SECRET_NAME_PARTS`,
+    compared ignoring case after percent-decoding (``pass%77ord`` is ``password``). Pure."""
+    if "%" in name:
+        from urllib.parse import unquote  # rare: not imported by every CLI call
+
+        name = unquote(name)
+    folded = name.casefold()
+    return folded in SECRET_QUERY_PARAMETERS or any(part in folded for part in SECRET_NAME_PARTS)
+
+
+def _redact_parameters(match: re.Match[str]) -> str:
+    """The path's ``;name=value`` parameters end at ``/``, ``;``, ``?`` or ``#``; the query's
+    and the fragment's at ``&``, ``;`` or ``#``."""
+    url = match.group()
+    cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
+    path, rest = url[:cut], url[cut:]
+    if ";" in path:
+        path = _pattern("path_parameter").sub(_redact_parameter, path)
+    return path + _pattern("parameter").sub(_redact_parameter, rest)
+
+
+def _redact_parameter(match: re.Match[str]) -> str:
+    if not is_secret_parameter(match.group(2)):
+        return match.group()
+    return f"{match.group(1)}{match.group(2)}=***"
 
 
 def split_secret(url: str) -> tuple[str, str | None]:

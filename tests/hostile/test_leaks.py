@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from service.face import protocol as p
 from tests.hostile.helpers import put, subscribe, text_of
 from tests.support.cli import run_cli
 from tests.support.daemon import Daemon, tcp_api_env
@@ -287,3 +288,113 @@ def test_a_stored_target_with_an_unencodable_host_fails_by_name_not_with_500(
         assert ping.json()["error"].startswith("INVALID_URL: the target's host"), ping.json()
     assert d.stop() == 0
     assert not _errors(d), _errors(d)
+
+
+FACE_META = {"_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}
+
+
+def _face_http(d: Daemon, name: str, arguments: dict[str, Any]) -> str:
+    """One ``tools/call`` on the daemon's ``/mcp`` (2026-07-28, stateless): the raw answer."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, **FACE_META},
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": p.MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+    }
+    answer = d.api("POST", "/mcp", json=body, headers=headers)
+    assert answer.status_code == 200 and '"result"' in answer.text, answer.text
+    return answer.text
+
+
+def _face_stdio(d: Daemon, name: str, arguments: dict[str, Any]) -> str:
+    """One ``tools/call`` through ``mcpsubctl mcp`` (stdio): the raw answer line."""
+    from tests.face.stdio_peer import StdioPeer
+
+    peer = StdioPeer(d.state_dir)
+    try:
+        peer.request(0, "initialize", {"protocolVersion": "2025-03-26"})
+        peer.answer(0)
+        peer.request(1, "tools/call", {"name": name, "arguments": arguments})
+        return json.dumps(peer.answer(1))
+    finally:
+        peer.close()
+
+
+def test_secrets_under_other_parameter_names_are_used_on_the_wire_and_never_shown(
+    database_url: str, daemon_factory: Any, lab_server_factory: Any, receiver: Receiver
+) -> None:
+    """Issue 27 §1. Before: only ``api_key``, ``token``, ``access_token``, ``key`` and ``sig``
+    were redacted, and only after a ``?``: ``?password=``, ``secret``, ``client_secret``,
+    ``apikey``, ``auth`` and a path's ``;token=`` showed in clear in /v1/subscriptions,
+    events, /v1/links, webhook targets, the CLIs, the face and the log."""
+    secrets = [f"hush{n}q" for n in range(8)]
+    lab = lab_server_factory()
+    put(lab, "test://leak2", "v1")
+    d = daemon_factory(env=WEBHOOKS_FAST)
+    server = (
+        f"{lab.url}?password={secrets[0]}&Secret={secrets[1]}&client_secret={secrets[2]}"
+        f"&APIKEY={secrets[3]}&auth={secrets[4]}&X-Session-Token={secrets[5]}&page=1"
+    )
+    hook_path = f"/hook;token={secrets[6]}?pwd={secrets[7]}&x=1"
+    hook = f"http://127.0.0.1:{receiver.port}{hook_path}"
+    shown: list[str] = []
+
+    added = d.ctl("--json", "webhook", "add", hook)
+    assert added.code == 0, added
+    shown.append(added.stdout + added.stderr)
+    receiver.expect_secret(hook_path, added.json["secret"])
+    subscribed = d.ctl("--json", "subscribe", "--url", server, "--uri", "test://leak2")
+    assert subscribed.code == 0, subscribed
+    shown.append(subscribed.stdout + subscribed.stderr)
+    # The wire has them whole: the read went through, the receiver got its path as given.
+    assert until("the read is stored", lambda: text_of(d, "test://leak2") == "v1")
+    receiver.wait_for(lambda found: len(found) >= 1, path=hook_path)
+
+    for path in (
+        "/v1/status",
+        "/v1/subscriptions",
+        "/v1/subscriptions/1",
+        "/v1/events",
+        "/v1/links",
+        "/v1/webhooks",
+        "/v1/webhooks/1",
+        "/v1/deliveries",
+    ):
+        response = d.api("GET", path)
+        assert response.status_code == 200, (path, response.text)
+        shown.append(response.text)
+    for args in (("list",), ("status",), ("show", "1"), ("events",), ("webhook", "list")):
+        for form in ((), ("--json",)):
+            result = d.ctl(*form, *args)
+            assert result.code == 0, (args, result)
+            shown.append(result.stdout + result.stderr)
+    for call in (_face_http, _face_stdio):
+        shown.append(call(d, "list_subscriptions", {}))
+        shown.append(call(d, "read", {"uri": "test://leak2"}))
+
+    listed = d.api("GET", "/v1/subscriptions").json()["subscriptions"][0]
+    assert listed["serverUrl"] == (
+        f"{lab.url}?password=***&Secret=***&client_secret=***&APIKEY=***&auth=***"
+        "&X-Session-Token=***&page=1"
+    )
+    target = d.api("GET", "/v1/webhooks").json()["webhooks"][0]
+    assert target["url"] == f"http://127.0.0.1:{receiver.port}/hook;token=***?pwd=***&x=1"
+    assert d.stop() == 0
+    shown.extend(d.lines)
+    assert any("password=***" in line for line in d.lines)  # the log names the server URL
+    leaked = [(secret, text[:300]) for text in shown for secret in secrets if secret in text]
+    assert not leaked, leaked
+    stored = [
+        *d.query("SELECT url FROM servers"),
+        *d.query("SELECT url FROM webhook_targets"),
+        *d.query("SELECT server_url FROM events"),
+    ]
+    assert not [row for row in stored for secret in secrets if secret in str(row[0])], stored
+    assert d.query("SELECT url_secret FROM servers") == [(server,)]
+    assert d.query("SELECT url_secret FROM webhook_targets") == [(hook,)]

@@ -62,7 +62,25 @@ def test_keep_lines_keeps_newlines_and_tabs_only() -> None:
         ("http://h/x?a=1&API_KEY=abc#f", "http://h/x?a=1&API_KEY=***#f"),
         ("http://h/x?sig=s;key=k&access_token=t", "http://h/x?sig=***;key=***&access_token=***"),
         ("'http://u:p@h/x?key=k' failed", "'http://***@h/x?key=***' failed"),
-        ("http://h/x?monkey=1&keys=2&token=", "http://h/x?monkey=1&keys=2&token="),
+        ("http://h/x?page=1&keys=2&token=", "http://h/x?page=1&keys=***&token="),
+        # Issue 27 §1: the names people use, any case, and any name containing a secret word.
+        (
+            "http://h/x?password=p&Secret=s&client_secret=c&APIKEY=a&auth=u&ok=1",
+            "http://h/x?password=***&Secret=***&client_secret=***&APIKEY=***&auth=***&ok=1",
+        ),
+        ("http://h/mcp;token=t;v=1/x?a=1", "http://h/mcp;token=***;v=1/x?a=1"),  # matrix
+        ("http://h/mcp;jsessionid=j?q=1", "http://h/mcp;jsessionid=j?q=1"),
+        (
+            "http://h/p?X-Session-Token=t&hmac_key=k&monkey=m",
+            "http://h/p?X-Session-Token=***&hmac_key=***&monkey=***",
+        ),
+        (
+            "http://h/p?pass%77ord=p&x-amz-signature=s",
+            "http://h/p?pass%77ord=***&x-amz-signature=***",
+        ),
+        ("http://h/cb#access_token=t&state=1", "http://h/cb#access_token=***&state=1"),
+        ("see http://h/p;password=p then", "see http://h/p;password=*** then"),
+        ("http://h/p?author=me&title=t", "http://h/p?author=me&title=t"),
         ("token=abc outside a URL", "token=abc outside a URL"),
         ("http://h/x/token=abc", "http://h/x/token=abc"),
     ],
