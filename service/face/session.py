@@ -25,6 +25,9 @@ Send = Callable[[dict[str, Any]], bool]
 """Queue one unsolicited message; False when the client's queue is full (then dropped)."""
 
 IDLE_WAIT_S: Final = 30.0
+DAEMON_POLL_S: Final = (0.05, 1.0)
+"""While no daemon answers: the first and the longest pause between two looks for one (a
+unix socket's connect is a cheap refusal; nothing tells a process when another one binds)."""
 
 
 async def follow(backend: FaceBackend, cursor: int) -> AsyncIterator[dict[str, Any]]:
@@ -61,12 +64,48 @@ class Session:
     max_subscribed: int = 1000
     max_listens: int = 64
     _follower: asyncio.Task[None] | None = None
+    _daemon_found: asyncio.Future[int] | None = None
 
     async def start_following(self) -> None:
-        """Start the follower from the newest event now (idempotent)."""
+        """Start the follower from the newest event now (idempotent).
+
+        With no daemon answering (``--no-autostart``, a failed start, a daemon that is
+        restarting) it never fails: the follower starts from the daemon's newest event once
+        one answers, so ``initialize`` succeeds, the tools say ``DAEMON_UNAVAILABLE`` with
+        the command that starts it, and notifications flow once it runs, without a restart
+        of the face (docs/agents-face.md). A later call (``resources/subscribe``, a listen)
+        that finds the daemon hands the follower its cursor at once."""
         if self._follower is None or self._follower.done():
-            cursor = await self.face.backend.last_event_id()
+            try:
+                cursor: int | None = await self.face.backend.last_event_id()
+            except FaceError:
+                cursor = None
+                self._daemon_found = asyncio.get_running_loop().create_future()
             self._follower = asyncio.create_task(self._follow(cursor), name="face-follow")
+        elif self._daemon_found is not None and not self._daemon_found.done():
+            try:
+                cursor = await self.face.backend.last_event_id()
+            except FaceError:
+                return
+            if not self._daemon_found.done():
+                self._daemon_found.set_result(cursor)
+
+    async def _first_cursor(self) -> int:
+        """The daemon's newest event id, once a daemon answers: looked for with a bounded
+        backoff, or handed over by :meth:`start_following`."""
+        found = self._daemon_found
+        pause, longest = DAEMON_POLL_S
+        while True:
+            try:
+                return await self.face.backend.last_event_id()
+            except FaceError:
+                pass
+            if found is not None:
+                with contextlib.suppress(TimeoutError):
+                    return await asyncio.wait_for(asyncio.shield(found), pause)
+            else:
+                await asyncio.sleep(pause)
+            pause = min(pause * 2, longest)
 
     async def close(self) -> None:
         if self._follower is not None:
@@ -78,7 +117,9 @@ class Session:
         if not self.send(message):
             self.dropped += 1
 
-    async def _follow(self, cursor: int) -> None:
+    async def _follow(self, cursor: int | None) -> None:
+        if cursor is None:
+            cursor = await self._first_cursor()
         names: dict[int, str] = {}
         while True:
             try:

@@ -103,6 +103,42 @@ def test_mcp_starts_the_daemon_on_first_use_unless_told_not_to(tmp_path: Path) -
             os.kill(pid, signal.SIGTERM)
 
 
+def test_a_face_started_without_a_daemon_initializes_and_follows_one_that_starts_later(
+    lab_server_factory: Any, tmp_path: Path
+) -> None:
+    """issue 26 §1: ``initialize`` answered -32603 DAEMON_UNAVAILABLE when no daemon ran."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    put(lab, DOC, "one\n")
+    state = tmp_path / "state"
+    peer = StdioPeer(state, "--no-autostart")
+    d = Daemon(state)
+    try:
+        peer.request(0, "initialize", {"protocolVersion": "2025-11-25"})
+        init = peer.answer(0)
+        assert init["result"]["protocolVersion"] == "2025-11-25", init
+        peer.request(1, "tools/list")
+        assert {tool["name"] for tool in peer.answer(1)["result"]["tools"]} >= {"wait_for_change"}
+        peer.request(2, "tools/call", {"name": "list_subscriptions", "arguments": {}})
+        down = peer.answer(2)["result"]
+        assert down["isError"] and down["structuredContent"]["errorCode"] == "DAEMON_UNAVAILABLE"
+        assert "mcpsubd" in down["structuredContent"]["hint"]
+
+        d.start()  # the same face, no restart: it follows the daemon that appeared
+        assert d.ctl("subscribe", "--url", lab.url, "--uri", DOC, "--json").code == 0
+        peer.request(3, "resources/subscribe", {"uri": DOC})
+        assert peer.answer(3, timeout=30)["result"] == {}
+        peer.request(4, "tools/call", {"name": "list_subscriptions", "arguments": {}})
+        assert peer.answer(4)["result"]["isError"] is False
+        # resources/subscribe found the daemon and handed the follower its cursor (without
+        # it, the follower's own look comes at most 1 s later): the change after it is told.
+        put(lab, DOC, "one\ntwo\n")
+        updated = peer.until(lambda m: m.get("method") == "notifications/resources/updated", 30)
+        assert updated["params"] == {"uri": DOC}
+    finally:
+        assert peer.close() == 0
+        d.stop()
+
+
 def test_stdio_session_survives_a_daemon_restart(
     lab_server_factory: Any, daemon_factory: Any
 ) -> None:
