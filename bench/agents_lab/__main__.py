@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--transport", default="stdio", choices=["stdio", "http"])
     one.add_argument("--changes", type=int, default=1)
     one.add_argument("--mode", default="oneshot", choices=["oneshot", "resume"])
+    one.add_argument("--flag", default="development", choices=["development", "channels"])
     args = parser.parse_args(argv)
     try:
         netns.reexec_inside()
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
             kwargs.update(transport=args.transport, changes=args.changes)
         elif args.name == "hook":
             kwargs.update(mode=args.mode)
+        elif args.name == "channel":
+            kwargs.update(flag=args.flag)
         facts = run(**kwargs)
         json.dump(facts, sys.stdout, indent=1)
         print()

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,6 +24,7 @@ from bench.agents_lab.world import NODE_BIN, SERVER_NAME, World
 
 RUN_TIMEOUT_S = 120.0
 MODEL = "scripted-model"
+API_KEY = "sk-lab-scripted-model-key"
 
 
 @dataclass
@@ -61,7 +64,7 @@ class Agent:
         """Write the config files; return the files written (path → text) for the report."""
         raise NotImplementedError
 
-    def argv(self, prompt: str, *, resume: bool = False) -> list[str]:
+    def argv(self, prompt: str, *, resume: bool = False, interactive: bool = False) -> list[str]:
         raise NotImplementedError
 
     def extra_env(self) -> dict[str, str]:
@@ -104,6 +107,47 @@ class Agent:
             timed_out = True
         return Ran(argv, proc.returncode, out, err, time.monotonic() - start, timed_out)
 
+    def run_interactive(
+        self, done: Callable[[], bool], *, timeout: float = RUN_TIMEOUT_S
+    ) -> tuple[bool, str]:
+        """Start the CLI interactively in a private tmux server (a real terminal) and keep it
+        until ``done()`` holds or ``timeout`` passes; returns (done, the last screen)."""
+        netns.require_private()
+        argv = self.argv("", interactive=True)
+        env = {**self.world.env, **self.extra_env()}
+        sock, workdir = str(self.world.root / "tmux.sock"), str(self.world.work)
+        tmux = ["tmux", "-S", sock]
+        command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv])
+        subprocess.run(
+            [
+                *tmux,
+                "new-session",
+                "-d",
+                "-s",
+                "lab",
+                "-x",
+                "160",
+                "-y",
+                "45",
+                "-c",
+                workdir,
+                command,
+            ],
+            check=True,
+            timeout=30,
+        )
+        deadline = time.monotonic() + timeout
+        ok = False
+        try:
+            while time.monotonic() < deadline and not (ok := done()):
+                time.sleep(0.2)
+            screen = subprocess.run(
+                [*tmux, "capture-pane", "-p", "-t", "lab"], capture_output=True, text=True
+            ).stdout
+        finally:
+            subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)
+        return ok, "\n".join(line.rstrip() for line in screen.splitlines() if line.strip())
+
 
 class Claude(Agent):
     name = "claude-code"
@@ -117,32 +161,32 @@ class Claude(Agent):
         return {"command": "mcpsubctl", "args": t.stdio_args()}
 
     def configure(self) -> dict[str, str]:
-        files = dict(
-            [
-                self.write(
-                    self.world.work / ".mcp.json",
-                    json.dumps({"mcpServers": {SERVER_NAME: self.server_entry()}}),
-                )
-            ]
-        )
+        files: dict[str, str] = {}
+        servers = {"mcpServers": {SERVER_NAME: self.server_entry()}}
+        files.update([self.write(self.world.work / ".mcp.json", json.dumps(servers))])
         settings: dict[str, Any] = {"enableAllProjectMcpServers": True}
         if self.hooks:
             hook = [{"hooks": [{"type": "command", "command": self.hook_command(), "timeout": 5}]}]
             settings["hooks"] = {"SessionStart": hook, "UserPromptSubmit": hook}
-        files.update(
-            [
-                self.write(
-                    self.world.work / ".claude" / "settings.json", json.dumps(settings, indent=2)
-                )
-            ]
-        )
+        settings_path = self.world.work / ".claude" / "settings.json"
+        files.update([self.write(settings_path, json.dumps(settings, indent=2))])
+        # what a person's first interactive start records (onboarding done, this API key
+        # approved, this folder trusted), so an interactive run starts at the prompt
+        state = {
+            "hasCompletedOnboarding": True,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+            "projects": {str(self.world.work): {"hasTrustDialogAccepted": True}},
+        }
+        self.write(self.home / ".claude.json", json.dumps(state))
         return files
 
     def extra_env(self) -> dict[str, str]:
-        return {"ANTHROPIC_BASE_URL": self.world.model.url, "ANTHROPIC_API_KEY": "sk-lab-scripted"}
+        return {"ANTHROPIC_BASE_URL": self.world.model.url, "ANTHROPIC_API_KEY": API_KEY}
 
-    def argv(self, prompt: str, *, resume: bool = False) -> list[str]:
-        argv = [str(NODE_BIN / "claude"), "-p", prompt, "--model", MODEL]
+    def argv(self, prompt: str, *, resume: bool = False, interactive: bool = False) -> list[str]:
+        argv = [str(NODE_BIN / "claude"), *([] if interactive else ["-p", prompt])]
+        argv += ["--model", MODEL]
         argv += [
             "--mcp-config",
             str(self.world.work / ".mcp.json"),
@@ -150,7 +194,12 @@ class Claude(Agent):
             f"mcp__{SERVER_NAME}",
         ]
         if self.transport.channel:
-            argv += ["--dangerously-load-development-channels", f"server:{SERVER_NAME}", "--debug"]
+            flag = getattr(self, "channel_flag", "development")
+            if flag == "channels":
+                argv += ["--channels", f"server:{SERVER_NAME}"]
+            else:
+                argv += ["--dangerously-load-development-channels", f"server:{SERVER_NAME}"]
+            argv += ["--debug"]
         if resume:
             argv += ["--continue"]
         return argv
@@ -199,7 +248,7 @@ class Codex(Agent):
     def extra_env(self) -> dict[str, str]:
         return {"LAB_MODEL_KEY": "sk-lab-scripted", "MCPSUB_LAB_TOKEN": self.transport.token}
 
-    def argv(self, prompt: str, *, resume: bool = False) -> list[str]:
+    def argv(self, prompt: str, *, resume: bool = False, interactive: bool = False) -> list[str]:
         argv = [str(NODE_BIN / "codex"), "exec"]
         if resume:
             argv += ["resume", "--last"]

@@ -9,6 +9,8 @@ tests/agents and the bench call them.
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -183,3 +185,52 @@ def hook(cli: str, mode: str = "oneshot") -> dict[str, Any]:
 
 
 SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {"wait": wait, "hook": hook}
+
+
+# ---- Claude Code Channels --------------------------------------------------------------------------
+CHANNEL_VERDICT = re.compile(r'MCP server "mcpsub": (Channel notifications [^\n]*)')
+NEGOTIATED = re.compile(r'MCP server "mcpsub": Connection established with capabilities: (\{.*\})')
+
+
+def channel(cli: str = "claude-code", flag: str = "development") -> dict[str, Any]:
+    """Claude Code, interactive (it decides on channels only there: ``-p`` registers none),
+    with ``mcpsubctl mcp --channel`` loaded as a channel (``flag``: ``development`` =
+    ``--dangerously-load-development-channels server:mcpsub``, ``channels`` = ``--channels
+    server:mcpsub``). Quoted from its debug log: the protocol revision it negotiated and its
+    own verdict on the channel."""
+    world = World()
+    world.model.script = Script([{"say": "Noted."}])
+    with world:
+        world.subscribe()
+        agent = make_agent(world, cli, Transport(channel=True))
+        agent.channel_flag = flag  # type: ignore[attr-defined]
+        files = agent.configure()
+
+        def debug_log() -> str:
+            return "\n".join(
+                p.read_text(errors="replace") for p in (world.home / ".claude").glob("debug/*.txt")
+            )
+
+        ok, screen = agent.run_interactive(
+            lambda: CHANNEL_VERDICT.search(debug_log()) is not None, timeout=60
+        )
+        log = debug_log()
+        negotiated = NEGOTIATED.search(log)
+        caps = json.loads(negotiated.group(1)) if negotiated else {}
+        verdict = CHANNEL_VERDICT.search(log)
+        return {
+            "scenario": "channel",
+            "cli": cli,
+            "flag": flag,
+            "label": agent.label,
+            "config": files,
+            "argv": agent.argv("", interactive=True),
+            "decided": ok,
+            "protocolEra": caps.get("protocolEra"),
+            "negotiatedProtocolVersion": caps.get("negotiatedProtocolVersion"),
+            "channelVerdict": verdict.group(1) if verdict else None,
+            "screen": screen[-2000:],
+        }
+
+
+SCENARIOS["channel"] = channel

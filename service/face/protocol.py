@@ -249,8 +249,25 @@ def check_envelope(params: dict[str, Any], header_version: str | None = None) ->
         )
 
 
-def method_known(method: str, modern: bool) -> None:
-    """-32601 for a method the era does not have (removed methods included)."""
+CHANNEL_ERAS: Final = HANDSHAKE_VERSIONS
+"""What ``mcpsubctl mcp --channel`` speaks: the handshake era only. Claude Code (2.1.328, the
+agent lab's pinned version) delivers ``notifications/claude/channel`` only on a connection
+with an unsolicited notification path; when ``server/discover`` answers it picks 2026-07-28
+and skips the channel ("connection negotiated a modern protocol revision with no unsolicited
+notification path"); when ``server/discover`` is -32601 it sends ``initialize`` and
+negotiates 2025-11-25, where channels register."""
+
+
+def method_known(method: str, modern: bool, *, channel: bool = False) -> None:
+    """-32601 for a method the era does not have (removed methods included); with
+    ``channel``, for every 2026-07-28 request (see :data:`CHANNEL_ERAS`)."""
+    if modern and channel:
+        raise RpcError(
+            METHOD_NOT_FOUND,
+            f"Method not found: {method} (mcpsubctl mcp --channel speaks the 2025 handshake "
+            "era only, where Claude Code delivers channel messages: send initialize)",
+            {"supportedVersions": list(CHANNEL_ERAS)},
+        )
     if method not in (MODERN_METHODS if modern else HANDSHAKE_METHODS):
         era = MODERN if modern else "this session's protocol version"
         raise RpcError(

@@ -194,7 +194,7 @@ class Session:
         modern = envelope is not None or (method == "server/discover")
         if modern:
             p.check_envelope(params)
-        p.method_known(method, modern)
+        p.method_known(method, modern, channel=self.channel)
         face = self.face
         if method == "initialize":
             self.version = p.negotiate(params.get("protocolVersion"))

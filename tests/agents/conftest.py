@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,7 +23,10 @@ BINARIES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
 SCENARIO_TIMEOUT_S = 240
 
 
-def unavailable(cli: str) -> str | None:
+def unavailable(cli: str, needs: tuple[str, ...] = ()) -> str | None:
+    for program in needs:
+        if shutil.which(program) is None:
+            return f"`{program}` is not installed (.ci/run installs it)"
     binary = LAB / "node_modules" / ".bin" / BINARIES[cli]
     if not binary.exists():
         return (
@@ -36,8 +40,8 @@ def scenario() -> Callable[..., dict[str, Any]]:
     """Run ``python -m bench.agents_lab scenario NAME --cli CLI …`` (it enters its own
     namespace) and return its facts."""
 
-    def run(name: str, cli: str, *args: str) -> dict[str, Any]:
-        reason = unavailable(cli)
+    def run(name: str, cli: str, *args: str, needs: tuple[str, ...] = ()) -> dict[str, Any]:
+        reason = unavailable(cli, needs)
         if reason:
             if os.environ.get("CI") == "true":
                 pytest.fail(f"CI must be able to run {cli} in the agent lab: {reason}")

@@ -139,14 +139,15 @@ def test_sdk_stdio_tools_resources_and_subscribe(
 
 
 def channel_and_listen(lab: Any, d: Daemon) -> None:
-    """The same daemon through raw JSON-RPC: a 2026-07-28 listen on stdio and Claude Code
-    channel messages, whose text is escaped."""
-    peer = StdioPeer(d.state_dir, "--channel")
+    """The same daemon through raw JSON-RPC: a 2026-07-28 listen on stdio, and Claude Code
+    channel messages (escaped) from ``--channel``, which speaks only the 2025 handshake era
+    (Claude Code drops channels on a 2026-07-28 connection; the agent lab shows it)."""
+    peer = StdioPeer(d.state_dir)
     try:
         peer.request(1, "server/discover", META)
         discover = peer.answer(1)["result"]
         assert discover["supportedVersions"] == [p.MODERN]
-        assert discover["capabilities"]["experimental"] == {"claude/channel": {}}
+        assert "experimental" not in discover["capabilities"]
         peer.request(
             "L", "subscriptions/listen", {**META, "notifications": {"resourceSubscriptions": [DOC]}}
         )
@@ -155,11 +156,6 @@ def channel_and_listen(lab: Any, d: Daemon) -> None:
         put(lab, DOC, "one\nevil \x1b]0;owned\x07 two\n")
         updated = peer.until(lambda m: m.get("method") == "notifications/resources/updated")
         assert updated["params"] == {"uri": DOC, "_meta": {p.META_SUBSCRIPTION: "L"}}
-        channel = peer.until(lambda m: m.get("method") == "notifications/claude/channel")
-        content = channel["params"]["content"]
-        assert "two" in content and "\x1b" not in content and "\x07" not in content
-        assert channel["params"]["meta"]["uri"] == DOC
-        assert channel["params"]["meta"]["revision"] == "3"
         peer.send(
             {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "L"}}
         )
@@ -172,3 +168,22 @@ def channel_and_listen(lab: Any, d: Daemon) -> None:
         assert read["structuredContent"]["text"].startswith("one\nevil \x1b]0;owned")
     finally:
         assert peer.close() == 0
+
+    channel = StdioPeer(d.state_dir, "--channel")
+    try:
+        channel.request(1, "server/discover", META)
+        refused = channel.answer(1)["error"]
+        assert refused["code"] == p.METHOD_NOT_FOUND
+        assert refused["data"]["supportedVersions"] == list(p.HANDSHAKE_VERSIONS)
+        channel.request(2, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+        init = channel.answer(2)["result"]
+        assert init["protocolVersion"] == "2025-11-25"
+        assert init["capabilities"]["experimental"] == {"claude/channel": {}}
+        put(lab, DOC, "three\nevil \x1b]0;owned\x07 four\n")
+        message = channel.until(lambda m: m.get("method") == "notifications/claude/channel")
+        content = message["params"]["content"]
+        assert "four" in content and "\x1b" not in content and "\x07" not in content
+        assert message["params"]["meta"]["uri"] == DOC
+        assert message["params"]["meta"]["revision"] == "4"
+    finally:
+        assert channel.close() == 0

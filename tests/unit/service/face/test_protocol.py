@@ -73,6 +73,18 @@ def test_removed_methods_are_not_found_in_2026_and_listen_is_not_in_2025() -> No
     p.method_known("server/discover", modern=True)
 
 
+def test_channel_mode_refuses_every_2026_request_so_claude_code_sends_initialize() -> None:
+    """Claude Code 2.1.328 picks 2026-07-28 whenever ``server/discover`` answers, and then
+    skips channels; -32601 leads it to ``initialize`` (2025-11-25), where they register."""
+    for method in ("server/discover", "tools/list", "subscriptions/listen"):
+        with pytest.raises(p.RpcError) as info:
+            p.method_known(method, modern=True, channel=True)
+        assert info.value.code == p.METHOD_NOT_FOUND
+        assert info.value.data == {"supportedVersions": list(p.HANDSHAKE_VERSIONS)}
+    p.method_known("initialize", modern=False, channel=True)
+    p.method_known("resources/subscribe", modern=False, channel=True)
+
+
 def test_capabilities_per_era_and_channel() -> None:
     legacy = p.initialize_result("2025-06-18", channel=True)
     assert legacy["protocolVersion"] == "2025-06-18"
