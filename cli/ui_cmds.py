@@ -4,6 +4,7 @@ web console (docs/console.md).
 On a loopback TCP daemon the link is minted on its listener (``POST /v1/console/login-link``);
 a daemon on its unix socket is first asked for a loopback TCP listener a browser can reach
 (``POST /v1/console/listener``). The link logs a browser in once, within two minutes.
+``--revoke-all`` ends every console session instead (``DELETE /v1/console/sessions``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ def add_ui_command(sub: Any, commands: dict[str, Any]) -> None:
     )
     p.add_argument("--open", action="store_true", help="also open the link in the browser")
     p.add_argument("--json", action="store_true", help='print {"url", "expiresInSeconds"}')
+    p.add_argument(
+        "--revoke-all",
+        action="store_true",
+        help="end every console session (each browser must log in again); prints no link",
+    )
     commands["ui"] = cmd_ui
 
 
@@ -38,6 +44,18 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from cli.apicmd import run
 
     def body(client: Any) -> int:
+        if args.revoke_all:
+            _, answer = client.request("DELETE", "/v1/console/sessions")
+            revoked = int(answer["revoked"])
+            if args.json:
+                import json
+
+                sys.stdout.write(json.dumps({"revoked": revoked}) + "\n")
+            else:
+                plural = "" if revoked == 1 else "s"
+                sys.stdout.write(f"ended {revoked} console session{plural}\n")
+            sys.stdout.flush()
+            return 0
         if client.endpoint.socket:
             _, answer = client.request("POST", "/v1/console/listener")
             base = str(answer["url"])

@@ -126,10 +126,10 @@ class LocalGuard:
             await self.app(scope, receive, send)
             return
         assert self.sessions is not None
-        issued = self.sessions.session_issued(cookie_value(headers.get("cookie")))
-        if issued is not None:
+        session = self.sessions.session_of(cookie_value(headers.get("cookie")))
+        if session is not None:
             if scope.get("method") not in SAFE_METHODS and not self.sessions.csrf_matches(
-                issued, headers.get(CSRF_HEADER)
+                session, headers.get(CSRF_HEADER)
             ):
                 await _reject(
                     send,
@@ -139,7 +139,7 @@ class LocalGuard:
                     hint="reload the console page; scripts use the bearer token instead",
                 )
                 return
-            state["csrf"] = self.sessions.csrf_for(issued)
+            state["csrf"] = self.sessions.csrf_for(session)
             await self.app(scope, receive, send)
             return
         if path.startswith(CONSOLE_PUBLIC):

@@ -1,11 +1,17 @@
 """Browser sessions for the console on the TCP API: the bearer token, typed once, becomes an
 HttpOnly cookie; every change also needs a CSRF token the page carries (pure but the clock).
 
-Nothing is stored per session: the cookie is ``v1.<issued>.<mac>`` with
-``mac = HMAC-SHA256(token, "session:" + issued)``, and the CSRF token is
-``HMAC-SHA256(token, "csrf:" + issued)``, so a new API token ends every session, and the
-daemon keeps no state a restart would lose. The one-time login links ``mcpsubctl ui`` prints
-are the exception: a few random tickets, each good once and for :data:`TICKET_TTL_S`.
+A session is server-side, so it can be ended: the cookie is ``v2.<random>``, and the daemon
+keeps, per live session, a digest of it, its CSRF token and when it was last used. Logout
+forgets the session (the same cookie then gets 401), a session unused for
+:data:`SESSION_IDLE_S` or older than :data:`SESSION_MAX_AGE_S` is forgotten too, and
+:meth:`BrowserSessions.revoke_all` (``mcpsubctl ui --revoke-all``) forgets every one. The
+table lives in memory only: a daemon restart ends every session (a person logs in again;
+nothing a restart could lose can revive a cookie that was logged out). At most
+:data:`MAX_SESSIONS` are kept; past it the least recently used is ended.
+
+The one-time login links ``mcpsubctl ui`` prints are a few random tickets, each good once and
+for :data:`TICKET_TTL_S`.
 """
 
 from __future__ import annotations
@@ -15,17 +21,20 @@ import hmac
 import secrets
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
 COOKIE = "mcpsub_session"
 CSRF_HEADER = "x-csrf-token"
 SESSION_MAX_AGE_S = 7 * 24 * 3600
+"""A session ends this long after login, however busy."""
+SESSION_IDLE_S = 8 * 3600
+"""A session no request has used for this long ends."""
+MAX_SESSIONS = 64
+"""Live sessions kept; a login past it ends the least recently used one."""
 TICKET_TTL_S = 120.0
 MAX_TICKETS = 16
 """Outstanding login links; the oldest is dropped past this."""
-
-
-def _mac(token: str, purpose: str) -> str:
-    return hmac.new(token.encode(), purpose.encode(), hashlib.sha256).hexdigest()
+_PREFIX = "v2."
 
 
 def cookie_value(value: str | None) -> str | None:
@@ -39,40 +48,92 @@ def cookie_value(value: str | None) -> str | None:
     return None
 
 
+def _digest(cookie: str) -> str:
+    """What the table is keyed by: a digest, so the table holds nothing a browser could send."""
+    return hashlib.sha256(cookie.encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class _Session:
+    created: float
+    last_used: float
+    csrf: str
+
+
 class BrowserSessions:
-    """Mints and checks the cookie, the CSRF token and one-time login tickets for one API
-    token."""
+    """Mints, checks and ends the cookie's sessions, their CSRF tokens and one-time login
+    tickets, for one API token."""
 
     def __init__(self, token: str) -> None:
         self._token = token
         self._tickets: OrderedDict[str, float] = OrderedDict()
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
 
     def token_matches(self, candidate: str) -> bool:
         return hmac.compare_digest(candidate.strip().encode(), self._token.encode())
 
+    # ---- sessions ------------------------------------------------------------------------
     def new_session(self, now: float | None = None) -> str:
-        issued = str(int(time.time() if now is None else now))
-        return f"v1.{issued}.{_mac(self._token, 'session:' + issued)}"
+        """A new session's cookie value (the least recently used one ends past the bound)."""
+        now = time.time() if now is None else now
+        self._expire_sessions(now)
+        while len(self._sessions) >= MAX_SESSIONS:
+            self._sessions.popitem(last=False)
+        cookie = _PREFIX + secrets.token_urlsafe(32)
+        self._sessions[_digest(cookie)] = _Session(now, now, secrets.token_hex(32))
+        return cookie
 
-    def session_issued(self, value: str | None, now: float | None = None) -> str | None:
-        """The session's issue time when ``value`` is a valid, unexpired cookie, else None."""
+    def session_of(self, value: str | None, now: float | None = None) -> str | None:
+        """The session's handle when ``value`` is the cookie of a live session (and marks it
+        used), else None: unknown, logged out, revoked, idle or too old."""
+        if not value or not value.startswith(_PREFIX) or len(value) > 128:
+            return None
+        handle = _digest(value)
+        session = self._sessions.get(handle)
+        if session is None:
+            return None
+        now = time.time() if now is None else now
+        if now - session.last_used > SESSION_IDLE_S or now - session.created > SESSION_MAX_AGE_S:
+            del self._sessions[handle]
+            return None
+        session.last_used = now
+        self._sessions.move_to_end(handle)
+        return handle
+
+    def end(self, value: str | None) -> bool:
+        """Logout: forget the session of cookie ``value``; True when there was one."""
         if not value:
-            return None
-        version, _, rest = value.partition(".")
-        issued, _, mac = rest.partition(".")
-        if version != "v1" or not issued.isdigit() or len(issued) > 12:
-            return None
-        if not hmac.compare_digest(mac.encode(), _mac(self._token, "session:" + issued).encode()):
-            return None
-        age = (time.time() if now is None else now) - int(issued)
-        return issued if -60 <= age <= SESSION_MAX_AGE_S else None
+            return False
+        return self._sessions.pop(_digest(value), None) is not None
 
-    def csrf_for(self, issued: str) -> str:
-        return _mac(self._token, "csrf:" + issued)
+    def revoke_all(self) -> int:
+        """End every session (``mcpsubctl ui --revoke-all``); how many there were."""
+        count = len(self._sessions)
+        self._sessions.clear()
+        return count
 
-    def csrf_matches(self, issued: str, header: str | None) -> bool:
-        return header is not None and hmac.compare_digest(
-            header.strip().encode(), self.csrf_for(issued).encode()
+    @property
+    def live(self) -> int:
+        return len(self._sessions)
+
+    def _expire_sessions(self, now: float) -> None:
+        for handle, session in list(self._sessions.items()):
+            if (
+                now - session.last_used > SESSION_IDLE_S
+                or now - session.created > SESSION_MAX_AGE_S
+            ):
+                del self._sessions[handle]
+
+    def csrf_for(self, handle: str) -> str:
+        session = self._sessions.get(handle)
+        return "" if session is None else session.csrf
+
+    def csrf_matches(self, handle: str, header: str | None) -> bool:
+        expected = self.csrf_for(handle)
+        return (
+            bool(expected)
+            and header is not None
+            and hmac.compare_digest(header.strip().encode(), expected.encode())
         )
 
     # ---- one-time login links ----------------------------------------------------------

@@ -121,7 +121,12 @@ async def login(request: Request) -> Response:
     return _login_page()
 
 
-def logout() -> Response:
+def logout(request: Request) -> Response:
+    """End the session on the server (its cookie is refused from now on, wherever a copy of
+    it is), then clear it in the browser."""
+    sessions = _sessions(request)
+    if sessions is not None:
+        sessions.end(request.cookies.get(COOKIE))
     response = RedirectResponse("/ui/login", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response
@@ -145,7 +150,7 @@ async def handle(request: Request, rest: str) -> Response:
     if rest.startswith("/static/"):
         return static(rest.removeprefix("/static/"))
     if rest == "/logout" and request.method == "POST":
-        return logout()
+        return logout(request)
     if request.method == "POST":
         return Response("method not allowed", status_code=405, headers={"Allow": "GET, HEAD"})
     csrf = str(request.scope.get("state", {}).get("csrf", ""))

@@ -10,7 +10,13 @@ import pytest
 
 from service.api import create_app
 from service.api.diffs import MAX_LINES, DiffTooLarge, unified
-from service.api.sessions import MAX_TICKETS, SESSION_MAX_AGE_S, BrowserSessions
+from service.api.sessions import (
+    MAX_SESSIONS,
+    MAX_TICKETS,
+    SESSION_IDLE_S,
+    SESSION_MAX_AGE_S,
+    BrowserSessions,
+)
 from tests.api.fakes import FakeSupervisor, make_supervisor
 
 pytestmark = pytest.mark.anyio
@@ -117,16 +123,51 @@ async def _history_other(supervisor: FakeSupervisor) -> None:
 def test_session_cookie_and_csrf() -> None:
     sessions = BrowserSessions(TOKEN)
     cookie = sessions.new_session(now=1000)
-    assert TOKEN not in cookie
-    issued = sessions.session_issued(cookie, now=1000)
-    assert issued == "1000"
-    assert sessions.session_issued(cookie, now=1000 + SESSION_MAX_AGE_S + 1) is None
-    assert BrowserSessions("another-token").session_issued(cookie, now=1000) is None
-    assert sessions.session_issued(cookie[:-1] + "0", now=1000) is None
-    assert sessions.session_issued("v1.abc.def", now=1000) is None
-    assert sessions.csrf_matches(issued, sessions.csrf_for(issued))
-    assert not sessions.csrf_matches(issued, None)
-    assert not sessions.csrf_matches(issued, sessions.csrf_for("1001"))
+    assert TOKEN not in cookie and cookie.startswith("v2.")
+    handle = sessions.session_of(cookie, now=1000)
+    assert handle is not None
+    assert BrowserSessions(TOKEN).session_of(cookie, now=1000) is None  # another daemon run
+    assert sessions.session_of(cookie[:-1] + "0", now=1000) is None
+    assert sessions.session_of("v1.1000.abcdef", now=1000) is None  # the old stateless form
+    assert sessions.csrf_matches(handle, sessions.csrf_for(handle))
+    assert not sessions.csrf_matches(handle, None)
+    other = sessions.session_of(sessions.new_session(now=1000), now=1000)
+    assert other is not None and not sessions.csrf_matches(handle, sessions.csrf_for(other))
+
+
+def test_sessions_end_at_logout_when_idle_when_old_and_all_at_once() -> None:
+    """Issue 27 §1: the stateless cookie stayed good for 7 days after logout."""
+    sessions = BrowserSessions(TOKEN)
+    cookie = sessions.new_session(now=0)
+    assert sessions.end(cookie) and sessions.session_of(cookie, now=1) is None
+    assert not sessions.end(cookie)
+    assert sessions.csrf_for("gone") == "" and not sessions.csrf_matches("gone", "")
+    # Idle: each use moves the deadline; SESSION_IDLE_S without one ends it.
+    busy = sessions.new_session(now=0)
+    for step in range(1, 4):
+        assert sessions.session_of(busy, now=step * (SESSION_IDLE_S - 1)) is not None
+    assert sessions.session_of(busy, now=4 * SESSION_IDLE_S) is None
+    # Old: however busy, a session ends SESSION_MAX_AGE_S after login.
+    old = sessions.new_session(now=0)
+    now = 0.0
+    while now < SESSION_MAX_AGE_S - SESSION_IDLE_S:
+        now += SESSION_IDLE_S / 2
+        assert sessions.session_of(old, now=now) is not None
+    assert sessions.session_of(old, now=SESSION_MAX_AGE_S + 1) is None
+    cookies = [sessions.new_session(now=0) for _ in range(3)]
+    assert sessions.revoke_all() == 3 and sessions.live == 0
+    assert all(sessions.session_of(c, now=1) is None for c in cookies)
+
+
+def test_live_sessions_are_bounded_and_the_least_recently_used_ends() -> None:
+    sessions = BrowserSessions(TOKEN)
+    first = sessions.new_session(now=0)
+    second = sessions.new_session(now=0)
+    assert sessions.session_of(first, now=1) is not None  # used: second is now the oldest
+    for _ in range(MAX_SESSIONS * 4):  # a login flood
+        sessions.new_session(now=2)
+    assert sessions.live == MAX_SESSIONS
+    assert sessions.session_of(second, now=3) is None and sessions.session_of(first, now=3) is None
 
 
 def test_login_tickets_are_one_time_expire_and_are_bounded() -> None:
@@ -177,6 +218,54 @@ async def test_cookie_login_csrf_and_login_link(tcp: httpx.AsyncClient) -> None:
     here = await tcp.post("/v1/console/listener", headers={"Authorization": f"Bearer {TOKEN}"})
     assert here.json()["url"] == "http://127.0.0.1:7000"
     assert (await tcp.get(here.json()["path"])).status_code == 303
+
+
+async def _log_in(tcp: httpx.AsyncClient) -> tuple[str, str]:
+    """Log in with the token: (the cookie's value, the page's CSRF token)."""
+    good = await tcp.post("/ui/login", data={"token": TOKEN})
+    assert good.status_code == 303, good.text
+    page = await tcp.get("/ui/")
+    csrf = page.text.split('name="csrf-token" content="')[1].split('"')[0]
+    return tcp.cookies["mcpsub_session"], csrf
+
+
+async def test_logout_ends_the_session_on_the_server(
+    tcp: httpx.AsyncClient, supervisor: FakeSupervisor
+) -> None:
+    """Issue 27 §1. Before: /ui/logout only cleared the browser's copy, and the same cookie
+    still answered GET /v1/status 200 and DELETE /v1/subscriptions/N 200 for 7 days."""
+    sub = (await supervisor.subscribe_many(URL, ["test://kept"]))[0][0]
+    cookie, csrf = await _log_in(tcp)
+    assert (await tcp.get("/v1/status")).status_code == 200
+    out = await tcp.post("/ui/logout", headers={"X-CSRF-Token": csrf})
+    assert out.status_code == 303 and out.headers["location"] == "/ui/login"
+    assert 'mcpsub_session=""' in out.headers["set-cookie"]
+    # A copy of the cookie (another program read it) is refused now.
+    copy = {"Cookie": f"mcpsub_session={cookie}", "X-CSRF-Token": csrf}
+    status = await tcp.get("/v1/status", headers=copy)
+    assert status.status_code == 401 and status.json()["errorCode"] == "API_TOKEN_REQUIRED"
+    delete = await tcp.delete(f"/v1/subscriptions/{sub.id}", headers=copy)
+    assert delete.status_code == 401, delete.text
+    assert (await tcp.get("/ui/", headers=copy)).status_code == 303  # to the login page
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    assert (await tcp.get(f"/v1/subscriptions/{sub.id}", headers=bearer)).status_code == 200
+
+
+async def test_revoke_all_ends_every_session(tcp: httpx.AsyncClient) -> None:
+    first, _ = await _log_in(tcp)
+    tcp.cookies.clear()
+    second, _ = await _log_in(tcp)
+    tcp.cookies.clear()
+    for cookie in (first, second):
+        answer = await tcp.get("/v1/status", headers={"Cookie": f"mcpsub_session={cookie}"})
+        assert answer.status_code == 200
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    revoked = await tcp.delete("/v1/console/sessions", headers=bearer)
+    assert revoked.status_code == 200 and revoked.json() == {"revoked": 2}
+    for cookie in (first, second):
+        answer = await tcp.get("/v1/status", headers={"Cookie": f"mcpsub_session={cookie}"})
+        assert answer.status_code == 401
+    assert (await tcp.delete("/v1/console/sessions", headers=bearer)).json() == {"revoked": 0}
 
 
 async def test_console_on_the_unix_socket_needs_no_login(client: httpx.AsyncClient) -> None:

@@ -163,6 +163,27 @@ def test_requests_without_the_cookie_or_from_another_origin_are_refused(
     expect(logged_in).to_have_url(f"{base}/ui/login")
 
 
+def test_logout_ends_the_session_for_every_copy_of_the_cookie(
+    logged_in: Any, context: Any, daemon: Daemon, lab: LabServer
+) -> None:
+    """Issue 27 §1. Before: logout only cleared the browser's copy; another program that had
+    read the cookie still got 200 on GET /v1/status and DELETE /v1/subscriptions/N."""
+    base = daemon.tcp_url
+    assert base is not None
+    sub = subscribe(daemon, lab, "test://console/kept", "kept")
+    cookie = next(c for c in context.cookies() if c["name"] == "mcpsub_session")["value"]
+    csrf = logged_in.locator('meta[name="csrf-token"]').get_attribute("content")
+    headers = {"Cookie": f"mcpsub_session={cookie}", "X-CSRF-Token": csrf}
+    with httpx.Client(base_url=base, headers=headers) as copy:
+        assert copy.get("/v1/status").status_code == 200  # the copy works while logged in
+        logged_in.get_by_role("button", name="Log out").click()
+        expect(logged_in).to_have_url(f"{base}/ui/login")
+        assert copy.get("/v1/status").status_code == 401
+        assert copy.delete(f"/v1/subscriptions/{sub['id']}").status_code == 401
+        assert copy.get("/ui/", follow_redirects=False).headers["location"] == "/ui/login"
+    assert daemon.api("GET", f"/v1/subscriptions/{sub['id']}").status_code == 200
+
+
 def test_a_failing_webhook_target_is_retried_from_the_page_once_fixed(
     logged_in: Any, daemon: Daemon, lab: LabServer, screenshots: Path
 ) -> None:

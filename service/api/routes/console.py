@@ -67,6 +67,20 @@ async def console_listener(request: Request) -> dict[str, Any]:
     return {"url": url, "path": f"/ui/login?ticket={ticket}", "expiresInSeconds": ttl}
 
 
+@router.delete("/v1/console/sessions", tags=["console"])
+async def revoke_sessions(request: Request) -> dict[str, Any]:
+    """End every console session on this daemon (``mcpsubctl ui --revoke-all``): each cookie
+    handed out so far is refused from now on, here and on the console listener."""
+    revoked = 0
+    own = request.scope.get("state", {}).get("sessions")
+    if isinstance(own, BrowserSessions):
+        revoked += own.revoke_all()
+    listener = api_state(request).console_listener
+    if listener is not None and listener.sessions is not None and listener.sessions is not own:
+        revoked += listener.sessions.revoke_all()
+    return {"revoked": revoked}
+
+
 @router.api_route("/ui{rest:path}", methods=["GET", "HEAD", "POST"], include_in_schema=False)
 async def console(request: Request, rest: str) -> Response:
     from service.console.pages import handle  # lazily: a daemon nobody browses never loads it
