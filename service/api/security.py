@@ -32,7 +32,7 @@ from service.api.errors import error_body
 from service.api.sessions import CSRF_HEADER, BrowserSessions, cookie_value
 
 DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "[::1]")
-UNAUTHENTICATED_PATHS = frozenset({"/healthz"})
+UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/favicon.ico"})
 CONSOLE = "/ui"
 CONSOLE_PUBLIC = ("/ui/login", "/ui/static/")
 """The console's login page and its assets: served without a session."""

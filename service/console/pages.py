@@ -42,6 +42,7 @@ SUBSCRIPTION_PAGE = re.compile(r"^/subscriptions/([1-9][0-9]{0,17})$")
 STATIC = {
     "console.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 MAX_LOGIN_BODY = 4096
 
@@ -130,6 +131,12 @@ def logout(request: Request) -> Response:
     response = RedirectResponse("/ui/login", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response
+
+
+def favicon() -> Response:
+    """``/favicon.ico``, which browsers ask for whatever the page names: the console's icon
+    (an SVG: Chromium and Firefox show it whatever the path says)."""
+    return static("favicon.svg")
 
 
 def static(name: str) -> Response:

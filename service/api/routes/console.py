@@ -81,6 +81,13 @@ async def revoke_sessions(request: Request) -> dict[str, Any]:
     return {"revoked": revoked}
 
 
+@router.get("/favicon.ico", include_in_schema=False)
+async def favicon() -> Response:
+    from service.console.pages import favicon  # lazily, as below
+
+    return favicon()
+
+
 @router.api_route("/ui{rest:path}", methods=["GET", "HEAD", "POST"], include_in_schema=False)
 async def console(request: Request, rest: str) -> Response:
     from service.console.pages import handle  # lazily: a daemon nobody browses never loads it

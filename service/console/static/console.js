@@ -6,7 +6,8 @@
   const csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
   const $ = (id) => document.getElementById(id);
   const EVENT_TYPES = ["resource.updated", "subscription.state", "subscription.created",
-    "subscription.deleted", "webhook.disabled", "delivery.dead", "reset"];
+    "subscription.deleted", "daemon.storage", "webhook.disabled", "delivery.dead", "reset"];
+  const NEWEST = "9223372036854775807";
 
   // ---- DOM and formatting helpers -----------------------------------------------------
   function el(tag, attrs, ...kids) {
@@ -39,6 +40,29 @@
     const s = String(state);
     const tone = GOOD.has(s) ? "ok" : BAD.has(s) ? "bad" : "warn";
     return el("span", { class: `state state-${tone}`, text: s });
+  }
+  // A URI or URL may wrap after its separators (/ . ? & = - _ : #), never inside a word: the
+  // text stays one text node per piece, with a <wbr> after each separator.
+  function breakable(text) {
+    const node = el("span", { class: "uri" });
+    for (const piece of String(text ?? "").split(/(?<=[/.?&=_:#-])/)) node.append(piece, el("wbr"));
+    return node;
+  }
+  // One event in words, the same on every page (the subscription page, the Events page).
+  function describe(e) {
+    const d = e.data || {};
+    switch (e.type) {
+      case "resource.updated": return `revision ${e.revision}`;
+      case "subscription.state":
+        return `${d.previous || "?"} → ${d.state}${d.code ? ` (${d.code})` : ""}${d.reason ? `: ${d.reason}` : ""}`;
+      case "subscription.created": return "subscribed";
+      case "subscription.deleted": return "unsubscribed";
+      case "daemon.storage": return `storage ${d.state === "ok" ? "recovered" : d.state}${d.error ? `: ${d.error}` : ""}`;
+      case "webhook.disabled": return `target ${d.targetId} disabled${d.reason ? `: ${d.reason}` : ""}`;
+      case "delivery.dead":
+        return `delivery ${d.deliveryId} to target ${d.targetId} gave up${d.lastStatus ? `: HTTP ${d.lastStatus}` : d.lastError ? `: ${d.lastError}` : ""}`;
+      default: return Object.entries(d).map(([k, v]) => `${k} ${v}`).join(", ") || "–";
+    }
   }
   function fact(list, term, value) {
     list.append(el("dt", { text: term }), el("dd", {}, value instanceof Node ? value : String(value ?? "–")));
@@ -197,16 +221,26 @@
       if (!o.replicas.length) rows.append(el("tr", {}, el("td", { colspan: 5, text: "One daemon, no leases (SQLite)." })));
       return o;
     };
+    const shown = new Set();
+    const addRecent = (event) => {
+      if (shown.has(event.id)) return;
+      shown.add(event.id);
+      const item = el("li", { "data-event": event.id }, el("a", { href: `/ui/subscriptions/${event.subscriptionId}` }, breakable(event.uri)),
+        ` revision ${event.revision} on `, breakable(event.serverUrl), ` at ${time(event.createdAt)}`);
+      const later = [...recent.children].find((li) => Number(li.dataset.event) < event.id);
+      recent.insertBefore(item, later || null);
+      while (recent.children.length > 10) recent.lastChild.remove();
+      $("recent-empty").hidden = true;
+    };
     const first = await load();
+    // The latest changes come from the log first, then from the live stream (the two may
+    // overlap: an event is shown once, by its id).
+    const stored = await api("GET", `/v1/events?type=resource.updated&limit=10&before=${NEWEST}`);
+    for (const event of stored.events) addRecent(event);
+    if (!stored.events.length) $("recent-empty").textContent = "No change stored yet. Changes appear here as they happen.";
     const refresh = throttle(load, 500);
     live({}, (type, event) => {
-      if (type === "resource.updated") {
-        $("recent-empty").hidden = true;
-        const item = el("li", {}, el("a", { href: `/ui/subscriptions/${event.subscriptionId}`, text: event.uri }),
-          ` revision ${event.revision} on `, el("span", { text: event.serverUrl }), ` at ${time(event.createdAt)}`);
-        recent.prepend(item);
-        while (recent.children.length > 10) recent.lastChild.remove();
-      }
+      if (type === "resource.updated" && event.id) addRecent(event);
       refresh();
     }, first.lastEventId);
   }
@@ -224,7 +258,7 @@
     let linkAfter = 0;
     let subAfter = 0;
     const linkRow = (l) => el("tr", {},
-      el("td", { text: l.url }), el("td", {}, stateTag(l.state)),
+      el("td", {}, breakable(l.url)), el("td", {}, stateTag(l.state)),
       el("td", { class: "num", text: `${l.honoredCount}/${l.uriCount}` }),
       el("td", { class: "num", text: l.reconnects }),
       el("td", {}, l.lastErrorCode ? el("span", {}, el("strong", { text: l.lastErrorCode }), " ", l.lastError || "",
@@ -234,8 +268,8 @@
         notice(`Reconnecting ${l.url} now.`, true);
       }) }, "Reconnect now")));
     const subRow = (s) => el("tr", {},
-      el("td", {}, el("a", { href: `/ui/subscriptions/${s.id}`, text: s.uri })),
-      el("td", { text: s.serverUrl }), el("td", {}, stateTag(s.state)),
+      el("td", {}, el("a", { href: `/ui/subscriptions/${s.id}` }, breakable(s.uri))),
+      el("td", {}, breakable(s.serverUrl)), el("td", {}, stateTag(s.state)),
       el("td", { class: "num", text: s.revision }), el("td", { text: ago(s.lastReadAt) }));
     const loadLinks = async (more) => {
       const f = formValues(form);
@@ -278,7 +312,7 @@
       });
     });
     await loadAll();
-    const overviewNow = await api("GET", "/v1/events?limit=1&before=9223372036854775807");
+    const overviewNow = await api("GET", `/v1/events?limit=1&before=${NEWEST}`);
     const refresh = throttle(loadAll, 1000);
     live({}, () => refresh(), overviewNow.nextAfter);
   }
@@ -301,11 +335,11 @@
         }
         throw error;
       }
-      $("title").textContent = sub.uri;
+      clear($("title")).append(breakable(sub.uri));
       document.title = `${sub.uri} · mcpsubd`;
       const list = clear($("summary"));
-      fact(list, "URI", sub.uri);
-      fact(list, "Server", sub.serverUrl);
+      fact(list, "URI", breakable(sub.uri));
+      fact(list, "Server", breakable(sub.serverUrl));
       fact(list, "State", stateTag(sub.state));
       if (sub.stateReason) fact(list, "Reason", sub.stateReason);
       fact(list, "Revision", sub.revision);
@@ -318,46 +352,81 @@
         errors.append(el("li", {}, el("strong", { text: code }), ` ${message}`, sub.hint ? el("div", { class: "hint" }, "Hint: ", sub.hint) : null));
       } else errors.append(el("li", { class: "muted", text: "No error now." }));
     };
-    const revisionRow = (r, first) => el("tr", {},
+    // What the Content and Diff panes show: the newest revision and the change that made it,
+    // following each new revision, until the person picks a revision (Show, From/To).
+    let pinned = null;        // the revision the person chose to see, or null: the newest
+    let picked = null;        // {from, to} the person chose to compare, or null: the newest two
+    let newest = 0;
+    const revisionRow = (r) => el("tr", {},
       el("td", { text: `#${r.revision}` }), el("td", { text: time(r.readAt) }),
       el("td", { class: "num", text: bytes(r.size) }), el("td", {}, el("code", { text: r.contentHash.slice(0, 12) })),
-      el("td", {}, el("input", { type: "radio", name: "from", value: r.revision, "aria-label": `compare from revision ${r.revision}`, checked: first === 1 })),
-      el("td", {}, el("input", { type: "radio", name: "to", value: r.revision, "aria-label": `compare to revision ${r.revision}`, checked: first === 0 })),
-      el("td", {}, el("button", { type: "button", onclick: () => showRevision(r.revision).catch(report) }, `Show #${r.revision}`)));
+      el("td", {}, el("input", { type: "radio", name: "from", value: r.revision, "aria-label": `compare from revision ${r.revision}` })),
+      el("td", {}, el("input", { type: "radio", name: "to", value: r.revision, "aria-label": `compare to revision ${r.revision}` })),
+      el("td", {}, el("button", { type: "button", onclick: () => { pinned = r.revision; showRevision(r.revision).catch(report); } }, `Show #${r.revision}`)));
+    const check = (name, revision) => {
+      const input = $("revisions").querySelector(`input[name="${name}"][value="${revision}"]`);
+      if (input) input.checked = true;
+    };
+    const pair = () => picked || (newest >= 2 ? { from: newest - 1, to: newest } : null);
     const showRevisions = async () => {
       const answer = await api("GET", `/v1/subscriptions/${id}/revisions?limit=100`);
       const body = clear($("revisions").tBodies[0]);
-      answer.revisions.forEach((r, i) => body.append(revisionRow(r, i)));
+      for (const r of answer.revisions) body.append(revisionRow(r));
       if (!answer.revisions.length) body.append(el("tr", {}, el("td", { colspan: 7, text: "Not read yet." })));
+      newest = answer.revisions.length ? answer.revisions[0].revision : 0;
+      const chosen = pair();
+      if (chosen) { check("from", chosen.from); check("to", chosen.to); }
     };
+    const followButton = (what) => el("button", { type: "button", class: "quiet", onclick: () => {
+      if (what === "content") pinned = null;
+      else { picked = null; diffShown = null; }
+      showPanes().catch(report);
+    } }, "Follow the newest");
+    let onShow = null;        // the revision in the Content pane (fetched again only if another)
     const showRevision = async (number) => {
-      const r = await api("GET", `/v1/subscriptions/${id}/revisions/${number}`);
-      $("content-label").textContent = `Revision ${r.revision}, read ${time(r.readAt)}`;
+      const r = onShow && onShow.revision === number ? onShow : await api("GET", `/v1/subscriptions/${id}/revisions/${number}`);
+      onShow = r;
+      const label = clear($("content-label"));
+      label.append(`Revision ${r.revision}, read ${time(r.readAt)}`);
+      if (pinned === null) label.append(" (the newest; a new revision shows here as it arrives)");
+      else label.append(` (picked; the newest is ${newest}) `, followButton("content"));
       $("content").textContent = r.text !== null ? r.text : JSON.stringify(r.contents, null, 1);
     };
+    let diffShown = null;     // "from-to" of the pair in the Diff pane
     const showDiff = async (from, to) => {
       const d = await api("GET", `/v1/subscriptions/${id}/diff?from=${from}&to=${to}`);
-      $("diff-label").textContent = `Revision ${d.from} → revision ${d.to}${d.truncated ? " (cut short)" : ""}. Lines starting with − were removed, + were added.`;
+      diffShown = `${from}-${to}`;
+      const label = clear($("diff-label"));
+      label.append(`Revision ${d.from} → revision ${d.to}${d.truncated ? " (cut short)" : ""}. Lines starting with − were removed, + were added.`);
+      if (picked !== null) label.append(" ", followButton("diff"));
       const out = clear($("diff"));
+      // One block per line and no newline characters: a newline between two blocks is drawn
+      // as an empty line of its own (copying the blocks still gives one line each).
       for (const line of d.lines) {
-        const kind = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : "";
-        out.append(el("span", { class: kind || null }, line), "\n");
+        const kind = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : "same";
+        out.append(el("span", { class: kind }, line));
       }
       if (!d.lines.length) out.textContent = "The two revisions have the same text.";
     };
-    const eventRow = (e) => {
-      const details = e.type === "resource.updated" ? `revision ${e.revision}`
-        : e.type === "subscription.state" ? `${e.data.previous || "?"} → ${e.data.state}${e.data.code ? ` (${e.data.code})` : ""}${e.data.reason ? `: ${e.data.reason}` : ""}`
-          : JSON.stringify(e.data);
-      return el("tr", {}, el("td", { class: "num", text: e.id }), el("td", { text: time(e.createdAt) }), el("td", { text: e.type }), el("td", { text: details }));
+    const showPanes = async () => {
+      if (newest) await showRevision(pinned === null ? newest : pinned);
+      const chosen = pair();
+      if (!chosen) return;
+      check("from", chosen.from);
+      check("to", chosen.to);
+      if (diffShown !== `${chosen.from}-${chosen.to}`) await showDiff(chosen.from, chosen.to);
     };
+    const eventRow = (e) => el("tr", {}, el("td", { class: "num", text: e.id }), el("td", { text: time(e.createdAt) }),
+      el("td", { text: e.type }), el("td", { text: describe(e) }));
     const events = $("events").tBodies[0];
-    $("diff-form").addEventListener("submit", (e) => {
-      e.preventDefault();
-      const f = new FormData(e.currentTarget);
-      if (!f.get("from") || !f.get("to")) { notice("Pick a From and a To revision."); return; }
-      showDiff(f.get("from"), f.get("to")).catch(report);
-    });
+    const compare = (form, asked) => {
+      const f = new FormData(form);
+      if (!f.get("from") || !f.get("to")) { if (asked) notice("Pick a From and a To revision."); return; }
+      picked = { from: Number(f.get("from")), to: Number(f.get("to")) };
+      showDiff(picked.from, picked.to).catch(report);
+    };
+    $("diff-form").addEventListener("submit", (e) => { e.preventDefault(); compare(e.currentTarget, true); });
+    $("diff-form").addEventListener("change", (e) => compare(e.currentTarget, false));
     $("resubscribe").addEventListener("click", (e) => act(e.currentTarget, async () => {
       await api("POST", `/v1/resubscribe?${new URLSearchParams({ url: sub.serverUrl })}`);
       notice("The link reconnects now and reads the resource again.", true);
@@ -373,11 +442,10 @@
     }));
     await showSummary();
     await showRevisions();
-    const tail = await api("GET", `/v1/events?subscription=${id}&limit=50&before=9223372036854775807`);
+    await showPanes();
+    const tail = await api("GET", `/v1/events?subscription=${id}&limit=50&before=${NEWEST}`);
     for (const e of tail.events.reverse()) events.append(eventRow(e));
-    const latest = $("revisions").querySelector("button");
-    if (latest) latest.click();
-    const refresh = throttle(async () => { await showSummary(); await showRevisions(); }, 300);
+    const refresh = throttle(async () => { await showSummary(); await showRevisions(); await showPanes(); }, 300);
     live({ uri: sub.uri }, (type, event) => {
       if (event.subscriptionId !== id && type !== "reset") return;
       if (event.id) events.prepend(eventRow(event));
@@ -386,7 +454,7 @@
         const body = $("revisions").tBodies[0];
         if (!body.querySelector(`input[name="to"][value="${event.revision}"]`)) {
           body.prepend(revisionRow({ revision: event.revision, readAt: event.createdAt, size: 0,
-            contentHash: String((event.data || {}).contentHash || "") }, -1));
+            contentHash: String((event.data || {}).contentHash || "") }));
         }
       }
       refresh();
@@ -403,11 +471,11 @@
     let paused = false;
     const row = (e) => el("tr", {}, el("td", { class: "num", text: e.id }), el("td", { text: time(e.createdAt) }),
       el("td", { text: e.type }),
-      el("td", {}, e.subscriptionId ? el("a", { href: `/ui/subscriptions/${e.subscriptionId}`, text: e.uri || "" }) : (e.uri || "–")),
-      el("td", { text: e.type === "resource.updated" ? `revision ${e.revision}` : JSON.stringify(e.data) }));
+      el("td", {}, e.subscriptionId ? el("a", { href: `/ui/subscriptions/${e.subscriptionId}` }, breakable(e.uri || "")) : (e.uri ? breakable(e.uri) : "–")),
+      el("td", { text: describe(e) }));
     const start = async () => {
       const f = formValues(form);
-      const q = new URLSearchParams({ limit: "100", before: "9223372036854775807" });
+      const q = new URLSearchParams({ limit: "100", before: NEWEST });
       if (f.type) q.set("type", f.type);
       if (f.uri) q.set("uri", f.uri);
       const tail = await api("GET", `/v1/events?${q}`);
@@ -451,11 +519,28 @@
     const targetsBody = $("targets").tBodies[0];
     const deliveriesBody = $("deliveries").tBodies[0];
     let shown = null;  // the delivery whose attempts are on show: refreshed with the list
+    let targets = new Map();  // id → target, for its mode and counts
+    // A (target, URI) pair is one queue: only its oldest open delivery is sent, so the ones
+    // behind a failed head wait (in order: the mode "all" sends every revision). Which one
+    // a pending delivery waits for, when the page shows it, else null.
+    const heldBehind = (d, list) => {
+      if (d.state !== "pending" || d.attempts) return null;
+      let head = null;
+      for (const other of list) {
+        if (other.targetId === d.targetId && other.uri === d.uri && other.id < d.id
+          && (other.state === "pending" || other.state === "failed") && (!head || other.id < head.id)) head = other;
+      }
+      if (head) return head.state === "failed" || head.attempts ? head : null;
+      const t = targets.get(d.targetId);
+      const due = d.nextAttemptAt && d.nextAttemptAt * 1000 < Date.now() - 2000;
+      return due && t && (t.deliveries || {}).failed ? { id: null, state: "failed" } : null;
+    };
     const showSecret = (text) => { const box = $("secret-box"); box.hidden = false; box.textContent = text; };
     const targetRow = (t) => {
       const d = t.deliveries || {};
       const done = (d.delivered || 0) + (d.dead || 0) + (d.failed || 0);
-      const rate = done ? `${Math.round((100 * (d.delivered || 0)) / done)}% of ${done}` : "no attempts yet";
+      const waiting = d.pending || 0;
+      const rate = `${done ? `${d.delivered || 0} of ${done} delivered` : "none tried yet"}${waiting ? `, ${waiting} waiting` : ""}`;
       const health = !t.enabled ? "disabled" : t.consecutiveFailures ? "failing" : "healthy";
       const actions = el("div", { class: "actions" },
         el("button", { type: "button", onclick: (e) => act(e.currentTarget, async () => {
@@ -471,9 +556,9 @@
           await api("POST", `/v1/webhooks/${t.id}/${t.enabled ? "disable" : "enable"}`);
           await loadTargets();
         }) }, t.enabled ? "Disable" : "Enable"));
-      return el("tr", {}, el("td", { class: "num", text: t.id }), el("td", { text: t.url }),
+      return el("tr", {}, el("td", { class: "num", text: t.id }), el("td", {}, breakable(t.url), el("div", { class: "hint", text: `mode ${t.mode}` })),
         el("td", {}, stateTag(health), t.disabledReason ? el("div", { class: "hint", text: t.disabledReason }) : null),
-        el("td", { class: "num", text: rate }),
+        el("td", { text: rate }),
         el("td", { text: t.consecutiveFailures ? `${t.consecutiveFailures} failures in a row since ${time(t.failingSince)}` : t.lastSuccessAt ? `last success ${ago(t.lastSuccessAt)}` : "–" }),
         el("td", {}, actions));
     };
@@ -481,6 +566,7 @@
       const list = await api("GET", "/v1/webhooks");
       const detailed = await Promise.all(list.webhooks.map((t) => api("GET", `/v1/webhooks/${t.id}`)));
       clear(targetsBody);
+      targets = new Map(detailed.map((t) => [t.id, t]));
       for (const t of detailed) targetsBody.append(targetRow(t));
       if (!detailed.length) targetsBody.append(el("tr", {}, el("td", { colspan: 6, text: "No webhook targets yet." })));
     };
@@ -501,8 +587,10 @@
           el("h4", { text: "Response" }), el("pre", { class: "text", text: `${a.status ? `HTTP ${a.status}\n` : ""}${a.responseBody || ""}` })));
       }
     };
-    const deliveryRow = (d) => el("tr", {}, el("td", { class: "num", text: d.id }), el("td", { class: "num", text: d.targetId }),
-      el("td", { text: d.uri }), el("td", {}, stateTag(d.state)), el("td", { class: "num", text: d.attempts }),
+    const deliveryRow = (d, held) => el("tr", {}, el("td", { class: "num", text: d.id }), el("td", { class: "num", text: d.targetId }),
+      el("td", {}, breakable(d.uri)),
+      el("td", {}, stateTag(d.state), held ? el("div", { class: "hint", text: held.id ? `waits for delivery ${held.id} (${held.state})` : "waits for an earlier failed delivery of this URI" }) : null),
+      el("td", { class: "num", text: d.attempts }),
       el("td", { text: d.lastStatus ? `HTTP ${d.lastStatus}` : d.lastError || "–" }), el("td", { text: time(d.createdAt) }),
       el("td", {}, el("div", { class: "actions" },
         el("button", { type: "button", "aria-label": `Attempts of delivery ${d.id}`, onclick: () => { shown = d; showAttempts(d); } }, "Attempts"),
@@ -511,6 +599,19 @@
           notice(`Delivery ${d.id} goes out again now.`, true);
           await loadDeliveries();
         }) }, "Retry"))));
+    // One paragraph over the table: why pending deliveries are not sent, and what to do.
+    const explainHeld = (waiting, held) => {
+      const box = $("held-note");
+      box.hidden = !waiting.length;
+      if (!waiting.length) { box.textContent = ""; return; }
+      const heads = [...new Set(waiting.map((d) => held.get(d.id).id).filter(Boolean))];
+      const modes = [...new Set(waiting.map((d) => (targets.get(d.targetId) || {}).mode || "all"))];
+      const n = waiting.length;
+      box.textContent = `${n} pending ${n === 1 ? "delivery waits" : "deliveries wait"} behind a failed one`
+        + `${heads.length ? ` (delivery ${heads.join(", ")})` : ""}. A target sends each URI's deliveries one at a time, oldest first`
+        + `${modes.includes("all") ? " (mode all: every revision, in order)" : ""}, so the next goes out once the failed one is delivered or dead.`
+        + " Fix the receiver and press Retry on the failed delivery (or wait for its next scheduled attempt): the waiting ones follow.";
+    };
     const loadDeliveries = async () => {
       const f = formValues(form);
       const q = new URLSearchParams({ limit: "100", newest: "true" });
@@ -519,7 +620,9 @@
       if (f.since) q.set("since", String(new Date(f.since).getTime() / 1000));
       const answer = await api("GET", `/v1/deliveries?${q}`);
       clear(deliveriesBody);
-      for (const d of answer.deliveries) deliveriesBody.append(deliveryRow(d));
+      const held = new Map(answer.deliveries.map((d) => [d.id, heldBehind(d, answer.deliveries)]));
+      for (const d of answer.deliveries) deliveriesBody.append(deliveryRow(d, held.get(d.id)));
+      explainHeld(answer.deliveries.filter((d) => held.get(d.id)), held);
       if (!answer.deliveries.length) deliveriesBody.append(el("tr", {}, el("td", { colspan: 8, text: "No deliveries match." })));
       if (shown) await showAttempts(shown);
     };
@@ -544,8 +647,9 @@
         await loadTargets();
       });
     });
-    await Promise.all([loadTargets(), loadDeliveries()]);
-    const now = await api("GET", "/v1/events?limit=1&before=9223372036854775807");
+    await loadTargets();
+    await loadDeliveries();
+    const now = await api("GET", `/v1/events?limit=1&before=${NEWEST}`);
     const refresh = throttle(async () => { await Promise.all([loadTargets(), loadDeliveries()]); }, 1000);
     live({}, () => refresh(), now.nextAfter);
     setInterval(refresh, 3000);  // delivery outcomes are not events: look again while open
