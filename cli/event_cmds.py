@@ -151,9 +151,16 @@ def cmd_read(args: argparse.Namespace) -> int:
         content = client.content(args.uri, args.url)
         if args.json:
             emit(dumps(content))
-        else:
-            text = content.get("text")
-            emit(text if text is not None else dumps(content.get("contents")))
+            return 0
+        text = content.get("text")
+        if text is None:
+            emit(dumps(content.get("contents")))
+        elif args.raw or not stdout_is_terminal():
+            emit(text)  # the bytes as stored: for pipes, files and diff tools
+        else:  # a person's terminal: the server's text must not drive it (as `show` does)
+            from service.safetext import terminal_safe
+
+            emit(terminal_safe(text, keep_lines=True))
         return 0
 
     return run(args, body)
@@ -212,8 +219,20 @@ def register(sub: Any, commands: dict[str, Callable[[argparse.Namespace], int]])
     types.completion_choices = EVENT_TYPES  # type: ignore[attr-defined]  # cli.parsertree
     p.add_argument("--max-events", type=int, default=None, help=argparse.SUPPRESS)
 
-    p = sub_parser(sub, "read", help="daemon: the current content of a URI")
+    p = sub_parser(
+        sub,
+        "read",
+        help="daemon: the current content of a URI",
+        description="daemon: the current content of a URI. On a terminal, control and bidi "
+        "characters in the text are shown escaped (\\x1b), as every other command shows "
+        "server text; to a pipe or a file, or with --raw, the text is written as stored.",
+    )
     api_flags(p)
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="write the text as stored even to a terminal (escape sequences included)",
+    )
     p.add_argument("--uri", required=True, help="resource URI")
     p.add_argument("--url", default=None, help="server URL, when several watch the URI")
     commands.update(events=cmd_events, read=cmd_read)

@@ -7,6 +7,11 @@ Two jobs, used by every place that prints or logs such text:
   Unicode bidirectional controls that reorder what is shown (U+202E "Trojan Source"). Each
   becomes a visible ``\\xNN`` / ``\\uNNNN``; ordinary text, backslashes included, is returned
   unchanged, so output for normal text stays byte-identical.
+* :func:`visible` (and :func:`shown`) does that and also escapes what a reader cannot see:
+  invisible format characters (Unicode category Cf: U+200B zero-width space, U+FEFF, U+2060
+  word joiner, tag characters…), blank fillers and every space but U+0020. Used for one-line
+  values such as URIs, so ``test://a\u200bb`` cannot pass for ``test://ab`` (issue 27 §1);
+  a resource's text keeps them (``terminal_safe``: they are part of its writing).
 * :func:`redact_urls` replaces the ``user:password@`` part of every URL in a string with
   ``***@``, and the value of every secret parameter (:func:`is_secret_parameter`: a name in
   :data:`SECRET_QUERY_PARAMETERS`, or one containing :data:`SECRET_NAME_PARTS`; in the
@@ -34,6 +39,17 @@ BIDI_CONTROLS = frozenset(
 )
 _UNSAFE_CLASS = "\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff"
 _KEEP_LINES_CLASS = "\x00-\x08\x0b-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "\ud800-\udfff"
+INVISIBLE_CLASS = (
+    "\u00a0\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+    "\U000e0100-\U000e01ef"
+)
+"""What :func:`visible` escapes beyond :func:`terminal_safe`: every format character (Cf, as
+of Unicode 15.1; a test checks the running Python's table against it), every space and
+separator but U+0020 (Zs, Zl, Zp), the Hangul and Khmer fillers and the variation selectors
+that render as nothing. Written out: ``unicodedata`` would cost every CLI call its import."""
 SECRET_QUERY_PARAMETERS = frozenset(
     {
         "access_token",
@@ -72,6 +88,7 @@ SECRET_NAME_PARTS = ("token", "secret", "password", "passwd", "key", "credential
 _PATTERNS = {
     "unsafe": f"[{_UNSAFE_CLASS}]",
     "keep_lines": f"[{_KEEP_LINES_CLASS}]",
+    "visible": f"[{_UNSAFE_CLASS}{INVISIBLE_CLASS}]",
     "userinfo": r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*@",
     "parameter": r"([?&;#])([^=&;#?/\s\"'<>]+)=([^&;#\s\"'<>]+)",
     "path_parameter": r"(;)([^=;/?#\s\"'<>]+)=([^;/?#\s\"'<>]+)",
@@ -89,7 +106,9 @@ def _pattern(name: str) -> re.Pattern[str]:
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def terminal_safe(text: str, *, keep_lines: bool = False) -> str:
@@ -100,6 +119,15 @@ def terminal_safe(text: str, *, keep_lines: bool = False) -> str:
     if (text.replace("\n", "").replace("\t", "") if keep_lines else text).isprintable():
         return text
     return _pattern("keep_lines" if keep_lines else "unsafe").sub(_escape, text)
+
+
+def visible(text: str) -> str:
+    """``text`` as one line a reader can check character by character: what
+    :func:`terminal_safe` escapes, and the invisible characters of :data:`INVISIBLE_CLASS`
+    (for URIs and other one-line values; not for a resource's text)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _pattern("visible").sub(_escape, text)
 
 
 def redact_urls(text: str) -> str:
@@ -151,8 +179,9 @@ def split_secret(url: str) -> tuple[str, str | None]:
 
 
 def shown(value: object) -> str:
-    """A value from a server or a user as one safe line: redacted and escaped."""
-    return terminal_safe(redact_urls(str(value)))
+    """A value from a server or a user as one safe line: redacted, escaped, and with its
+    invisible characters shown (:func:`visible`)."""
+    return visible(redact_urls(str(value)))
 
 
 class SafeStream:

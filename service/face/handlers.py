@@ -115,7 +115,11 @@ class Face:
         return bool(render.resolve(name, subs))
 
     # ---- tools ------------------------------------------------------------------------
-    async def call_tool(self, params: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+    async def call_tool(
+        self, params: dict[str, Any], progress: Progress | None, client: str | None = None
+    ) -> dict[str, Any]:
+        """One ``tools/call``; ``client`` is the caller's ``clientInfo.name`` (its known
+        tool-call limit bounds ``wait_for_change``)."""
         name = params.get("name")
         args = params.get("arguments") or {}
         if name not in t.TOOL_NAMES:
@@ -132,9 +136,9 @@ class Face:
                 rows = [{**s, "faceUri": names[s["id"]]} for s in subs]
                 return t.tool_result({"subscriptions": rows}, render.listing(subs, names))
             if name == "read":
-                return await self._read(*t.uri_args(args))
+                return await self._read(*t.read_args(args))
             if name == "wait_for_change":
-                return await self._wait(t.wait_args(args), progress)
+                return await self._wait(t.wait_args(args), progress, client)
             return await self._changes(*t.changes_args(args))
         except t.ToolArgError as exc:
             return t.tool_error("INVALID_ARGUMENT", exc.message, exc.hint)
@@ -171,12 +175,22 @@ class Face:
         text = f"unsubscribed {render.one_line(names[found[0]['id']])}"
         return t.tool_result({"removed": removed}, text)
 
-    async def _read(self, uri: str, url: str | None) -> dict[str, Any]:
+    async def _read(self, uri: str, url: str | None, offset: int = 0) -> dict[str, Any]:
         sub, content = await self.newest(uri, url)
         name = render.face_names(await self.backend.subscriptions()).get(sub["id"], uri)
         body = {"uri": name, **{k: v for k, v in content.items() if k != "uri"}}
         body["originalUri"] = sub["uri"]
-        return t.tool_result(body, render.content_text(name, content))
+        full = content.get("text")
+        part, more = render.clip(full, offset)
+        contents, contents_cut = render.clip_contents(content.get("contents"))
+        body.update(text=part, contents=contents if offset == 0 else None)
+        body.update(
+            offset=offset,
+            totalChars=len(full) if full is not None else None,
+            truncated=more or contents_cut,
+            nextOffset=offset + len(part or "") if more else None,
+        )
+        return t.tool_result(body, render.content_text(name, body))
 
     async def describe_change(self, event: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
         detail = await self.backend.change(event)
@@ -184,7 +198,7 @@ class Face:
         previous = detail.get("previous") or {}
         final, initial = rev.get("text"), previous.get("text") if previous else None
         name = names.get(event.get("subscriptionId") or 0, event.get("uri"))
-        return {
+        change = {
             "changed": True,
             "uri": name,
             "originalUri": event.get("uri"),
@@ -200,12 +214,27 @@ class Face:
             ),
             "contents": rev.get("contents"),
         }
+        return bounded_change(change)
 
-    async def _wait(self, args: t.WaitArgs, progress: Progress | None) -> dict[str, Any]:
+    async def _wait(
+        self, args: t.WaitArgs, progress: Progress | None, client: str | None = None
+    ) -> dict[str, Any]:
         backend = self.backend
         cursor = args.after if args.after is not None else await backend.last_event_id()
+        try:
+            return await self._wait_from(cursor, args, progress, client)
+        except FaceError as exc:  # the daemon went away mid-wait: the cursor still holds
+            error = t.tool_error(exc.code, exc.message, exc.hint)
+            error["structuredContent"]["cursor"] = cursor
+            return error
+
+    async def _wait_from(
+        self, cursor: int, args: t.WaitArgs, progress: Progress | None, client: str | None
+    ) -> dict[str, Any]:
+        backend = self.backend
+        timeout_s, client_limit = t.clamp_wait(args.timeout_s, client)
         started = time.monotonic()
-        deadline = started + args.timeout_s
+        deadline = started + timeout_s
         names: dict[int, str] | None = None
         while True:
             # Every type, filtered here: the cursor then moves past other events too, so a
@@ -227,11 +256,13 @@ class Face:
             if remaining <= 0:
                 waited = round(time.monotonic() - started, 1)
                 body = {"changed": False, "cursor": cursor, "waitedSeconds": waited}
+                if client_limit is not None:
+                    body["clientLimitSeconds"] = client_limit
                 return t.tool_result(body, render.change_text(body))
             step = min(remaining, self.progress_every_s) if progress is not None else remaining
             if not await backend.wait_beyond(cursor, step) and progress is not None:
                 elapsed = time.monotonic() - started
-                await progress(round(elapsed, 3), args.timeout_s, "waiting for a change")
+                await progress(round(elapsed, 3), timeout_s, "waiting for a change")
 
     async def _changes(self, after: int | None, limit: int, pattern: str | None) -> dict[str, Any]:
         cursor = after if after is not None else await self.backend.last_event_id()
@@ -245,3 +276,21 @@ class Face:
         next_cursor = int(events[-1]["id"]) if events else cursor
         body = {"events": shown, "cursor": next_cursor, "more": len(events) == limit}
         return t.tool_result(body, render.events_text(shown, names, next_cursor))
+
+
+def bounded_change(change: dict[str, Any]) -> dict[str, Any]:
+    """``change`` with its server text within :data:`render.MAX_TEXT_CHARS` per field, and
+    ``truncated`` naming the fields that were cut (absent when none was)."""
+    cut = []
+    for key in ("initialText", "finalText", "diff"):
+        part, more = render.clip(change.get(key))
+        if more:
+            change[key] = part
+            cut.append(key)
+    contents, contents_cut = render.clip_contents(change.get("contents"))
+    if contents_cut:
+        change["contents"] = contents
+        cut.append("contents")
+    if cut:
+        change["truncated"] = cut
+    return change

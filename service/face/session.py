@@ -60,6 +60,8 @@ class Session:
     subscribed: set[str] = field(default_factory=set)
     listens: dict[Any, Listen] = field(default_factory=dict)
     channel: bool = False
+    client: str | None = None
+    """``clientInfo.name`` from ``initialize`` (2026-07-28 requests carry it in ``_meta``)."""
     dropped: int = 0
     max_subscribed: int = 1000
     max_listens: int = 64
@@ -198,6 +200,7 @@ class Session:
         face = self.face
         if method == "initialize":
             self.version = p.negotiate(params.get("protocolVersion"))
+            self.client = client_name(params.get("clientInfo"))
             await self.start_following()
             return p.initialize_result(self.version, channel=self.channel)
         if method == "server/discover":
@@ -208,7 +211,9 @@ class Session:
         if method == "tools/list":
             body = p.paged(list(t.TOOLS), "tools", modern)
         elif method == "tools/call":
-            body = await face.call_tool(params, progress)
+            meta = params.get("_meta") if envelope else None
+            client = client_name(meta.get(p.META_CLIENT_INFO)) if isinstance(meta, dict) else None
+            body = await face.call_tool(params, progress, client or self.client)
         elif method == "resources/list":
             body = await face.list_resources(modern)
         elif method == "resources/templates/list":
@@ -257,6 +262,12 @@ class Session:
         if self.listens.pop(request_id, None) is None:
             return None
         return listen_closed(request_id)
+
+
+def client_name(info: Any) -> str | None:
+    """``clientInfo.name`` when it is a string (what the face keys client limits by)."""
+    name = info.get("name") if isinstance(info, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def listen_filter(request_id: Any, params: dict[str, Any]) -> tuple[Listen, dict[str, Any]]:

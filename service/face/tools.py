@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from service.face.render import MAX_TEXT_CHARS
+
 DEFAULT_WAIT_S: Final = 25.0
 """wait_for_change's default timeout: under the shortest common client limit (some
 streamable-HTTP clients cap a tool call near 30 s; the TypeScript SDK's default request
@@ -23,8 +25,29 @@ MAX_URIS: Final = 100
 MAX_CHANGES: Final = 200
 MAX_STRING: Final = 8192
 
+CLIENT_TOOL_LIMITS_S: Final[dict[str, tuple[float, str]]] = {
+    "codex-mcp-client": (60.0, "Codex CLI: tool_timeout_sec, 60 s by default"),
+    "gemini-cli-mcp-client": (600.0, "Gemini CLI: the MCP server timeout, 10 min by default"),
+    "claude-ai": (60.0, "Claude Desktop: about 60 s, not configurable"),
+    "claude-code": (
+        100_000.0,
+        "Claude Code: MCP_TOOL_TIMEOUT, about 28 h by default; its idle timeout on remote "
+        "servers is reset by progress",
+    ),
+}
+"""Known clients' limit on one tool call, by ``clientInfo.name`` (reference/agents.md §2 and
+§6): the client cuts a call that runs longer and the model gets an error, not the cursor.
+``wait_for_change`` ends :data:`WAIT_MARGIN_S` before it. A client not named here keeps
+:data:`MAX_WAIT_S` (docs/agents-face.md has this table)."""
+WAIT_MARGIN_S: Final = 10.0
+"""How long before a client's limit a clamped wait ends: the answer still has to travel, and
+a client's clock starts before ours."""
+
 _CURSOR = {
-    "type": ["integer", "string"],
+    # One type: Gemini CLI's Ajv (strict mode) warned twice per start on ["integer",
+    # "string"]. A string of digits from an older client is still accepted (cursor()).
+    "type": "integer",
+    "minimum": 0,
     "description": "an eventId or cursor returned earlier; default: the newest event now",
 }
 _ERROR_FIELDS = {
@@ -44,10 +67,11 @@ TOOLS: Final[list[dict[str, Any]]] = [
             "type": "object",
             "properties": {
                 "url": {"type": "string", "description": "the MCP server's endpoint URL"},
-                "uri": {
-                    "type": ["string", "array"],
-                    "items": {"type": "string"},
-                    "maxItems": MAX_URIS,
+                "uri": {  # anyOf, not a type list: one type per schema (Gemini CLI's Ajv)
+                    "anyOf": [
+                        {"type": "string"},
+                        {"type": "array", "items": {"type": "string"}, "maxItems": MAX_URIS},
+                    ],
                     "description": "a resource URI, or a list of them",
                 },
             },
@@ -75,11 +99,21 @@ TOOLS: Final[list[dict[str, Any]]] = [
         "name": "read",
         "description": (
             "The latest stored content of a watched URI, its revision and eventId (from the "
-            "daemon's store; no round trip to the server)."
+            "daemon's store; no round trip to the server). A text longer than "
+            f"{MAX_TEXT_CHARS} characters comes in parts: pass the answer's nextOffset as "
+            "offset for the next one."
         ),
         "inputSchema": {
             "type": "object",
-            "properties": {"uri": {"type": "string"}, "url": {"type": "string"}},
+            "properties": {
+                "uri": {"type": "string"},
+                "url": {"type": "string"},
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "the first character of the text to return (default 0)",
+                },
+            },
             "required": ["uri"],
         },
         "annotations": {"readOnlyHint": True},
@@ -88,7 +122,8 @@ TOOLS: Final[list[dict[str, Any]]] = [
         "name": "wait_for_change",
         "description": (
             "Block until a watched URI (glob pattern allowed) gets a revision newer than "
-            f"`after`, at most timeoutSeconds (default {DEFAULT_WAIT_S:g}, max {MAX_WAIT_S:g}). "
+            f"`after`, at most timeoutSeconds (default {DEFAULT_WAIT_S:g}, max {MAX_WAIT_S:g}; "
+            "less when your client cuts tool calls sooner). "
             "Returns changed/uri/revision/initialText/finalText/diff; on timeout changed=false "
             "and a cursor: pass it back as `after` so nothing between two calls is missed."
         ),
@@ -177,6 +212,33 @@ def uri_args(args: dict[str, Any]) -> tuple[str, str | None]:
     uri = _string(args, "uri", required=True)
     assert uri is not None
     return uri, _string(args, "url", required=False)
+
+
+def read_args(args: dict[str, Any]) -> tuple[str, str | None, int]:
+    """(uri, url, offset) of a ``read``."""
+    offset = args.get("offset", 0)
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < 2**63:
+        raise ToolArgError(
+            "offset must be an integer >= 0", "pass the nextOffset of the previous answer"
+        )
+    return (*uri_args(args), offset)
+
+
+def client_limit(client_name: str | None) -> tuple[float, str] | None:
+    """The known tool-call limit of the client named ``client_name`` (and where it comes
+    from), or None for a client not in :data:`CLIENT_TOOL_LIMITS_S`."""
+    return CLIENT_TOOL_LIMITS_S.get(client_name) if isinstance(client_name, str) else None
+
+
+def clamp_wait(timeout_s: float, client_name: str | None) -> tuple[float, float | None]:
+    """(the wait to do, the client's limit when it shortened it): ``timeout_s`` ends
+    :data:`WAIT_MARGIN_S` before the client's limit, so the model gets the cursor, not the
+    client's timeout error. Pure."""
+    known = client_limit(client_name)
+    if known is None:
+        return timeout_s, None
+    ceiling = max(known[0] - WAIT_MARGIN_S, 1.0)
+    return (ceiling, known[0]) if timeout_s > ceiling else (timeout_s, None)
 
 
 @dataclass(frozen=True, slots=True)

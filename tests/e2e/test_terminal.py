@@ -347,3 +347,29 @@ def test_the_wait_for_a_starting_daemon_is_bounded(tmp_path: Path) -> None:
     result = run_cli("mcpsubctl", "status", env={"MCPSUB_STATE_DIR": str(state)})
     assert result.code == 10
     assert "the daemon is not reachable" in result.stderr
+
+
+def test_read_escapes_server_text_on_a_terminal_and_writes_it_raw_to_a_pipe(
+    review_lab: LabServer, tmp_path: Path
+) -> None:
+    """Before: ``mcpsubctl read`` wrote a resource's escape sequences to the terminal as is
+    (issue 27 §1); every other command escapes server text. A pipe, a file and ``--raw`` keep
+    the bytes as stored."""
+    evil = "one\n\x1b]0;owned\x07\x1b[2Jtwo\u202e\n"
+    uri = "test://terminal/evil"
+    review_lab.control("PUT", "/lab/resources", json={"uri": uri, "text": evil}).raise_for_status()
+    daemon = Daemon(tmp_path / "state").start()
+    try:
+        assert daemon.ctl("subscribe", "--url", review_lab.url, "--uri", uri).code == 0
+        env = {"MCPSUB_STATE_DIR": str(daemon.state_dir)}
+        result, tty = run_on_pty("mcpsubctl", "read", "--uri", uri, env=env, stdout_tty=True)
+        assert result.code == 0, tty
+        assert "\x1b" not in tty and "\x07" not in tty and "\u202e" not in tty, repr(tty)
+        shown = tty.replace("\r\n", "\n")
+        assert shown == "one\n\\x1b]0;owned\\x07\\x1b[2Jtwo\\u202e\n\n", repr(shown)
+        _, raw = run_on_pty("mcpsubctl", "read", "--uri", uri, "--raw", env=env, stdout_tty=True)
+        assert "\x1b]0;owned\x07" in raw
+        piped = daemon.ctl("read", "--uri", uri)
+        assert piped.code == 0 and piped.stdout == evil + "\n"
+    finally:
+        daemon.stop()

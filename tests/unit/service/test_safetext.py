@@ -130,3 +130,21 @@ def test_repeat_limiter_lets_one_through_per_window_and_counts_the_rest() -> Non
     for i in range(10):  # many distinct keys: bounded memory, still lets new keys through
         assert limiter.check(f"k{i}", 11.0) == 0
     assert len(limiter._seen) <= 4
+
+
+def test_visible_escapes_every_invisible_character_of_this_python() -> None:
+    """U+200B, U+FEFF, U+2060 and the rest of Unicode's Cf category, and every space but
+    U+0020, are shown as escapes in URIs (issue 27 §1): lookalike URIs can be told apart."""
+    import unicodedata
+
+    from service.safetext import visible
+
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        if unicodedata.category(char) in ("Cf", "Zs", "Zl", "Zp") and char != " ":
+            assert visible(f"a{char}b") != f"a{char}b", hex(code)
+    assert visible("test://a\u200bb") == "test://a\\u200bb"
+    assert visible("tag\U000e0041") == "tag\\U000e0041"
+    assert visible("naïve 日本語 🎉 test://x") == "naïve 日本語 🎉 test://x"
+    assert shown("http://h/\ufeffx") == "http://h/\\ufeffx"
+    assert terminal_safe("keeps \u200d in text") == "keeps \u200d in text"
