@@ -234,14 +234,9 @@ def parse_http_response(raw: bytes) -> tuple[int, bytes]:
 
 # ---- state: one cursor file per session ---------------------------------------------------
 def _state_dir() -> str:
-    explicit = os.environ.get("MCPSUB_STATE_DIR")
-    if explicit:
-        return os.path.expanduser(explicit)
-    home = os.path.expanduser("~")
-    if sys.platform == "darwin":
-        return os.path.join(home, "Library", "Application Support", "mcpsub")
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
-    return os.path.join(os.path.expanduser(base), "mcpsub")
+    from service import statepaths  # os and sys only: the one rule every program follows
+
+    return statepaths.state_dir()
 
 
 class Cursor:
@@ -443,14 +438,14 @@ class Api:
         self.socket_path: str | None = None
         self.address: tuple[str, int] | None = None
         self.token: str | None = None
+        self.state_dir: str | None = None
         spec = spec or os.environ.get("MCPSUB_API")
         if not spec:
-            path = os.path.join(state_dir, "api.sock")
-            runtime = os.environ.get("XDG_RUNTIME_DIR")
-            unit = os.path.join(runtime, "mcpsubd", "api.sock") if runtime else None
-            if not os.path.exists(path) and unit and os.path.exists(unit):
-                path = unit
-            self.socket_path = path
+            from service import statepaths
+
+            self.socket_path = statepaths.client_socket(state_dir)
+            if self.socket_path != statepaths.unit_socket():
+                self.state_dir = state_dir
         elif spec.startswith("unix:"):
             from urllib.parse import unquote
 
@@ -472,8 +467,13 @@ class Api:
 
     @property
     def cursor_dir(self) -> str | None:
-        """The daemon's own state dir when it is known from its socket."""
-        return os.path.dirname(self.socket_path) if self.socket_path else None
+        """The daemon's own state dir when it is known: the rule's, or a named socket's
+        directory (the systemd unit's socket and TCP say nothing: the hook's state dir)."""
+        if self.state_dir is not None:
+            return self.state_dir
+        if self.socket_path is None or self.socket_path == _unit_socket():
+            return None
+        return os.path.dirname(self.socket_path)
 
     def _connect(self) -> Any:
         if self.socket_path is not None:
@@ -539,6 +539,12 @@ class Api:
             code = data.get("errorCode") if isinstance(data, dict) else None
             raise HookProblem(f"the daemon answered HTTP {status} {code or ''}".rstrip())
         return data
+
+
+def _unit_socket() -> str | None:
+    from service import statepaths
+
+    return statepaths.unit_socket()
 
 
 def _read(directory: str, name: str) -> str | None:

@@ -66,7 +66,7 @@ def _answers(endpoint: Any) -> bool:
 def _autostart(endpoint: Any) -> None:
     """Start ``mcpsubd`` for the socket's state dir, detached, and wait until it answers."""
     assert endpoint.socket is not None
-    state = Path(endpoint.socket).parent
+    state = Path(endpoint.state_dir)
     daemon = Path(sys.executable).parent / "mcpsubd"
     command = [str(daemon)] if daemon.exists() else [sys.executable, "-m", "service.daemon.main"]
     state.mkdir(parents=True, exist_ok=True, mode=0o700)

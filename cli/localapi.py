@@ -20,10 +20,10 @@ Where the API is (first match wins):
 
 1. ``--api`` / ``MCPSUB_API``: ``unix:///path/api.sock``, or ``http://127.0.0.1:PORT``
    (``tcp://127.0.0.1:PORT``, accepted by ``mcpsubd --api`` too, is taken as the same);
-2. the unix socket ``<state dir>/api.sock``, state dir = ``MCPSUB_STATE_DIR``, else
-   ``$XDG_STATE_HOME/mcpsub`` (``~/.local/state/mcpsub``; macOS
-   ``~/Library/Application Support/mcpsub``); else the systemd user unit's
-   ``$XDG_RUNTIME_DIR/mcpsubd/api.sock`` when only that one exists.
+2. the state dir's unix socket, by the one rule of :mod:`service.statepaths` (that the
+   daemon, the hook and the face follow too): ``<state dir>/api.sock``, or a short private
+   directory's when that path is too long for a socket address; else the systemd user
+   unit's ``$XDG_RUNTIME_DIR/mcpsubd/api.sock`` when only that one exists.
 
 Over TCP the bearer token comes from ``MCPSUB_API_TOKEN`` or ``<state dir>/api.token``; it is
 never printed. Failures are two exception classes the CLI maps to exit codes
@@ -44,6 +44,8 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+
+from service import statepaths
 
 TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
 if TYPE_CHECKING:
@@ -100,22 +102,14 @@ class _TooLarge(Exception):
 
 
 def state_dir() -> str:
-    """The state directory as a string (``pathlib`` is not imported on the fast path)."""
-    explicit = os.environ.get("MCPSUB_STATE_DIR")
-    if explicit:
-        return os.path.expanduser(explicit)
-    home = os.path.expanduser("~")
-    if sys.platform == "darwin":
-        return os.path.join(home, "Library", "Application Support", "mcpsub")
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = os.path.expanduser(xdg) if xdg else os.path.join(home, ".local", "state")
-    return os.path.join(base, "mcpsub")
+    """The state directory (:func:`service.statepaths.state_dir`), as a string."""
+    return statepaths.state_dir()
 
 
 class Endpoint:
     """Where the API listens: a unix socket path, or a loopback host, port (+ token)."""
 
-    __slots__ = ("explicit", "host", "port", "prefix", "socket", "token")
+    __slots__ = ("explicit", "host", "port", "prefix", "socket", "state", "token")
 
     def __init__(
         self,
@@ -126,8 +120,11 @@ class Endpoint:
         prefix: str = "",
         token: str | None = None,
         explicit: bool = False,
+        state: str | None = None,
     ) -> None:
         self.socket = os.fspath(socket) if socket is not None else None
+        self.state = state
+        """The daemon's state dir when the socket was found by the rule (not named)."""
         self.host = host
         self.port = port
         self.prefix = prefix
@@ -152,15 +149,21 @@ class Endpoint:
     def display(self) -> str:
         return f"unix://{self.socket}" if self.socket else self.base_url
 
+    @property
+    def state_dir(self) -> str:
+        """The daemon's state dir: the rule's, or a named socket's directory."""
+        if self.state is not None:
+            return self.state
+        return os.path.dirname(self.socket) if self.socket else state_dir()
+
     def start_hint(self) -> str:
         if self.socket is not None:
-            default = os.path.join(state_dir(), "api.sock")
-            if self.socket == default and "MCPSUB_STATE_DIR" not in os.environ:
+            if self.state is not None and "MCPSUB_STATE_DIR" not in os.environ:
                 command = "mcpsubd"
             else:
                 import shlex
 
-                command = f"mcpsubd --state-dir {shlex.quote(os.path.dirname(self.socket))}"
+                command = f"mcpsubd --state-dir {shlex.quote(self.state_dir)}"
             return f"start the daemon with `{command}` (it listens on {self.display})"
         return f"start the daemon with `mcpsubd` and its API on {self.base_url}"
 
@@ -174,17 +177,6 @@ def _read_token(directory: str) -> str | None:
             return handle.read().strip() or None
     except (OSError, ValueError):
         return None
-
-
-def _exists(path: str) -> bool:
-    """``os.path.exists`` that counts "cannot look" as "exists": the connect then says why."""
-    try:
-        os.stat(path)
-    except PermissionError:
-        return True
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 def permission_problem(path: str | Path) -> DaemonError | None:
@@ -255,12 +247,11 @@ def resolve_endpoint(api: str | None = None) -> Endpoint:
     """Parse ``--api`` / ``MCPSUB_API`` or fall back to the default socket."""
     spec = api or os.environ.get("MCPSUB_API")
     if not spec:
-        default = os.path.join(state_dir(), "api.sock")
-        runtime = os.environ.get("XDG_RUNTIME_DIR")
-        unit_socket = os.path.join(runtime, "mcpsubd", "api.sock") if runtime else None
-        if not _exists(default) and unit_socket is not None and _exists(unit_socket):
-            return Endpoint(socket=unit_socket)  # the systemd user unit's RuntimeDirectory
-        return Endpoint(socket=default)
+        state = state_dir()
+        found = statepaths.client_socket(state)
+        if found == statepaths.unit_socket():  # the systemd user unit's RuntimeDirectory
+            return Endpoint(socket=found)
+        return Endpoint(socket=found, state=state)
     original = spec
     if spec.startswith("tcp://"):  # the daemon's own spelling of its TCP listener
         spec = "http://" + spec[len("tcp://") :]
@@ -610,7 +601,7 @@ class DaemonClient:
         return answer.status, _json_or_error(answer.status, raw)
 
     def _state_dir(self) -> str:
-        return os.path.dirname(self.endpoint.socket) if self.endpoint.socket else state_dir()
+        return self.endpoint.state_dir
 
     def _connectable(self) -> bool:
         try:

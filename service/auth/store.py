@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from service import statepaths
 from service.auth.errors import LockTimeout
 
 APP_DIR = "mcp-resource-subscriber"
@@ -48,14 +49,7 @@ def default_store_path(
     override = env.get("MCP_PROBE_TOKEN_STORE_PATH")
     if override:
         return Path(override)
-    home = Path.home() if home is None else home
-    if platform.startswith("win"):
-        base = Path(env["LOCALAPPDATA"]) if env.get("LOCALAPPDATA") else home / "AppData" / "Local"
-    elif platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        xdg = env.get("XDG_STATE_HOME")
-        base = Path(xdg) if xdg else home / ".local" / "state"
+    base = Path(statepaths.state_base(env, platform, None if home is None else str(home)))
     return base / APP_DIR / DB_NAME
 
 

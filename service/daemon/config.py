@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from service import statepaths
 from service.face.policy import parse_setting as parse_origins
 from service.store.database import DatabaseUrlError, parse, redact
 from service.webhooks.dispatcher import WebhookSettings
@@ -27,21 +27,17 @@ class ConfigError(ValueError):
 
 
 def default_state_dir() -> Path:
-    """``$XDG_STATE_HOME/mcpsub`` (Linux), ``~/Library/Application Support/mcpsub`` (macOS)."""
-    explicit = os.environ.get("STATE_DIRECTORY")  # systemd StateDirectory=
-    if explicit:
-        return Path(explicit.split(":")[0])
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "mcpsub"
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "mcpsub"
+    """systemd's ``STATE_DIRECTORY``, else ``$XDG_STATE_HOME/mcpsub`` (Linux),
+    ``~/Library/Application Support/mcpsub`` (macOS): :mod:`service.statepaths`' rule."""
+    return Path(statepaths.default_state_dir())
 
 
 @dataclass(frozen=True)
 class Settings:
     state_dir: Path = field(default_factory=default_state_dir)
     api: str = ""
-    """``unix:///path/api.sock`` (default: ``<state_dir>/api.sock``) or ``tcp://127.0.0.1:PORT``
+    """``unix:///path/api.sock`` (default: ``<state_dir>/api.sock``, or a short private
+    directory's when that is too long: :mod:`service.statepaths`) or ``tcp://127.0.0.1:PORT``
     (``http://127.0.0.1:PORT``, the documented spelling, is stored as ``tcp://``)."""
     database_url: str = ""
     """Default: SQLite ``<state_dir>/mcpsub.db``; ``postgresql://…`` for several replicas."""
@@ -142,8 +138,12 @@ class Settings:
 
     @property
     def api_socket(self) -> Path | None:
-        if not self.api or self.api.startswith("unix://"):
-            return Path(self.api[len("unix://") :]) if self.api else self.state_dir / "api.sock"
+        """The socket named by ``api``, else the state dir's by the one rule (beside the
+        state, or in a short private directory when that path is too long to bind)."""
+        if not self.api:
+            return Path(statepaths.socket_path(str(self.state_dir)))
+        if self.api.startswith("unix://"):
+            return Path(self.api[len("unix://") :])
         return None
 
     @property

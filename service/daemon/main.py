@@ -59,6 +59,7 @@ EXIT_DB_UNAVAILABLE = 69  # EX_UNAVAILABLE: the database did not answer (restart
 EXIT_NO_INPUT = 66  # EX_NOINPUT: migrate-db found no SQLite database to copy
 EXIT_CANT_CREATE = 73  # EX_CANTCREAT: migrate-db target not empty (or the copy did not verify)
 EXIT_SOFTWARE = 70  # EX_SOFTWARE: start-up failed inside mcpsubd (the log has the traceback)
+EXIT_CANNOT_LISTEN = 71  # EX_OSERR: the API socket cannot be made (path too long, unusable dir)
 STATUS_INTERVAL_S = 2.0
 """How often the ``STATUS=`` text is recomputed (it is sent only when it changed)."""
 BLOCK_LOOP_HOOK = "MCPSUB_TEST_BLOCK_LOOP_ON_SIGUSR1"
@@ -392,6 +393,31 @@ class DaemonRun:
         store.health.recovery_s = settings.storage_recovery_s
         return store
 
+    def _check_socket_path(self, path: Path) -> None:
+        """A socket path no address can hold, or a short directory that is not ours, ends the
+        start with exit 71 and one line that says what to do (never "another mcpsubd")."""
+        from service import statepaths
+
+        if not statepaths.fits(str(path)):
+            log.error(
+                "cannot listen",
+                error=f"the socket path {path} is {len(os.fsencode(str(path)))} bytes, longer "
+                f"than a unix socket address holds ({statepaths.max_socket_path()}); hint: "
+                "name a shorter one with --api unix:///PATH, or leave --api out: the state "
+                "dir's socket then goes to a short private directory (docs/operations.md)",
+            )
+            raise StartupFailed(EXIT_CANNOT_LISTEN)
+        if not self.settings.api and path.parent != self.settings.state_dir:
+            try:
+                statepaths.ensure_private_dir(str(path.parent))
+            except statepaths.UnusableDir as exc:
+                log.error(
+                    "cannot listen",
+                    error=f"{exc}; hint: remove it (the daemon makes it 0700 for its socket), "
+                    "or name a socket with --api unix:///PATH (docs/operations.md)",
+                )
+                raise StartupFailed(EXIT_CANNOT_LISTEN) from exc
+
     def _api(self) -> tuple[DaemonServer, socket.socket, str]:
         """The API app, its connection limits and descriptor budget, and its bound socket:
         a path that is not a socket is refused (exit 78), a live daemon on it is exit 75."""
@@ -434,14 +460,27 @@ class DaemonRun:
             }
         )
         path = settings.api_socket or settings.state_dir / "api.sock"
+        if not tcp:
+            self._check_socket_path(path)
         try:
             sock = bind_tcp(*tcp) if tcp else bind_unix_socket(path, backlog=256)
         except NotASocket as exc:
             log.error("cannot listen", error=f"{exc}; hint: name a socket path with --api")
             raise StartupFailed(EXIT_CONFIG) from exc
-        except (OSError, SocketInUse) as exc:
+        except SocketInUse as exc:
             log.error("cannot listen", error=str(exc))
             raise StartupFailed(EXIT_ALREADY_RUNNING) from exc
+        except OSError as exc:
+            if tcp and exc.errno == errno.EADDRINUSE:
+                log.error("cannot listen", error=str(exc))
+                raise StartupFailed(EXIT_ALREADY_RUNNING) from exc
+            where = f"{tcp[0]}:{tcp[1]}" if tcp else str(path)
+            log.error(
+                "cannot listen",
+                error=f"cannot listen on {where}: {exc.strerror or exc}; hint: "
+                "name another address with --api (docs/operations.md, exit 71)",
+            )
+            raise StartupFailed(EXIT_CANNOT_LISTEN) from exc
         host, port = sock.getsockname()[:2] if tcp else ("", 0)
         api = f"http://{host}:{port}" if tcp else f"unix://{path}"
         config = uvicorn.Config(
@@ -563,7 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="mcpsub daemon: keeps MCP 2026-07-28 subscriptions alive and serves them.",
         epilog="exit codes: 0 stopped cleanly (SIGTERM, or Ctrl-C while serving), 2 unknown "
         "flag or command, 69 database "
-        "unavailable, 70 start-up failed inside mcpsubd (the log says why), 75 another mcpsubd serves the socket (or runs on the state migrate-db "
+        "unavailable, 70 start-up failed inside mcpsubd (the log says why), 71 cannot listen "
+        "(the socket path is too long or its directory is not usable; the log's hint says "
+        "what to do), 75 another mcpsubd serves the socket (or runs on the state migrate-db "
         "would copy), 66 no SQLite database to copy, 73 migrate-db target not empty, 78 bad "
         "setting or unusable state directory, 130 Ctrl-C during migrate, migrate-db or backup",
     )
@@ -590,7 +631,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--api",
         help="unix:///PATH or http://127.0.0.1:PORT (tcp://127.0.0.1:PORT too; env MCPSUB_API; "
-        "default unix://<state-dir>/api.sock)",
+        "default unix://<state-dir>/api.sock, or a short private directory's when that path "
+        "is too long for a socket: docs/operations.md)",
     )
     parser.add_argument(
         "--database-url",

@@ -290,7 +290,8 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     assert "additionalContext" in hook(d, "codex", "", "--help").stdout
 
     # With nothing new, the hook loads no module an interpreter does not load anyway, but
-    # its own and two C modules: its start-up budget is twice a bare interpreter.
+    # its own, the state-path rule and two C modules: its start-up budget is twice a bare
+    # interpreter.
     traced = subprocess.run(
         [sys.executable, "-X", "importtime", str(BIN / "mcpsubctl"), "hook", "claude-code"],
         input=json.dumps({"session_id": "p"}),
@@ -308,7 +309,8 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     )
     baseline = {line.split("|")[-1].strip() for line in bare.stderr.splitlines() if "|" in line}
     assert loaded - baseline - {"import time:"} <= {
-        "__future__", "mcpsub_start", "cli", "cli.entry", "cli.agent_hook", "_json", "_socket"
+        "__future__", "mcpsub_start", "cli", "cli.entry", "cli.agent_hook", "_json", "_socket",
+        "service", "service._version", "service.statepaths",  # the one rule: os and sys only
     }, loaded - baseline  # fmt: skip
 
 

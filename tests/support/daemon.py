@@ -54,7 +54,10 @@ class Daemon:
 
     @property
     def socket_path(self) -> Path:
-        return self.state_dir / "api.sock"
+        """The state dir's socket by the one rule (``service.statepaths``)."""
+        from service import statepaths
+
+        return Path(statepaths.socket_path(str(self.state_dir)))
 
     def start(self, timeout: float = 20.0, *, ready: bool = True) -> Daemon:
         """Start and wait until ``/readyz`` says 200 (``ready=False``: until the API answers at
