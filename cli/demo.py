@@ -3,8 +3,11 @@
 Starts the reference lab server, a webhook receiver that verifies every signature, and
 ``mcpsubd`` on a throw-away state directory; subscribes to ``test://review/status``; then
 shows the resource's update arriving twice: through ``mcpsubctl wait`` and as a signed
-webhook delivery. Everything runs on 127.0.0.1 and stops on Ctrl-C (``--once`` stops by
-itself once both have arrived, which is what the test of this script uses).
+webhook delivery. Then it is the reader's turn: it prints a login link to the web console
+(``mcpsubctl ui``) and a ``curl`` line that changes the resource through the lab's control
+surface (on for the demo's lab), and prints each webhook delivery as it arrives. Everything
+runs on 127.0.0.1 and stops on Ctrl-C (``--once`` stops by itself once both paths have
+delivered, which is what the first test of this script uses).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -87,6 +91,45 @@ def ctl(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.Comp
     )
 
 
+def shown_bin() -> str:
+    """Where the programs are, as the reader types it: ``.venv/bin`` from the repository's
+    root (where ``make run`` runs), else the absolute path."""
+    try:
+        relative = BIN.relative_to(Path.cwd())
+    except ValueError:
+        return str(BIN)
+    return str(relative) if str(relative) != "." else "."
+
+
+def your_turn(env: dict[str, str], lab_url: str) -> list[str]:
+    """What the reader can do while the demo runs: open the console, change the resource."""
+    state = env["MCPSUB_STATE_DIR"]
+    programs = shown_bin()
+    body = json.dumps({"uri": URI, "text": "status: changed by hand"})
+    change = (
+        f"curl -s -X PUT {lab_url.removesuffix('/mcp')}/lab/resources"
+        f" -H 'Content-Type: application/json' -d {shlex.quote(body)}"
+    )
+    lines = [
+        "Your turn, in another shell at the repository's root (the demo keeps running):",
+        f"  export MCPSUB_STATE_DIR={shlex.quote(state)}",
+        f"  {programs}/mcpsubctl ui --open    # the web console, through a one-time login link",
+        f"  {change}",
+        "Each change shows up in the console without a reload, and below as a webhook delivery.",
+    ]
+    link = ctl(env, "ui")
+    if link.returncode == 0 and link.stdout.strip():
+        lines.append(f"Console login link (good once, for 2 minutes): {link.stdout.strip()}")
+    lines.append(f"Also: {programs}/mcpsubctl status / events / deliveries list / wait --uri {URI}")
+    return lines
+
+
+def delivery_line(payload: dict[str, Any]) -> str:
+    mark = "verified" if payload["_verified"] else "BAD SIGNATURE"
+    text = text_of(payload).replace("\n", " | ")
+    return f"  [{mark}] {payload['_webhook_id']} revision {payload.get('revision')}: {text}"
+
+
 def text_of(payload: dict[str, Any]) -> str:
     for content in payload.get("contents") or []:
         if isinstance(content, dict) and isinstance(content.get("text"), str):
@@ -115,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         say(f"  work dir: {workdir}")
         lab = subprocess.Popen(
             [sys.executable, "-m", "labserver", "--port", "0"],
-            env={**env, "MCP_TEST_UPDATE_DELAY_SECONDS": str(args.delay), "MCP_TEST_LOG_LEVEL": "warn"},
+            env={**env, "MCP_TEST_UPDATE_DELAY_SECONDS": str(args.delay), "MCP_TEST_LOG_LEVEL": "warn",
+                 "MCP_TEST_CONTROL": "1"},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         children.append(lab)
@@ -202,11 +246,8 @@ def main(argv: list[str] | None = None) -> int:
                 payload = receiver.deliveries.get(timeout=1)
             except queue.Empty:
                 continue
-            text = text_of(payload)
-            mark = "verified" if payload["_verified"] else "BAD SIGNATURE"
-            say(f"  [{mark}] {payload['_webhook_id']} revision {payload.get('revision')}: "
-                + text.replace("\n", " | "))  # fmt: skip
-            seen_reviewed = "status: reviewed" in text
+            say(delivery_line(payload))
+            seen_reviewed = "status: reviewed" in text_of(payload)
         if not seen_reviewed:
             say("no webhook delivery of the update arrived")
             return 1
@@ -214,10 +255,15 @@ def main(argv: list[str] | None = None) -> int:
         say("Both paths delivered 'status: reviewed'.")
         if args.once:
             return 0
-        say("Try: mcpsubctl status / mcpsubctl events / mcpsubctl deliveries list")
-        say(f"     (export MCPSUB_STATE_DIR={workdir / 'state'} in another shell). Ctrl-C stops.")
+        for line in your_turn(env, lab_url):
+            say(line)
+        say("Ctrl-C stops.")
+        say("webhook deliveries from now on:")
         while not stop.is_set():
-            stop.wait(0.5)
+            try:
+                say(delivery_line(receiver.deliveries.get(timeout=0.5)))
+            except queue.Empty:
+                continue
         return 0
     except (KeyboardInterrupt, BrokenPipeError):
         return 0
