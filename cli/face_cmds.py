@@ -1,8 +1,9 @@
 """``mcpsubctl mcp``: the agent face on stdio (``service/face``), for agent configs such as
 ``claude mcp add mcpsub -- mcpsubctl mcp``.
 
-When no daemon answers on the default socket, it starts ``mcpsubd`` in the background (as
-ssh-agent or gpg-agent are started on first use), says so on stderr, and carries on;
+When no daemon answers on the default socket, it starts the installed per-user service, or
+else ``mcpsubd`` detached from the agent's process tree (as ssh-agent or gpg-agent are
+started on first use), says so on stderr, and carries on;
 ``--no-autostart`` turns that off (tools then answer ``DAEMON_UNAVAILABLE`` with a hint).
 stdout carries only JSON-RPC; every diagnostic goes to stderr.
 """
@@ -63,39 +64,177 @@ def _answers(endpoint: Any) -> bool:
         return False
 
 
-def _autostart(endpoint: Any) -> None:
-    """Start ``mcpsubd`` for the socket's state dir, detached, and wait until it answers."""
+def _autostart(endpoint: Any) -> Any:
+    """Start a daemon for the face and wait (bounded) until it answers; the endpoint to use.
+
+    An installed per-user service (``mcpsubctl service install --user``; the launchd agent on
+    macOS) is started through its manager, and the face then talks to that daemon. Otherwise
+    ``mcpsubd`` is started for the default state dir, detached for real: a double fork makes
+    it nobody's descendant, so an agent that signals every descendant of its MCP server when
+    a session ends (opencode does) does not stop it. Either way it keeps running after this
+    session, as ssh-agent does."""
+    unit = _installed_unit()
+    if unit is not None:
+        started = _start_unit(unit, endpoint)
+        if started is not None:
+            return started
+    _spawn_detached(endpoint)
+    return endpoint
+
+
+def _installed_unit() -> Any:
+    """The per-user service's target when its unit file is installed, else None."""
+    from cli.service_cmds import ServiceError, resolve_target
+
+    try:
+        target = resolve_target(user=True)
+    except ServiceError:
+        return None
+    return target if target.path.is_file() else None
+
+
+def _start_unit(target: Any, endpoint: Any) -> Any:
+    """Start the installed service; its endpoint once it answers (None: it did not start)."""
+    import shlex
+    import shutil
+
+    from cli.localapi import Endpoint
+    from cli.service_cmds import LAUNCHD_LABEL, SYSTEMD_UNIT
+
+    if target.kind == "systemd":
+        argv = ["systemctl", "--user", "start", SYSTEMD_UNIT]
+    else:
+        argv = ["launchctl", "kickstart", f"gui/{os.getuid()}/{LAUNCHD_LABEL}"]
+    shown = shlex.join(argv)
+    program = shutil.which(argv[0])
+    if program is None:
+        _say(f"the service {target.path} is installed but {argv[0]} is not on PATH")
+        return None
+    try:
+        done = subprocess.run(
+            [program, *argv[1:]],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=AUTOSTART_WAIT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        _say(f"`{shown}` failed: {exc}")
+        return None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        _say(f"`{shown}` exited with {done.returncode}: {_clean(last)}")
+        return None
+    unit_endpoint = Endpoint(socket=str(target.socket))
+    _say(f"no daemon answered on {endpoint.display}; started the installed service (`{shown}`)")
+    if _wait_until_answers(unit_endpoint, lambda: True):
+        return unit_endpoint
+    _say(f"the service did not answer within {AUTOSTART_WAIT_S:g} s on {target.socket}")
+    return None
+
+
+def _clean(text: str) -> str:
+    from service.safetext import terminal_safe
+
+    return terminal_safe(text)[:300]
+
+
+def _spawn_detached(endpoint: Any) -> None:
+    """``mcpsubd`` for the endpoint's state dir as a grandchild that the intermediate child
+    leaves behind at once (it is re-parented to init or the session's subreaper)."""
     assert endpoint.socket is not None
     state = Path(endpoint.state_dir)
     daemon = Path(sys.executable).parent / "mcpsubd"
     command = [str(daemon)] if daemon.exists() else [sys.executable, "-m", "service.daemon.main"]
     state.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log = open(state / "mcpsubd.log", "ab")  # noqa: SIM115 - handed to the child
+    log_path = state / "mcpsubd.log"
     env = {**os.environ, "MCPSUB_STATE_DIR": str(state)}
-    proc = subprocess.Popen(
-        command,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-    )
-    log.close()
+    pid = _double_fork(command, env, log_path)
+    if pid is None:
+        _say(f"could not start mcpsubd; see {log_path}")
+        return
     _say(
-        f"no daemon answered on {endpoint.display}; started mcpsubd (pid {proc.pid}, log "
-        f"{state / 'mcpsubd.log'}); it keeps running after this session"
+        f"no daemon answered on {endpoint.display}; started mcpsubd (pid {pid}, log "
+        f"{log_path}); it keeps running after this session"
     )
+    if _wait_until_answers(endpoint, lambda: _alive(pid)):
+        return
+    if not _alive(pid):
+        _say(f"mcpsubd exited during its start: {_last_line(log_path)} (log {log_path})")
+    else:
+        _say(f"mcpsubd did not answer within {AUTOSTART_WAIT_S:g} s; tools will retry")
+
+
+def _double_fork(command: list[str], env: dict[str, str], log_path: Path) -> int | None:
+    """Start ``command`` in a new session as the child of a child that exits at once; the
+    daemon's pid (None when the fork failed)."""
+    read_end, write_end = os.pipe()
+    try:
+        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    child = os.fork()
+    if child == 0:  # the intermediate: start the daemon in its own session, say its pid, go
+        code = 1
+        try:
+            os.close(read_end)
+            proc = subprocess.Popen(
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                cwd="/",
+            )
+            os.write(write_end, f"{proc.pid}\n".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    os.close(log)
+    os.waitpid(child, 0)
+    with os.fdopen(read_end, "rb") as reader:
+        said = reader.read(32).strip()
+    return int(said) if said.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _last_line(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4096))
+            lines = handle.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return _clean(lines[-1]) if lines else "nothing logged"
+
+
+def _wait_until_answers(endpoint: Any, still_starting: Any) -> bool:
+    """Poll ``/healthz`` until it answers (True) or the start is over or too slow (False):
+    nothing tells this process when another one binds its socket."""
     deadline = time.monotonic() + AUTOSTART_WAIT_S
     pause = 0.05
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            _say(f"mcpsubd exited with {proc.returncode}; see {state / 'mcpsubd.log'}")
-            return
         if _answers(endpoint):
-            return
-        time.sleep(pause)  # polling a child's readiness: no event to wait on
+            return True
+        if not still_starting():
+            return _answers(endpoint)
+        time.sleep(pause)
         pause = min(pause * 2, 0.5)
-    _say(f"mcpsubd did not answer within {AUTOSTART_WAIT_S:g} s; tools will retry")
+    return False
 
 
 def _progress_s() -> float:
@@ -124,7 +263,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if args.no_autostart or endpoint.socket is None or endpoint.explicit:
             _say(f"no daemon answers on {endpoint.display}; {endpoint.start_hint()}")
         else:
-            _autostart(endpoint)
+            endpoint = _autostart(endpoint)
 
     async def run() -> None:
         backend = ApiBackend(

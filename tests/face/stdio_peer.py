@@ -14,13 +14,22 @@ from tests.support.cli import BIN, cli_env
 
 
 class StdioPeer:
-    def __init__(self, state_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        wrapper: tuple[str, ...] = (),
+    ) -> None:
+        """``wrapper``: a command that runs ``mcpsubctl mcp …`` as its child (an agent's
+        process tree); the face's stdio passes through it. Its own process group."""
         self.proc = subprocess.Popen(
-            [str(BIN / "mcpsubctl"), "mcp", *args],
+            [*wrapper, str(BIN / "mcpsubctl"), "mcp", *args],
             env=cli_env({"MCPSUB_STATE_DIR": str(state_dir), **(env or {})}),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            start_new_session=bool(wrapper),
         )
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.stderr: list[str] = []
