@@ -3,7 +3,8 @@
 
 When no daemon answers on the default socket, it starts the installed per-user service, or
 else ``mcpsubd`` detached from the agent's process tree (as ssh-agent or gpg-agent are
-started on first use), says so on stderr, and carries on;
+started on first use), says so on stderr, and carries on: the start runs in a thread beside
+the server, so ``initialize`` never waits for it, while a tool call does (bounded);
 ``--no-autostart`` turns that off (tools then answer ``DAEMON_UNAVAILABLE`` with a hint).
 stdout carries only JSON-RPC; every diagnostic goes to stderr.
 """
@@ -165,40 +166,40 @@ def _spawn_detached(endpoint: Any) -> None:
         _say(f"mcpsubd did not answer within {AUTOSTART_WAIT_S:g} s; tools will retry")
 
 
+_SPAWN = (
+    "import subprocess, sys\n"
+    "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=2, stderr=2,\n"
+    "                     start_new_session=True, cwd='/')\n"
+    "print(p.pid)\n"
+)
+"""The intermediate: starts the daemon in a session of its own (its output to the log, the
+intermediate's stderr), prints its pid and exits, leaving it to init or a subreaper."""
+
+
 def _double_fork(command: list[str], env: dict[str, str], log_path: Path) -> int | None:
-    """Start ``command`` in a new session as the child of a child that exits at once; the
-    daemon's pid (None when the fork failed)."""
-    read_end, write_end = os.pipe()
+    """Start ``command`` as the child of a child that exits at once; the daemon's pid (None
+    when it could not be started). A process, not ``os.fork``: this runs in a thread beside
+    the face's event loop, where forking the interpreter is not safe."""
     try:
         log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     except OSError:
-        os.close(read_end)
-        os.close(write_end)
         return None
-    child = os.fork()
-    if child == 0:  # the intermediate: start the daemon in its own session, say its pid, go
-        code = 1
-        try:
-            os.close(read_end)
-            proc = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                cwd="/",
-            )
-            os.write(write_end, f"{proc.pid}\n".encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    os.close(log)
-    os.waitpid(child, 0)
-    with os.fdopen(read_end, "rb") as reader:
-        said = reader.read(32).strip()
-    return int(said) if said.isdigit() else None
+    try:
+        done = subprocess.run(
+            [sys.executable, "-S", "-c", _SPAWN, *command],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+            timeout=AUTOSTART_WAIT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        os.close(log)
+    said = done.stdout.strip()
+    return int(said) if done.returncode == 0 and said.isdigit() else None
 
 
 def _alive(pid: int) -> bool:
@@ -259,11 +260,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _say(str(exc))
         return 2
+    autostart = False
     if not _answers(endpoint):
         if args.no_autostart or endpoint.socket is None or endpoint.explicit:
             _say(f"no daemon answers on {endpoint.display}; {endpoint.start_hint()}")
         else:
-            endpoint = _autostart(endpoint)
+            autostart = True
 
     async def run() -> None:
         backend = ApiBackend(
@@ -272,6 +274,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             token=endpoint.token,
             start_hint=endpoint.start_hint(),
         )
+
+        async def start() -> None:
+            started = await asyncio.to_thread(_autostart, endpoint)
+            if started.socket != endpoint.socket:
+                backend.retarget(started.socket, started.start_hint())
+
+        if autostart:  # beside the server: initialize answers at once, tools wait for it
+            backend.starting(asyncio.ensure_future(start()))
         try:
             face = Face(backend, channel=args.channel, progress_every_s=_progress_s())
             await StdioServer(face, channel=args.channel).serve()

@@ -28,6 +28,8 @@ from service.face.ring import EventRing, RevisionMemory
 
 TIMEOUT_S: Final = 30.0
 RECONNECT_S: Final = 1.0
+START_WAIT_S: Final = 20.0
+"""Longest a request waits for the daemon this face is starting (its own bound is 15 s)."""
 MAX_SSE_LINE: Final = 64 * 1024
 
 
@@ -40,19 +42,10 @@ class ApiBackend:
         token: str | None = None,
         start_hint: str = "start the daemon with `mcpsubd`",
     ) -> None:
-        transport = httpx.AsyncHTTPTransport(uds=socket) if socket else None
-        headers = {"Accept": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self.display = f"unix://{socket}" if socket else base_url
         self.start_hint = start_hint
-        self._http = httpx.AsyncClient(
-            transport=transport,
-            base_url=base_url,
-            headers=headers,
-            timeout=httpx.Timeout(TIMEOUT_S, connect=5.0),
-            trust_env=False,
-        )
+        self.display = ""
+        self._http = self._client(socket, base_url, token)
+        self._starting: asyncio.Future[Any] | None = None
         self._last_seen = -1
         self._ring = EventRing()
         self._revisions = RevisionMemory()
@@ -61,16 +54,65 @@ class ApiBackend:
         self._changed = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
 
+    def _client(self, socket: str | None, base_url: str, token: str | None) -> httpx.AsyncClient:
+        transport = httpx.AsyncHTTPTransport(uds=socket) if socket else None
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self.display = f"unix://{socket}" if socket else base_url
+        return httpx.AsyncClient(
+            transport=transport,
+            base_url=base_url,
+            headers=headers,
+            timeout=httpx.Timeout(TIMEOUT_S, connect=5.0),
+            trust_env=False,
+        )
+
+    def starting(self, started: asyncio.Future[Any]) -> None:
+        """A daemon is being started for this face (``mcpsubctl mcp``'s autostart runs beside
+        the server, so ``initialize`` never waits for it): until ``started`` is done, a
+        request that finds no daemon waits for it (at most :data:`START_WAIT_S`) and tries
+        once more, instead of failing at once."""
+        self._starting = started
+
+    def retarget(self, socket: str, start_hint: str) -> None:
+        """Talk to the daemon at ``socket`` from now on (the installed service the autostart
+        started, whose socket is not the default one)."""
+        old, self._http = self._http, self._client(socket, "http://localhost", None)
+        self.start_hint = start_hint
+        if self._watcher is not None and not self._watcher.done():
+            self._watcher.cancel()
+            self._watcher = asyncio.create_task(self._watch(), name="face-events")
+        asyncio.get_running_loop().create_task(old.aclose())
+
+    async def _started(self) -> bool:
+        """Wait for a start in progress; True when there was one to wait for."""
+        starting = self._starting
+        if starting is None or starting.done():
+            return False
+        with contextlib.suppress(TimeoutError, Exception):
+            await asyncio.wait_for(asyncio.shield(starting), START_WAIT_S)
+        return True
+
     async def aclose(self) -> None:
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watcher
         await self._http.aclose()
 
-    async def _request(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+    async def _request(
+        self, method: str, path: str, *, wait_for_start: bool = True, **kwargs: Any
+    ) -> tuple[int, Any]:
         try:
-            response = await self._http.request(method, path, **kwargs)
+            try:
+                response = await self._http.request(method, path, **kwargs)
+            except httpx.TransportError:
+                if not (wait_for_start and await self._started()):
+                    raise
+                response = await self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
             raise FaceError(
                 "DAEMON_UNAVAILABLE",
@@ -173,7 +215,9 @@ class ApiBackend:
         return list(body.get("events", []))
 
     async def last_event_id(self) -> int:
-        _, status = await self._request("GET", "/v1/status")
+        # Not waiting for a start: a session's follower asks this at ``initialize``, which
+        # must answer at once; the follower looks again once the daemon answers.
+        _, status = await self._request("GET", "/v1/status", wait_for_start=False)
         newest = status.get("lastEventId") if isinstance(status, dict) else None
         return newest if isinstance(newest, int) else 0
 

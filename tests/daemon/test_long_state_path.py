@@ -7,12 +7,10 @@ and exit 75 ("another mcpsubd serves the socket"), and the face's autostart fail
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import stat
 import subprocess
 import tempfile
@@ -22,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from service import statepaths
+from tests.face.stdio_peer import StdioPeer
 from tests.support.cli import BIN, REPO_ROOT, cli_env
-from tests.support.poll import until
+from tests.support.process import stop_detached
 
 HOME_BYTES = 150
 
@@ -52,46 +51,24 @@ def run(argv: list[str], env: dict[str, str], stdin: str = "") -> subprocess.Com
     )
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def stop(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    until(f"mcpsubd {pid} ends", lambda: not alive(pid) or _reap(pid))
-
-
-def _reap(pid: int) -> bool:
-    with contextlib.suppress(ChildProcessError):
-        return os.waitpid(pid, os.WNOHANG)[0] == pid
-    return False
-
-
 def test_a_long_home_works_for_the_face_the_daemon_the_clis_and_the_hook(
     tmp_path: Path, runtime_dir: Path
 ) -> None:
     env = long_home_env(tmp_path, runtime_dir)
     state = Path(env["HOME"]) / ".local" / "state" / "mcpsub"
     assert not statepaths.fits(str(state / "api.sock"))
-    requests = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-         "params": {"name": "list_subscriptions", "arguments": {}}},
-    ]  # fmt: skip
-    face = run(
-        [str(BIN / "mcpsubctl"), "mcp"], env, "".join(json.dumps(r) + "\n" for r in requests)
-    )
-    started = re.search(r"started mcpsubd \(pid (\d+)", face.stderr)
-    assert started, face.stderr
-    pid = int(started.group(1))
+    face = StdioPeer(state, exact_env=env)
+    pid = None
     try:
-        answers = {m["id"]: m for m in map(json.loads, face.stdout.splitlines()) if "id" in m}
-        assert answers[1]["result"]["isError"] is False, (answers, face.stderr)
+        face.request(0, "initialize", {"protocolVersion": "2025-11-25"})
+        assert "result" in face.answer(0, timeout=30)
+        face.request(1, "tools/call", {"name": "list_subscriptions", "arguments": {}})
+        answer = face.answer(1, timeout=60)
+        assert answer["result"]["isError"] is False, (answer, face.stderr)
+        started = next((line for line in face.stderr if "started mcpsubd" in line), "")
+        match = re.search(r"pid (\d+)", started)
+        assert match, face.stderr
+        pid = int(match.group(1))
 
         # The socket is in the short private directory the rule names, not beside the state.
         socket_path = Path(statepaths.socket_path(str(state), env))
@@ -113,7 +90,9 @@ def test_a_long_home_works_for_the_face_the_daemon_the_clis_and_the_hook(
         second = run([str(BIN / "mcpsubd")], env)
         assert second.returncode == 75, second.stdout + second.stderr  # that one is true now
     finally:
-        stop(pid)
+        face.close()
+        if pid is not None:
+            stop_detached(pid)
 
 
 def test_what_cannot_listen_exits_71_with_a_hint(tmp_path: Path, runtime_dir: Path) -> None:

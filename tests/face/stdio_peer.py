@@ -20,12 +20,16 @@ class StdioPeer:
         *args: str,
         env: dict[str, str] | None = None,
         wrapper: tuple[str, ...] = (),
+        exact_env: dict[str, str] | None = None,
     ) -> None:
         """``wrapper``: a command that runs ``mcpsubctl mcp …`` as its child (an agent's
-        process tree); the face's stdio passes through it. Its own process group."""
+        process tree); the face's stdio passes through it. Its own process group.
+        ``exact_env``: the whole environment, as given (``state_dir`` is then not set)."""
+        if exact_env is None:
+            exact_env = cli_env({"MCPSUB_STATE_DIR": str(state_dir), **(env or {})})
         self.proc = subprocess.Popen(
             [*wrapper, str(BIN / "mcpsubctl"), "mcp", *args],
-            env=cli_env({"MCPSUB_STATE_DIR": str(state_dir), **(env or {})}),
+            env=exact_env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -18,6 +18,7 @@ from pathlib import Path
 from tests.face.stdio_peer import StdioPeer
 from tests.support.cli import run_cli
 from tests.support.poll import until
+from tests.support.process import gone, stop_detached
 
 AGENT = (
     sys.executable,
@@ -49,21 +50,6 @@ def descendants(root: int) -> set[int]:
                 found.add(child)
                 todo.append(child)
     return found
-
-
-def gone(pid: int) -> bool:
-    """Ended (a zombie counts: whoever adopted it may not reap it at once)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
-
-
-def stop_daemon(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    until(f"mcpsubd {pid} ends", lambda: gone(pid), timeout=30)
 
 
 def started_pid(peer: StdioPeer) -> int:
@@ -107,7 +93,7 @@ def test_the_daemon_survives_an_agent_that_signals_every_descendant(tmp_path: Pa
     finally:
         agent.close()
         if pid is not None:
-            stop_daemon(pid)
+            stop_detached(pid)
 
 
 def test_an_installed_user_service_is_started_instead(tmp_path: Path) -> None:
@@ -151,7 +137,7 @@ def test_an_installed_user_service_is_started_instead(tmp_path: Path) -> None:
     finally:
         face.close()
         if pid is not None:
-            stop_daemon(pid)
+            stop_detached(pid)
         import shutil
 
         shutil.rmtree(runtime, ignore_errors=True)

@@ -136,3 +136,25 @@ class ServerProcess:
     def wait_for_line(self, text: str, timeout: float = 5.0) -> str:
         """The first output line containing ``text``; raises ``TimeoutError``."""
         return self.wait_for_count(text, 1, timeout)[0]
+
+
+def gone(pid: int) -> bool:
+    """A process that is not our child has ended (a zombie counts: whoever adopted it, init
+    or a subreaper, may not have reaped it yet). Linux ``/proc``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def stop_detached(pid: int, timeout: float = 30.0) -> None:
+    """SIGTERM a process that is not our child (a daemon the face detached) and wait for it."""
+    import contextlib
+    import os
+
+    from tests.support.poll import until
+
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    until(f"process {pid} ends", lambda: gone(pid), timeout=timeout)
