@@ -42,16 +42,20 @@ def matches(uri: object, patterns: Sequence[str]) -> bool:
     return isinstance(uri, str) and any(fnmatch.fnmatchcase(uri, p) for p in patterns)
 
 
-def tail_line(event: dict[str, Any], *, as_json: bool) -> str:
-    """One change as one line: ``event=ID uri=URI revision=N server=URL``, or its JSON.
+def tail_line(event: dict[str, Any], *, as_json: bool, change: str | None = None) -> str:
+    """One change as one line: ``event=ID uri=URI revision=N server=URL``, then
+    ``first_change(server data)="…"`` when ``change`` is given (``--summary``), or its JSON
+    (with ``firstChange``).
 
-    Every field comes from a server or the daemon's log, so control and bidi characters are
-    escaped (JSON escapes them by itself: ``ensure_ascii``)."""
+    Every field comes from a server or the daemon's log, so control, bidi and invisible
+    characters are escaped (JSON escapes them by itself: ``ensure_ascii``)."""
     if as_json:
         import json
 
+        if change is not None:
+            event = {**event, "firstChange": change[:SUMMARY_MAX_CHARS]}
         return json.dumps(event, separators=(",", ":"), ensure_ascii=True)
-    from service.safetext import terminal_safe
+    from service.safetext import visible
 
     fields = (
         ("event", event.get("id")),
@@ -59,7 +63,39 @@ def tail_line(event: dict[str, Any], *, as_json: bool) -> str:
         ("revision", event.get("revision")),
         ("server", event.get("serverUrl")),
     )
-    return " ".join(f"{name}={terminal_safe(str(value))}" for name, value in fields)
+    line = " ".join(f"{name}={visible(str(value))}" for name, value in fields)
+    return line + (" " + summary_field(change) if change is not None else "")
+
+
+SUMMARY_MAX_CHARS = 100
+"""At most this much of the changed line goes on a ``tail --summary`` line (then ``…``)."""
+SUMMARY_TIMEOUT_S = 2.0
+"""How long a line waits for its summary; without one in time it is printed without."""
+
+
+def first_change(diff_lines: Sequence[str]) -> str | None:
+    """The first added line of a unified diff (``+text``: what the text says now), or the
+    first removed one (``-text``) when nothing was added; the ``---``/``+++`` header is
+    skipped. None when the text did not change. Pure."""
+    removed = None
+    for line in diff_lines:
+        if line.startswith(("+++ ", "--- ")) or line in ("+++", "---"):
+            continue
+        if line.startswith("+"):
+            return line
+        if line.startswith("-") and removed is None:
+            removed = line
+    return removed
+
+
+def summary_field(change: str) -> str:
+    """``first_change(server data)="…"``: the changed line bounded, quoted and escaped, so it
+    stays on the line, cannot close its quotes, and reads as the server's text, not ours."""
+    from service.safetext import visible
+
+    cut = change[:SUMMARY_MAX_CHARS] + ("…" if len(change) > SUMMARY_MAX_CHARS else "")
+    quoted = cut.replace("\\", "\\\\").replace('"', '\\"')
+    return f'first_change(server data)="{visible(quoted)}"'
 
 
 def after_reset(reset: dict[str, Any], cursor: int) -> int:
@@ -85,6 +121,34 @@ def _note(text: str) -> None:
     sys.stderr.flush()
 
 
+def changed_line(client: Any, event: dict[str, Any]) -> str | None:
+    """The first changed line of ``event``'s revision against the one before (for revision
+    1, its first line as ``+…``), asked of the daemon on ``client`` (not the stream's
+    connection); None when it cannot be had in :data:`SUMMARY_TIMEOUT_S` (the line is then
+    printed without it: a summary never holds a change back)."""
+    from cli.localapi import DaemonError, DaemonUnavailable
+
+    sub_id, revision = event.get("subscriptionId"), event.get("revision")
+    if not isinstance(sub_id, int) or not isinstance(revision, int) or revision < 1:
+        return None
+    try:
+        if revision > 1:
+            _, diff = client.request(
+                "GET",
+                f"/v1/subscriptions/{sub_id}/diff?from={revision - 1}&to={revision}",
+                timeout_s=SUMMARY_TIMEOUT_S,
+            )
+            lines = diff.get("lines")
+            return first_change(lines) if isinstance(lines, list) else None
+        _, first = client.request(
+            "GET", f"/v1/subscriptions/{sub_id}/revisions/1", timeout_s=SUMMARY_TIMEOUT_S
+        )
+    except (DaemonUnavailable, DaemonError):
+        return None
+    text = first.get("text")
+    return "+" + text.split("\n", 1)[0] if isinstance(text, str) else None
+
+
 def cmd_tail(args: argparse.Namespace) -> int:
     from cli.apicmd import fail as _fail
     from cli.localapi import DaemonClient, DaemonError, DaemonUnavailable
@@ -103,6 +167,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     except DaemonError as exc:
         return _fail(args, exc.error_code, exc.message, exc.hint)
     exact = server_filter(patterns)
+    side = DaemonClient.from_options(args.api, quiet=True) if args.summary else None
     delay = RETRY_MIN_S
     away: str | None = None
     shown = 0
@@ -124,7 +189,8 @@ def cmd_tail(args: argparse.Namespace) -> int:
                         continue  # already printed before a reconnect
                     cursor = event_id
                     if event_type == "resource.updated" and matches(data.get("uri"), patterns):
-                        _emit(tail_line(data, as_json=args.json))
+                        change = changed_line(side, data) if side is not None else None
+                        _emit(tail_line(data, as_json=args.json, change=change))
                         shown += 1
                         if args.max_events is not None and shown >= args.max_events:
                             return 0
@@ -191,6 +257,13 @@ def add_agent_commands(
         default=None,
         metavar="ID",
         help="replay the changes after this event id first (default: only new ones)",
+    )
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help='end each line with first_change(server data)="+line": the first changed '
+        "line of the diff (at most 100 characters, quoted and escaped; server text, not "
+        "instructions); --json: firstChange",
     )
     p.add_argument("--max-events", type=int, default=None, help=argparse.SUPPRESS)
 

@@ -97,6 +97,10 @@ class _Closed(_ProtocolError):
     """The connection closed before the answer's first byte."""
 
 
+class _Gone(_ProtocolError):
+    """The connection ended inside an answer that was streaming: the daemon went away."""
+
+
 class _TooLarge(Exception):
     """The answer is larger than the client reads."""
 
@@ -335,6 +339,8 @@ class _Answer:
         total = 0
         while True:
             line = self.reader.readline(1025)
+            if not line:  # the end of the connection between two chunks (a daemon restart)
+                raise _Gone("the connection closed")
             if not line.endswith(b"\n"):
                 raise _ProtocolError("bad chunk size line")
             size_text = line.split(b";", 1)[0].strip()
@@ -767,6 +773,12 @@ class DaemonClient:
                 for item in decoder.feed(chunk):
                     if isinstance(item, Event) and item.data:
                         yield sse_frame(item.id, item.event, item.data)
+        except (_Gone, ConnectionResetError, BrokenPipeError):
+            # Killed, restarted, or stopped without ending the stream: not a bad answer.
+            raise DaemonUnavailable(
+                f"the daemon went away ({self.endpoint.display} closed the stream)",
+                self.endpoint.start_hint(),
+            ) from None
         except (OSError, _ProtocolError, _TooLarge, EventTooLarge, ValueError) as exc:
             raise self._failed(exc) from None
         finally:
@@ -774,6 +786,11 @@ class DaemonClient:
 
 
 _RETRY_HINT = "retry; check the daemon log"
+NOT_MCPSUBD = "NOT_MCPSUBD"
+NOT_MCPSUBD_HINT = (
+    "check --api / MCPSUB_API: mcpsubd's socket (unix://<state dir>/api.sock) or the "
+    "http://127.0.0.1:PORT it logs at start"
+)
 
 
 def sse_frame(
@@ -797,7 +814,16 @@ def _json_or_error(status: int, raw: bytes) -> dict[str, Any]:
         body = {}
     if 200 <= status < 300:
         return body
-    code = body.get("errorCode") or f"HTTP_{status}"
+    if not isinstance(body.get("errorCode"), str):  # every mcpsubd error carries one
+        raise DaemonError(
+            status,
+            NOT_MCPSUBD,
+            f"what answers there does not look like mcpsubd (HTTP {status} without an "
+            "mcpsub error body)",
+            NOT_MCPSUBD_HINT,
+            body,
+        )
+    code = body["errorCode"]
     message = body.get("message") or f"the daemon answered HTTP {status}"
     hint = body.get("hint")
     raise DaemonError(

@@ -243,3 +243,16 @@ def test_documented_error_path(
     assert "Traceback" not in both, both
     assert result.code == code, (result.code, both)
     assert problem in result.stderr, result.stderr
+
+
+def test_an_api_address_that_is_not_mcpsubd_says_so(tmp_path: Path) -> None:
+    """Before: ``--api`` at another HTTP server printed ``HTTP_404`` and exited 70 (internal
+    error). Now its own code and exit, and a hint that says what the address should be."""
+    with LabServer() as lab:
+        api = lab.url.removesuffix("/mcp")
+        env = {"MCPSUB_STATE_DIR": str(tmp_path / "state"), "MCPSUB_API_TOKEN": "x"}
+        for args in (["status"], ["list"], ["read", "--uri", "test://x"]):
+            result = run_cli("mcpsubctl", "--api", api, *args, env=env)
+            assert_clean(result, 11, "does not look like mcpsubd (HTTP 404")
+            assert "error-code NOT_MCPSUBD" in result.stdout, result.stdout
+            assert "hint: check --api / MCPSUB_API" in result.stderr

@@ -282,6 +282,7 @@ def test_ctl_exit_code_table() -> None:
         "DAEMON_UNAVAILABLE": 10,
         "CALL_FAILED": 4,
         "NOT_READY": 10,
+        "NOT_MCPSUBD": 11,
         "SUBSCRIPTION_NOT_FOUND": 7,
         "NOT_WATCHED": 7,
         "NO_CONTENT_YET": 7,
