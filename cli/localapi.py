@@ -506,9 +506,20 @@ class DaemonClient:
             if denied is not None:
                 return denied
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        hint = self.endpoint.start_hint()
+        socket = self.endpoint.socket
+        if socket is not None and not statepaths.fits(socket):
+            reason = (
+                f"the path is {len(os.fsencode(socket))} bytes, longer than a unix socket "
+                f"address holds ({statepaths.max_socket_path()})"
+            )
+            hint = (
+                "name a shorter socket with --api unix:///PATH, or leave --api and MCPSUB_API "
+                "out: the default socket always fits (docs/operations.md)"
+            )
         return DaemonUnavailable(
             f"the daemon is not reachable at {self.endpoint.display}: {reason or 'timed out'}",
-            self.endpoint.start_hint(),
+            hint,
         )
 
     def _open(self) -> None:

@@ -233,3 +233,14 @@ def test_wait_after_an_existing_update_is_one_request(peer: Callable[[Reply], Ra
     assert (out["initialText"], out["finalText"]) == ("old", "new"), out
     assert out["honoredUris"] == ["x://a"] and out["listenAcknowledged"] is True, out
     assert [r.split(b" ", 2)[1].split(b"?")[0] for r in raw.requests] == [b"/v1/wait"]
+
+
+def test_a_named_socket_too_long_for_an_address_says_so(tmp_path: Path) -> None:
+    """A socket path over 107 bytes can never be connected to: the hint says to name a shorter
+    one (it said to start the daemon, which could not listen there either)."""
+    long_path = tmp_path / ("x" * 120) / "api.sock"
+    result = run_cli("mcpsubctl", "status", env={"MCPSUB_API": f"unix://{long_path}"})
+    assert result.code == 10
+    assert "longer than a unix socket address holds (107)" in result.stderr
+    assert "hint: name a shorter socket with --api" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
