@@ -26,9 +26,9 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+
+from cli.receiver import Receiver, delivery_line, text_of
 
 BIN = Path(sys.executable).parent
 URI = "test://review/status"
@@ -45,44 +45,6 @@ def say(text: str = "") -> None:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
-
-
-class Receiver:
-    """A webhook endpoint that checks the Standard Webhooks signature of every request."""
-
-    def __init__(self) -> None:
-        self.secret: str | None = None
-        self.deliveries: queue.Queue[dict[str, Any]] = queue.Queue()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                from service.webhooks.signing import verify
-
-                body = self.rfile.read(int(self.headers.get("content-length", "0")))
-                ok = receiver.secret is not None and verify(
-                    receiver.secret,
-                    self.headers.get("webhook-id", ""),
-                    int(self.headers.get("webhook-timestamp", "0")),
-                    body,
-                    self.headers.get("webhook-signature", ""),
-                )
-                self.send_response(204 if ok else 401)
-                self.end_headers()
-                payload = json.loads(body) if ok else {}
-                payload["_verified"] = ok
-                payload["_webhook_id"] = self.headers.get("webhook-id")
-                receiver.deliveries.put(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/mcpsub"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
 
 
 def ctl(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -122,19 +84,6 @@ def your_turn(env: dict[str, str], lab_url: str) -> list[str]:
         lines.append(f"Console login link (good once, for 2 minutes): {link.stdout.strip()}")
     lines.append(f"Also: {programs}/mcpsubctl status / events / deliveries list / wait --uri {URI}")
     return lines
-
-
-def delivery_line(payload: dict[str, Any]) -> str:
-    mark = "verified" if payload["_verified"] else "BAD SIGNATURE"
-    text = text_of(payload).replace("\n", " | ")
-    return f"  [{mark}] {payload['_webhook_id']} revision {payload.get('revision')}: {text}"
-
-
-def text_of(payload: dict[str, Any]) -> str:
-    for content in payload.get("contents") or []:
-        if isinstance(content, dict) and isinstance(content.get("text"), str):
-            return str(content["text"])
-    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  lab server: {lab_url}  (its resource {URI} changes {args.delay:g} s after a listen opens)"
         )
 
-        receiver = Receiver()
+        receiver = Receiver()  # the secret comes with the target below
         say(f"  webhook receiver: {receiver.url}")
 
         log_file = open(workdir / "mcpsubd.log", "w")  # noqa: SIM115 - lives as long as the daemon
