@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE :=
 # Tests run in parallel; set PYTEST_WORKERS=0 to run them in one process.
 PYTEST_WORKERS ?= auto
 
-.PHONY: help setup run test lint fmt bench bench-quick compat clean
+.PHONY: help setup run test lint fmt bench bench-quick compat agents-lab clean
 .DEFAULT_GOAL := help
 
 # A bare `make` lists the targets: each target's line, with its `## text` when it has one.
@@ -66,6 +66,13 @@ bench-quick: setup  ## a smaller run of every bench (results/ untouched)
 # in bench/compat/package.json and land in bench/compat/node_modules (gitignored).
 compat: setup  ## MCP clients and the conformance suite against the lab
 	$(PY) bench/compat/run.py
+
+# The agent lab: the pinned agent CLIs (bench/agents_lab/package.json) against a scripted model,
+# each inside a private loopback-only network namespace (needs root for `unshare -n`); writes
+# its blocks of results/agents.md and results/compatibility.md.
+agents-lab: setup  ## real agent CLIs against a scripted model, offline (root)
+	cd bench/agents_lab && npm install --no-save --no-audit --no-fund
+	$(PY) -m bench.agents_lab report --dump /tmp/agents-lab.json
 
 clean:  ## remove .venv, .tools and caches
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

@@ -1,5 +1,7 @@
 """``python -m bench.agents_lab``: the agent lab.
 
+* ``report [--changes N] [--dump FILE | --load FILE]``: every scenario, one CLI at a time,
+  into results/agents.md and results/compatibility.md (bench/agents_lab/report.py);
 * ``scenario NAME --cli CLI [--transport stdio|http] [--changes N] [--mode oneshot|resume]``:
   one scenario (bench/agents_lab/scenarios.py), its facts as one JSON object on stdout.
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from bench.agents_lab import netns
 
@@ -26,7 +29,18 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--changes", type=int, default=1)
     one.add_argument("--mode", default="oneshot", choices=["oneshot", "resume"])
     one.add_argument("--flag", default="development", choices=["development", "channels"])
+    rep = sub.add_parser("report", help="run every scenario; write results/")
+    rep.add_argument("--changes", type=int, default=20)
+    rep.add_argument(
+        "--out-dir", type=Path, default=Path(__file__).resolve().parents[2] / "results"
+    )
+    rep.add_argument("--dump", type=Path, help="also save the raw facts (JSON)")
+    rep.add_argument("--load", type=Path, help="render a saved run instead of running")
     args = parser.parse_args(argv)
+    if args.command == "report" and args.load is not None:
+        from bench.agents_lab import report
+
+        return report.main(args.changes, args.out_dir, load=args.load)
     try:
         netns.reexec_inside()
     except netns.NetnsError as exc:
@@ -34,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     from bench.agents_lab import scenarios
 
+    if args.command == "report":
+        from bench.agents_lab import report
+
+        return report.main(args.changes, args.out_dir, dump=args.dump)
     if args.command == "scenario":
         run = scenarios.SCENARIOS[args.name]
         kwargs: dict[str, object] = {"cli": args.cli}

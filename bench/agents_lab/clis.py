@@ -8,6 +8,7 @@ namespace.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -35,6 +36,8 @@ class Transport:
     url: str = ""
     token: str = ""
     channel: bool = False
+    server: str = SERVER_NAME
+    """The name the CLI's config gives the MCP server."""
 
     def stdio_args(self) -> list[str]:
         return ["mcp", "--channel"] if self.channel else ["mcp"]
@@ -55,6 +58,8 @@ class Agent:
     world: World
     transport: Transport = field(default_factory=Transport)
     hooks: bool = False
+    allowed: list[str] = field(default_factory=list)
+    """More tools the CLI may run without asking (Claude Code's ``--allowedTools`` rules)."""
     name: ClassVar[str] = ""
     binary: ClassVar[str] = ""
     label: ClassVar[str] = ""
@@ -83,29 +88,48 @@ class Agent:
     def hook_command(self) -> str:
         return f"mcpsubctl hook {self.name}"
 
-    def run(self, prompt: str, *, resume: bool = False, timeout: float = RUN_TIMEOUT_S) -> Ran:
+    def start(self, prompt: str, *, resume: bool = False) -> subprocess.Popen[str]:
+        """Start the CLI one-shot in its own process group (see :meth:`finish`)."""
         netns.require_private()
-        argv = self.argv(prompt, resume=resume)
-        env = {**self.world.env, **self.extra_env()}
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            argv,
+        return subprocess.Popen(
+            self.argv(prompt, resume=resume),
             cwd=self.world.work,
-            env=env,
+            env={**self.world.env, **self.extra_env()},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
         )
+
+    def finish(
+        self, proc: subprocess.Popen[str], started: float, timeout: float, *, stop: bool = False
+    ) -> Ran:
+        """Wait for the CLI (or, ``stop``, end it now); past ``timeout`` its process group is
+        killed."""
+        if stop and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
         try:
             out, err = proc.communicate(timeout=timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
             timed_out = True
-        return Ran(argv, proc.returncode, out, err, time.monotonic() - start, timed_out)
+        return Ran(
+            [str(a) for a in proc.args],
+            proc.returncode,
+            out,
+            err,
+            time.monotonic() - started,
+            timed_out,
+        )  # type: ignore[union-attr]
+
+    def run(self, prompt: str, *, resume: bool = False, timeout: float = RUN_TIMEOUT_S) -> Ran:
+        started = time.monotonic()
+        return self.finish(self.start(prompt, resume=resume), started, timeout)
 
     def run_interactive(
         self, done: Callable[[], bool], *, timeout: float = RUN_TIMEOUT_S
@@ -157,12 +181,15 @@ class Claude(Agent):
     def server_entry(self) -> dict[str, Any]:
         t = self.transport
         if t.kind == "http":
-            return {"type": "http", "url": t.url, "headers": {"Authorization": f"Bearer {t.token}"}}
+            entry: dict[str, Any] = {"type": "http", "url": t.url}
+            if t.token:
+                entry["headers"] = {"Authorization": f"Bearer {t.token}"}
+            return entry
         return {"command": "mcpsubctl", "args": t.stdio_args()}
 
     def configure(self) -> dict[str, str]:
         files: dict[str, str] = {}
-        servers = {"mcpServers": {SERVER_NAME: self.server_entry()}}
+        servers = {"mcpServers": {self.transport.server: self.server_entry()}}
         files.update([self.write(self.world.work / ".mcp.json", json.dumps(servers))])
         settings: dict[str, Any] = {"enableAllProjectMcpServers": True}
         if self.hooks:
@@ -191,7 +218,8 @@ class Claude(Agent):
             "--mcp-config",
             str(self.world.work / ".mcp.json"),
             "--allowedTools",
-            f"mcp__{SERVER_NAME}",
+            f"mcp__{self.transport.server}",
+            *self.allowed,
         ]
         if self.transport.channel:
             flag = getattr(self, "channel_flag", "development")
@@ -229,10 +257,12 @@ class Codex(Agent):
             "supports_websockets = false",
             'env_key = "LAB_MODEL_KEY"',
             "",
-            f"[mcp_servers.{SERVER_NAME}]",
+            f"[mcp_servers.{t.server}]",
         ]
         if t.kind == "http":
-            lines += [f'url = "{t.url}"', 'bearer_token_env_var = "MCPSUB_LAB_TOKEN"']
+            lines.append(f'url = "{t.url}"')
+            if t.token:
+                lines.append('bearer_token_env_var = "MCPSUB_LAB_TOKEN"')
         else:
             lines += ['command = "mcpsubctl"', f"args = {json.dumps(t.stdio_args())}"]
         lines += ["tool_timeout_sec = 60", ""]
@@ -279,7 +309,7 @@ class Gemini(Agent):
             "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
             "privacy": {"usageStatisticsEnabled": False},
             "telemetry": {"enabled": False},
-            "mcpServers": {SERVER_NAME: self.server_entry()},
+            "mcpServers": {self.transport.server: self.server_entry()},
         }
         if self.hooks:
             hook = [
@@ -309,4 +339,42 @@ class Gemini(Agent):
         return argv
 
 
-AGENTS: dict[str, type[Agent]] = {a.name: a for a in (Claude, Codex, Gemini)}
+class OpenCode(Agent):
+    """OpenCode with its bundled Anthropic provider pointed at the scripted model (no
+    provider package to fetch); it has no prompt hooks."""
+
+    name = "opencode"
+    binary = "opencode"
+    label = "OpenCode 1.18.33"
+
+    def configure(self) -> dict[str, str]:
+        t = self.transport
+        entry: dict[str, Any]
+        if t.kind == "http":
+            entry = {"type": "remote", "url": t.url}
+            if t.token:
+                entry["headers"] = {"Authorization": f"Bearer {t.token}"}
+        else:
+            entry = {"type": "local", "command": ["mcpsubctl", *t.stdio_args()]}
+        config = {
+            "$schema": "https://opencode.ai/config.json",
+            "mcp": {t.server: entry},
+            "provider": {
+                "anthropic": {
+                    "options": {"baseURL": f"{self.world.model.url}/v1", "apiKey": API_KEY}
+                }
+            },
+            "model": "anthropic/claude-sonnet-4-5",
+            "autoupdate": False,
+            "share": "disabled",
+        }
+        return dict([self.write(self.world.work / "opencode.json", json.dumps(config, indent=2))])
+
+    def argv(self, prompt: str, *, resume: bool = False, interactive: bool = False) -> list[str]:
+        argv = [str(NODE_BIN / "opencode"), "run"]
+        if resume:
+            argv.append("--continue")
+        return [*argv, prompt]
+
+
+AGENTS: dict[str, type[Agent]] = {a.name: a for a in (Claude, Codex, Gemini, OpenCode)}

@@ -39,6 +39,7 @@ MAX_LOG = 2000
 
 _CURSOR = re.compile(r'\\?"cursor\\?"\s*:\s*\\?"?(\d+)')
 _CURSOR_TEXT = re.compile(r"\bpass after=(\d+)")
+_EVENT_ID = re.compile(r'\\?"eventId\\?"\s*:\s*(\d+)|\bevent (\d+)\b')
 """A ``wait_for_change`` cursor (an event id) in the JSON result or its text rendering."""
 
 
@@ -146,7 +147,10 @@ def _resolve(args: Any, cursor: str | None) -> Any:
 def last_cursor(raw: str) -> str | None:
     """The last ``cursor`` a tool result carried (JSON or text rendering), if any."""
     found = _CURSOR.findall(raw) or _CURSOR_TEXT.findall(raw)
-    return found[-1] if found else None
+    if found:
+        return str(found[-1])
+    ids = [a or b for a, b in _EVENT_ID.findall(raw)]
+    return ids[-1] if ids else None
 
 
 # ---- the three wire formats ------------------------------------------------------------------
@@ -155,13 +159,49 @@ def _sse(event: str | None, data: dict[str, Any]) -> bytes:
     return (head + "data: " + json.dumps(data) + "\n\n").encode()
 
 
+MAX_RETRIES = 60
+"""Waits for a missing MCP tool before the script calls it anyway (the CLI then says why)."""
+RETRY = "retry_"
+"""Id prefix of a call the model makes only to let time pass (see :func:`not_ready`); its
+result does not move the script along."""
+
+
+def not_ready(step: dict[str, Any], wire: str, body: dict[str, Any], raw: str) -> bool:
+    """The step calls an MCP tool the CLI has not offered yet: its MCP server is still
+    starting (Codex and Claude Code start them without blocking the first request). A model
+    cannot call such a tool; the scripted one waits a moment in the shell and asks again."""
+    if "tool" not in step or step.get("exact") or raw.count(RETRY) > MAX_RETRIES:
+        return False
+    tool = step["tool"]
+    if wire == "anthropic":
+        return f"mcp__mcpsub__{tool}" not in raw and f"mcpsub_{tool}" not in raw
+    return responses_tool(body, tool) == ("mcp__mcpsub", tool) and not any(
+        spec.get("type") == "namespace" for spec in body.get("tools") or []
+    )
+
+
+RETRY_STEP: dict[str, dict[str, Any]] = {
+    "anthropic": {"tool": "Bash", "exact": "Bash", "args": {"command": "sleep 0.3"}, "retry": True},
+    "responses": {
+        "tool": "exec_command",
+        "exact": "exec_command",
+        "args": {"cmd": "sleep 0.3"},
+        "retry": True,
+    },
+}
+
+
 def anthropic_tool_results(body: dict[str, Any]) -> int:
     count = 0
     for message in body.get("messages") or []:
         content = message.get("content")
         if isinstance(content, list):
             count += sum(
-                1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
+                1
+                for b in content
+                if isinstance(b, dict)
+                and b.get("type") == "tool_result"
+                and not str(b.get("tool_use_id", "")).startswith(RETRY)
             )
     return count
 
@@ -171,7 +211,7 @@ def anthropic_tool_name(body: dict[str, Any], tool: str) -> str:
     named in a reminder, not in ``tools``; a direct call works either way)."""
     for spec in body.get("tools") or []:
         name = str(spec.get("name", ""))
-        if name == tool or name.endswith("__" + tool):
+        if name == tool or name.endswith("__" + tool) or name == "mcpsub_" + tool:
             return name
     return tool if tool.startswith("mcp__") else f"mcp__mcpsub__{tool}"
 
@@ -197,8 +237,8 @@ def anthropic_answer(
     if "tool" in step:
         block = {
             "type": "tool_use",
-            "id": f"toolu_{time.monotonic_ns()}",
-            "name": anthropic_tool_name(body, step["tool"]),
+            "id": f"{RETRY if step.get('retry') else 'toolu_'}{time.monotonic_ns()}",
+            "name": step.get("exact") or anthropic_tool_name(body, step["tool"]),
             "input": {},
         }
         yield _sse(
@@ -251,7 +291,13 @@ def responses_tool_results(body: dict[str, Any]) -> int:
     items = body.get("input")
     if not isinstance(items, list):
         return 0
-    return sum(1 for i in items if isinstance(i, dict) and i.get("type") == "function_call_output")
+    return sum(
+        1
+        for i in items
+        if isinstance(i, dict)
+        and i.get("type") == "function_call_output"
+        and not str(i.get("call_id", "")).startswith(RETRY)
+    )
 
 
 def responses_tool(body: dict[str, Any], tool: str) -> tuple[str | None, str]:
@@ -277,7 +323,7 @@ def responses_answer(
         item: dict[str, Any] = {
             "type": "function_call",
             "id": f"fc_{time.monotonic_ns()}",
-            "call_id": f"call_{time.monotonic_ns()}",
+            "call_id": f"{RETRY if step.get('retry') else 'call_'}{time.monotonic_ns()}",
             "name": name,
             "arguments": json.dumps(_resolve(step.get("args", {}), cursor)),
         }
@@ -443,6 +489,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
             if not main:
                 step = {"say": "ok"}
+            elif not_ready(step, "anthropic", body, raw):
+                step, step_index = RETRY_STEP["anthropic"], None
             if body.get("stream"):
                 self._stream(anthropic_answer(body, step, cursor))
             else:
@@ -456,6 +504,8 @@ class _Handler(BaseHTTPRequestHandler):
             owner.record(
                 Logged(seq, t, "POST", self.path, "responses", main, step_index, body, raw)
             )
+            if main and not_ready(step, "responses", body, raw):
+                step, step_index = RETRY_STEP["responses"], None
             self._stream(responses_answer(body, step, cursor))
             self._after(step_index)
         elif ":streamGenerateContent" in path or ":generateContent" in path:

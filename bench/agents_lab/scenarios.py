@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+import httpx
+
 from bench.agents_lab.clis import AGENTS, Agent, Ran, Transport
 from bench.agents_lab.model import Logged, Script
-from bench.agents_lab.world import URI, World
+from bench.agents_lab.world import NODE_BIN, URI, World
 
-CHANGE_DELAY_S = 0.5
-"""How long after the model asked for ``wait_for_change`` the lab changes the resource: the
-CLI has started the call by then (a CLI dispatches a tool call in tens of milliseconds)."""
+CHANGE_DELAY_S = 1.0
+"""How long after the model asked for ``wait_for_change`` the lab changes the resource, so the
+call is pending by then (most CLIs dispatch a tool call in tens of milliseconds; OpenCode's
+first MCP call took 2-3.5 s). A change that still came first is returned at once (the call
+passes the cursor), so nothing is lost, only measured long."""
 WAIT_TIMEOUT_S = 20
 EXCERPT = 600
 
@@ -31,7 +36,7 @@ def marker(i: int) -> str:
     return f"MARKER-{i:03d}-{int(time.time() * 1000) % 100000:05d}"
 
 
-def said(body: Any, needle: str, width: int = EXCERPT) -> str:
+def said(body: Any, needle: str, width: int = EXCERPT, *, longest: bool = False) -> str:
     """The last string in a request body that holds ``needle`` (a tool result, a hook's
     context): what the model read, cut to ``width`` characters around it."""
     found = ""
@@ -39,7 +44,7 @@ def said(body: Any, needle: str, width: int = EXCERPT) -> str:
     while stack:
         value = stack.pop()
         if isinstance(value, str):
-            if needle in value:
+            if needle in value and (not longest or len(value) > len(found)):
                 found = value
         elif isinstance(value, dict):
             stack.extend(reversed(list(value.values())))
@@ -234,3 +239,316 @@ def channel(cli: str = "claude-code", flag: str = "development") -> dict[str, An
 
 
 SCENARIOS["channel"] = channel
+
+
+# ---- tail under Claude Code's Monitor tool -------------------------------------------------------
+def monitor(cli: str = "claude-code", changes: int = 3) -> dict[str, Any]:
+    """Claude Code ``-p``: the model starts ``mcpsubctl tail`` under the Monitor tool and ends
+    its turn; each change should wake it with the tail line. Measured: change → the model's
+    next request holding that line. The lab ends the run after the last one."""
+    world = World()
+    changed: dict[int, float] = {}
+    marks = [marker(i) for i in range(changes)]
+    command = f"mcpsubctl tail --uri '{URI}'"
+    steps: list[dict[str, Any]] = [
+        {
+            "tool": "Monitor",
+            "exact": "Monitor",
+            "args": {"description": "mcpsub changes", "timeout_ms": 120000, "command": command},
+        },
+        {"say": "Watching the board."},
+    ]
+    world.model.script = Script(steps)
+    with world:
+        world.subscribe()
+        agent = make_agent(world, cli, Transport())
+        agent.allowed = ["Monitor", "Bash(mcpsubctl tail:*)"]
+        files = agent.configure()
+        t0 = time.monotonic()
+        proc = agent.start("Watch the board.")
+        started = world.model.wait_for(lambda e: e.main and e.step == 1, 60)
+        events_seen: list[Logged | None] = []
+        if started is not None:
+            time.sleep(2.0)  # the tail is running by then (it prints nothing until a change)
+            for i, mark in enumerate(marks):
+                changed[i] = world.put(f"board: v{i + 1}\nstate: {mark}")
+                revision = f"revision={i + 2}"
+                hit = world.model.wait_for(
+                    lambda e, r=revision, t=changed[i]: e.main and e.t > t and r in e.raw, 20
+                )
+                events_seen.append(hit)
+                time.sleep(1.0)
+        ran = agent.finish(proc, t0, 30, stop=True)
+        latencies = [
+            round(hit.t - changed[i], 4) if hit else None for i, hit in enumerate(events_seen)
+        ]
+        last = next((h for h in reversed(events_seen) if h), None)
+        return {
+            "scenario": "monitor",
+            "cli": cli,
+            "label": agent.label,
+            "config": files,
+            "run": ran_facts(ran),
+            "monitorStarted": started is not None,
+            "latencies": latencies,
+            "modelSaw": said(last.body, "revision=") if last else "",
+        }
+
+
+SCENARIOS["monitor"] = monitor
+
+
+# ---- Matrix 1: the lab server judging each CLI ---------------------------------------------------
+REVIEW = "test://review/status"
+LAB_TOOLS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
+    "claude-code": {
+        "list": ("ListMcpResourcesTool", {"server": "lab"}),
+        "read": ("ReadMcpResourceTool", {"server": "lab", "uri": REVIEW}),
+        "sleep": ("Bash", {"command": "sleep 6", "description": "wait for the review"}),
+    },
+    "codex": {
+        "list": ("list_mcp_resources", {"server": "lab"}),
+        "read": ("read_mcp_resource", {"server": "lab", "uri": REVIEW}),
+        "sleep": ("exec_command", {"cmd": "sleep 6"}),
+    },
+    "gemini": {
+        "list": ("list_mcp_resources", {"serverName": "lab"}),
+        "read": ("read_mcp_resource", {"uri": REVIEW}),
+        "sleep": ("run_shell_command", {"command": "sleep 6", "description": "wait"}),
+    },
+}
+
+
+def labjudge(cli: str) -> dict[str, Any]:
+    """The CLI with ``mcp-lab-server`` (2026-07-28 only, over HTTP) as an MCP server named
+    ``lab``, in whatever era the CLI speaks. The model lists resources, reads the review
+    resource and then waits 6 s in a shell while the lab publishes its update (to any
+    listen open by then); the lab's own report judges the client. Also checked: does the
+    model's next request hold the updated text (``status: reviewed``) without a re-read
+    the model asked for?"""
+    world = World()
+    tools = LAB_TOOLS[cli]
+    fired: dict[str, float] = {}
+
+    def after(step: int) -> None:
+        if step == 2:  # the shell wait has started: publish the update now
+
+            def go() -> None:
+                time.sleep(1.0)
+                fired["t"] = time.time()
+                assert world.lab is not None
+                with httpx.Client(base_url=world.lab.base_url, timeout=10, trust_env=False) as h:
+                    h.post("/lab/update", json={"uri": REVIEW})
+
+            threading.Thread(target=go, daemon=True).start()
+
+    steps = [
+        {"tool": tools[k][0], "exact": tools[k][0], "args": tools[k][1]}
+        for k in ("list", "read", "sleep")
+    ]
+    steps.append({"say": "Done."})
+    world.model.script = Script(steps, after)
+    with world.start(daemon=False):
+        assert world.lab is not None
+        agent = make_agent(world, cli, Transport("http", world.lab.url, server="lab"))
+        agent.allowed = ["Bash(sleep:*)", "ListMcpResourcesTool", "ReadMcpResourceTool"]
+        files = agent.configure()
+        ran = agent.run(
+            f"Read the MCP resource {REVIEW} from the lab server, subscribe to it, and tell me "
+            "its status when it changes."
+        )
+        time.sleep(1.0)
+        report = world.lab_report()
+        mains = world.model.main_requests()
+        final = next((e for e in mains if e.step == 3), None)
+        read_result = next((e for e in mains if e.step == 2), None)
+        return {
+            "scenario": "labjudge",
+            "cli": cli,
+            "label": agent.label,
+            "config": files,
+            "run": ran_facts(ran),
+            "updateFired": "t" in fired,
+            "modelSawInitial": bool(read_result and "status: pending" in read_result.raw),
+            "modelSawUpdate": bool(final and "status: reviewed" in final.raw),
+            "readResult": said(read_result.body, "status:") if read_result else "",
+            "report": report,
+            "labLog": [
+                {k: e.get(k) for k in ("seq", "event", "method", "era", "clientInfo", "status")}
+                for e in world.lab_log()
+            ][:60],
+        }
+
+
+SCENARIOS["labjudge"] = labjudge
+
+
+# ---- OpenCode and Copilot CLI: what the lab can check of them ---------------------------------------
+def _cmd(world: World, argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    from bench.agents_lab import netns
+
+    netns.require_private()
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=world.work,
+            env={**world.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        )
+        out = ANSI.sub("", done.stdout + done.stderr)
+        return {"argv": argv, "exit": done.returncode, "output": out.strip()[-1500:]}
+    except subprocess.TimeoutExpired as exc:
+        return {"argv": argv, "exit": None, "output": f"timed out after {exc.timeout} s"}
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def others(cli: str) -> dict[str, Any]:
+    """OpenCode and Copilot CLI: their own ``mcp list`` over stdio and over ``/mcp``, and a
+    one-shot run pointed at the scripted model (quoting why it cannot run, when it cannot)."""
+    facts: dict[str, Any] = {"scenario": "others", "cli": cli}
+    for transport in ("stdio", "http"):
+        world = World(tcp=transport == "http")
+        world.model.script = Script([{"tool": "list_subscriptions", "args": {}}, {"say": "ok"}])
+        with world:
+            world.subscribe()
+            t = http_transport(world) if transport == "http" else Transport()
+            files: dict[str, str] = {}
+            if cli == "opencode":
+                entry: dict[str, Any] = (
+                    {"type": "local", "command": ["mcpsubctl", "mcp"]}
+                    if t.kind == "stdio"
+                    else {
+                        "type": "remote",
+                        "url": t.url,
+                        "headers": {"Authorization": f"Bearer {t.token}"},
+                    }
+                )
+                config = {
+                    "$schema": "https://opencode.ai/config.json",
+                    "mcp": {"mcpsub": entry},
+                    "provider": {
+                        "anthropic": {
+                            "options": {"baseURL": f"{world.model.url}/v1", "apiKey": "sk-lab"}
+                        }
+                    },
+                    "model": "anthropic/claude-sonnet-4-5",
+                    "autoupdate": False,
+                    "share": "disabled",
+                }
+                path = world.work / "opencode.json"
+                path.write_text(json.dumps(config, indent=2))
+                files[str(path.relative_to(world.root))] = path.read_text()
+                binary = str(NODE_BIN / "opencode")
+                facts[f"{transport}List"] = _cmd(world, [binary, "mcp", "list"])
+                facts[f"{transport}Run"] = _cmd(world, [binary, "run", "List my subscriptions."])
+            else:
+                entry = (
+                    {"type": "local", "command": "mcpsubctl", "args": ["mcp"], "tools": ["*"]}
+                    if t.kind == "stdio"
+                    else {
+                        "type": "http",
+                        "url": t.url,
+                        "headers": {"Authorization": f"Bearer {t.token}"},
+                        "tools": ["*"],
+                    }
+                )
+                path = world.home / ".copilot" / "mcp-config.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"mcpServers": {"mcpsub": entry}}, indent=2))
+                files[str(path.relative_to(world.root))] = path.read_text()
+                binary = str(NODE_BIN / "copilot")
+                facts[f"{transport}List"] = _cmd(world, [binary, "mcp", "get", "mcpsub"])
+                facts[f"{transport}Run"] = _cmd(
+                    world, [binary, "-p", "List my subscriptions.", "--allow-all-tools"]
+                )
+            facts[f"{transport}Config"] = files
+            facts[f"{transport}ModelRequests"] = len(world.model.log)
+            facts[f"{transport}ModelSawTools"] = (
+                tool_names(world.model.main_requests()[0]) if world.model.main_requests() else []
+            )
+    return facts
+
+
+SCENARIOS["others"] = others
+
+
+# ---- issue 30: the skills, installed with mcpsubctl skills install ------------------------------
+SKILL = "pr-review-subscribe"
+LOAD_SKILL: dict[str, tuple[str, dict[str, Any]]] = {
+    "claude-code": ("Skill", {"skill": SKILL}),
+    "codex": ("exec_command", {"cmd": f"cat .agents/skills/{SKILL}/SKILL.md"}),
+    "gemini": ("activate_skill", {"name": SKILL}),
+}
+
+
+def skill(cli: str) -> dict[str, Any]:
+    """``mcpsubctl skills install CLI --project WORK``, then a one-shot run whose model loads
+    ``pr-review-subscribe`` the way the CLI offers skills, and follows its route: ``read``
+    (keep the ``eventId`` as the cursor), then ``wait_for_change`` with ``after`` = the
+    cursor. Checked: the first request lists the skill, the skill's text reached the model,
+    and the change's new text reached the model's next request."""
+    world = World()
+    mark = marker(0)
+    changed: dict[str, float] = {}
+
+    def after(step: int) -> None:
+        if step == 2:
+
+            def go() -> None:
+                time.sleep(CHANGE_DELAY_S)
+                changed["t"] = world.put(f"board: v1\nstate: {mark}")
+
+            threading.Thread(target=go, daemon=True).start()
+
+    name, args = LOAD_SKILL[cli]
+    steps: list[dict[str, Any]] = [
+        {"tool": name, "exact": name, "args": args},
+        {"tool": "read", "args": {"uri": URI}},
+        {
+            "tool": "wait_for_change",
+            "args": {"uri": URI, "after": "{cursor}", "timeoutSeconds": 20},
+        },
+        {"say": "The review board changed; done."},
+    ]
+    world.model.script = Script(steps, after)
+    with world:
+        world.subscribe()
+        installed = world.ctl("skills", "install", cli, "--project", str(world.work))
+        agent = make_agent(world, cli, Transport())
+        agent.allowed = ["Skill", "Read"]
+        files = agent.configure()
+        ran = agent.run("Wait for the review on the board (test://agents/board), then tell me.")
+        mains = world.model.main_requests()
+        by_step = {e.step: e for e in mains}
+        first = mains[0] if mains else None
+        loaded = by_step.get(1)
+        final = by_step.get(3)
+        return {
+            "scenario": "skill",
+            "cli": cli,
+            "label": agent.label,
+            "install": {
+                "exit": installed.returncode,
+                "output": (installed.stdout + installed.stderr)[-1200:],
+            },
+            "config": files,
+            "run": ran_facts(ran),
+            "listedInFirstRequest": bool(first and SKILL in first.raw),
+            "listing": said(first.body, SKILL, 400, longest=True) if first else "",
+            "skillTextReachedModel": bool(
+                loaded and "wait_for_change" in loaded.raw and "Start or identify" in loaded.raw
+            ),
+            "newContentReachedModel": bool(final and mark in final.raw),
+            "latency": round(final.t - changed["t"], 4)
+            if final and "t" in changed and mark in final.raw
+            else None,
+            "modelSaw": said(final.body, mark) if final else "",
+        }
+
+
+SCENARIOS["skill"] = skill

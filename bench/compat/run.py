@@ -42,6 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from bench.agents_lab.report import keep_block  # noqa: E402
 from labserver.verdicts import group  # noqa: E402
 from tests.support.cli import run_cli, spawn_cli  # noqa: E402
 from tests.support.daemon import Daemon  # noqa: E402
@@ -595,8 +596,11 @@ def main() -> int:
         scenarios, conformance_note = run_conformance(node, workdir)
         face = run_face_conformance(node, workdir)
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    # the agent lab's block (make agents-lab: agent CLIs judged by the lab) stays
     args.output.write_text(
-        render(runs, report, node_note, scenarios, conformance_note, faults, face)
+        keep_block(
+            args.output, render(runs, report, node_note, scenarios, conformance_note, faults, face)
+        )
     )
     print(
         f"compat: wrote {args.output.relative_to(REPO) if args.output.is_relative_to(REPO) else args.output}"
