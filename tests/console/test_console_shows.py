@@ -241,3 +241,29 @@ def test_the_icon_is_served(logged_in: Any, daemon: Daemon) -> None:
     icon = logged_in.locator('link[rel="icon"]').get_attribute("href")
     assert logged_in.request.get(f"{base}{icon}").status == 200
     assert logged_in.request.get(f"{base}/favicon.ico").status == 200
+
+
+def test_the_links_page_shows_each_link_and_subscription_as_the_api_does(
+    logged_in: Any, daemon: Daemon, lab: LabServer
+) -> None:
+    subscribe(daemon, lab, "test://shows/links", "x")
+    page = logged_in
+    page.goto(f"{daemon.tcp_url}/ui/links")
+    links = daemon.api("GET", "/v1/links").json()["links"]
+    subs = daemon.api("GET", "/v1/subscriptions").json()["subscriptions"]
+    expect(page.locator("#links tbody tr")).to_have_count(len(links))
+    expect(page.locator("#subscriptions tbody tr")).to_have_count(len(subs))
+    shown_links = {r[0]: r for r in rows(page, "links")}
+    for link in links:
+        row = shown_links[link["url"]]
+        assert row[1].removeprefix("● ") == link["state"], row
+        assert row[2] == f"{link['honoredCount']}/{link['uriCount']}", row
+        assert row[3] == str(link["reconnects"]), row
+    shown_subs = {r[0]: r for r in rows(page, "subscriptions")}
+    for sub in subs:
+        row = shown_subs[sub["uri"]]
+        assert [row[1], row[2].removeprefix("● "), row[3]] == [
+            sub["serverUrl"],
+            sub["state"],
+            str(sub["revision"]),
+        ], row
