@@ -1,5 +1,12 @@
-"""Fixtures shared by every test: real lab servers, real CLI subprocesses, both databases."""
+"""Fixtures shared by every test: real lab servers, real CLI subprocesses, both databases;
+and the rules for the processes tests start (tests/support/children.py): SIGINT at its
+default in every child, a failed test's processes stopped, none left when the run ends."""
 
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import children
 from tests.support.lab import lab_server, lab_server_factory  # noqa: F401
 from tests.support.postgres import (  # noqa: F401
     database_url,
@@ -8,3 +15,30 @@ from tests.support.postgres import (  # noqa: F401
     sqlite_template,
 )
 from tests.support.store import pg_pair, store  # noqa: F401
+
+children.sigint_at_default()
+children.become_subreaper()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test that fails (an assertion, a timeout) before stopping what it started would leave
+    a CLI, a daemon or a demo running: stop every process its body started."""
+    before = children.descendants()
+    try:
+        return (yield)
+    except BaseException:
+        children.stop(children.descendants() - before)
+        raise
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left() -> Iterator[None]:
+    """Set up before, so torn down after, every other session fixture (the PostgreSQL
+    cluster, browsers): whatever still runs then was leaked by a test, and fails the run."""
+    yield
+    children.reap_zombies()
+    left = children.descendants()
+    if left:
+        shown = "\n  ".join(children.stop(left))
+        pytest.fail(f"{len(left)} process(es) left running by the tests (stopped now):\n  {shown}")

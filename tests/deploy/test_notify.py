@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.service.notify import NotifyListener
+from tests.deploy.notify import NotifyListener
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
 from tests.support.poll import until

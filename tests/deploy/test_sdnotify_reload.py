@@ -22,7 +22,7 @@ from service.daemon.reload import (
     declared_subscriptions,
 )
 from service.daemon.sdnotify import Notifier
-from tests.service.notify import NotifyListener
+from tests.deploy.notify import NotifyListener
 
 URL = "http://127.0.0.1:9/mcp"
 

@@ -23,7 +23,7 @@ from service.api.routes import system
 from service.api.security import UNAUTHENTICATED_PATHS
 from service.daemon import main as daemon_main
 from service.daemon.config import Settings, load_settings
-from tests.service.test_units import parse_unit
+from tests.deploy.test_units import parse_unit
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "deploy" / "compose" / "compose.yaml"
