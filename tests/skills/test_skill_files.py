@@ -198,3 +198,17 @@ def test_a_crafted_manifest_cannot_point_outside_the_skill_folders() -> None:
     assert parse_manifest(data, "gemini") is None, "another agent's manifest is not ours"
     assert parse_manifest({"agent": "codex"}, "codex") is None
     assert not safe_relative("a\\b") and not safe_relative("") and not safe_relative(3)
+
+
+def test_bash_completion_offers_the_agents() -> None:
+    import subprocess
+
+    from cli.completion import render
+
+    script = render("bash", build_parser())
+    program = (
+        f"{script}\nCOMP_WORDS=(mcpsubctl skills install c); COMP_CWORD=3; _mcpsubctl; "
+        'printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["claude-code", "codex"]
