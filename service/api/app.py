@@ -42,6 +42,7 @@ def create_app(
     read_timeout_s: float = 10.0,
     agent_allowed_origins: tuple[str, ...] | None = None,
     agent_progress_s: float = 5.0,
+    agent_unsubscribe: str = "own",
 ) -> FastAPI:
     """The API app. ``token`` is required on every request but ``/healthz`` when set
     (loopback TCP); pass None for the unix socket, whose file mode is the access control."""
@@ -69,7 +70,7 @@ def create_app(
     routers = (subscriptions, history, content, events, system, overview, webhooks, agent, console)
     for module in routers:
         app.include_router(module.router)
-    _mount_face(app, supervisor, agent_allowed_origins, agent_progress_s)
+    _mount_face(app, supervisor, agent_allowed_origins, agent_progress_s, agent_unsubscribe)
     # The console's sessions (login links included) for a token; None on the unix socket.
     app.state.sessions = BrowserSessions(token) if token is not None else None
     app.add_middleware(
@@ -84,6 +85,7 @@ def _mount_face(
     supervisor: SupervisorLike,
     allowed_origins: tuple[str, ...] | None,
     progress_s: float,
+    unsubscribe: str = "own",
 ) -> None:
     """The agent face at ``/mcp`` (``service/face``), behind the same guard as the API."""
     from starlette.routing import Route
@@ -92,7 +94,7 @@ def _mount_face(
     from service.face.http import FaceHttp
     from service.face.inproc import InProcessBackend
 
-    backend = InProcessBackend(supervisor, allowed_origins)
+    backend = InProcessBackend(supervisor, allowed_origins, unsubscribe)
     app.state.face_backend = backend
     app.state.face_http = FaceHttp(Face(backend, progress_every_s=progress_s), app.state.api)
     app.router.routes.append(

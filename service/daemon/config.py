@@ -16,6 +16,7 @@ from typing import Any
 
 from service import statepaths
 from service.face.policy import parse_setting as parse_origins
+from service.face.policy import parse_unsubscribe_setting
 from service.store.database import DatabaseUrlError, parse, redact
 from service.webhooks.dispatcher import WebhookSettings
 
@@ -101,6 +102,9 @@ class Settings:
     agent_allowed_origins: str = ""
     """Server origins (``scheme://host[:port]``, comma-separated, or ``*``) on which agents may
     subscribe through the MCP face; empty = the origins the daemon already watches."""
+    agent_unsubscribe: str = "own"
+    """What an agent may remove through the MCP face: ``own`` (only subscriptions an agent made
+    there) or ``any``."""
     webhook_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     """Seconds before each delivery attempt (comma list); its length is the attempt count."""
     webhook_jitter: float = 0.2
@@ -214,6 +218,7 @@ def _validate(settings: Settings) -> Settings:
             raise ConfigError(str(exc)) from exc
     try:
         parse_origins(settings.agent_allowed_origins)
+        parse_unsubscribe_setting(settings.agent_unsubscribe)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     if settings.log_level.lower() not in LOG_LEVELS:

@@ -424,7 +424,7 @@ class DaemonRun:
         from service.api.app import create_app
         from service.api.listener import ConsoleListener
         from service.api.server import NotASocket, SocketInUse, bind_unix_socket
-        from service.face.policy import parse_setting
+        from service.face.policy import parse_setting, parse_unsubscribe_setting
 
         settings, store, supervisor = self.settings, self.store, self.supervisor
         tcp = settings.api_tcp
@@ -435,6 +435,7 @@ class DaemonRun:
             read_timeout_s=settings.api_header_timeout_s,
             agent_allowed_origins=parse_setting(settings.agent_allowed_origins),
             agent_progress_s=settings.agent_progress_s,
+            agent_unsubscribe=parse_unsubscribe_setting(settings.agent_unsubscribe),
         )
         if not tcp:  # `mcpsubctl ui` may ask for a loopback TCP listener a browser can reach
             app.state.api.console_listener = ConsoleListener(

@@ -20,7 +20,8 @@ ADD_BATCH_URIS = 2000
 """URIs written in one transaction when subscribe requests queue up (a single request of
 up to ``MAX_BATCH`` URIs always goes in whole)."""
 
-_PendingAdd = tuple[str, list[str], asyncio.Future[list[tuple[Subscription, bool]]]]
+_PendingAdd = tuple[str, list[str], str, asyncio.Future[list[tuple[Subscription, bool]]]]
+"""``(url, uris, created_by, future)``."""
 
 
 class SubscribeBatcher:
@@ -44,12 +45,14 @@ class SubscribeBatcher:
         """Subscribe requests waiting for the next batch write."""
         self._add_task: asyncio.Task[None] | None = None
 
-    async def subscribe_many(self, url: str, uris: list[str]) -> list[tuple[Subscription, bool]]:
+    async def subscribe_many(
+        self, url: str, uris: list[str], created_by: str = "person"
+    ) -> list[tuple[Subscription, bool]]:
         """Several URIs of one server in one transaction; the link re-listens once for all."""
         future: asyncio.Future[list[tuple[Subscription, bool]]] = (
             asyncio.get_running_loop().create_future()
         )
-        self._adds.append((url, uris, future))
+        self._adds.append((url, uris, created_by, future))
         if self._add_task is None or self._add_task.done():
             self._add_task = asyncio.get_running_loop().create_task(self._write_adds())
         return await future
@@ -67,12 +70,12 @@ class SubscribeBatcher:
                 async with self._lock:
                     await self._add_batch(batch)
             except Exception as exc:
-                for _, _, future in batch:
+                for *_, future in batch:
                     if not future.done():
                         future.set_exception(exc)
 
     async def _add_batch(self, batch: list[_PendingAdd]) -> None:
-        requests = [(url, uris) for url, uris, _ in batch]
+        requests = [(url, uris, by) for url, uris, by, _ in batch]
         try:
             results = await self._store.add_subscriptions_batch(requests)
         except database_errors():
@@ -86,8 +89,8 @@ class SubscribeBatcher:
                 try:
                     await self._add_batch([item])
                 except Exception as exc:
-                    if not item[2].done():
-                        item[2].set_exception(exc)
+                    if not item[3].done():
+                        item[3].set_exception(exc)
             return
         unheld: list[int] = []
         for added in results:
@@ -101,6 +104,6 @@ class SubscribeBatcher:
             # New links (or ones no replica holds): lease them here now. If another replica
             # holds one, that one picks the URIs up at its next lease pass.
             await self._claim(len(unheld), unheld)
-        for (_, _, future), added in zip(batch, results, strict=True):
+        for (*_, future), added in zip(batch, results, strict=True):
             if not future.done():
                 future.set_result(added)

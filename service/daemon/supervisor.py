@@ -269,12 +269,15 @@ class Supervisor:
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
         return (await self.subscribe_many(url, [uri]))[0]
 
-    async def subscribe_many(self, url: str, uris: list[str]) -> list[tuple[Subscription, bool]]:
+    async def subscribe_many(
+        self, url: str, uris: list[str], *, created_by: str = "person"
+    ) -> list[tuple[Subscription, bool]]:
         """Several URIs of one server in one transaction; the link re-listens once for all.
+        A new subscription records ``created_by`` (``agent`` from the MCP face).
 
         Requests that arrive while a write is under way are gathered and written together
         (:mod:`service.daemon.subscribe_batch`)."""
-        return await self._batcher.subscribe_many(url, uris)
+        return await self._batcher.subscribe_many(url, uris, created_by)
 
     async def unsubscribe(self, subscription_id: int) -> Subscription | None:
         async with self._lock:

@@ -21,9 +21,16 @@ POLL_S = 0.25
 
 
 class InProcessBackend:
-    def __init__(self, supervisor: SupervisorLike, allowed_origins: tuple[str, ...] | None) -> None:
+    def __init__(
+        self,
+        supervisor: SupervisorLike,
+        allowed_origins: tuple[str, ...] | None,
+        unsubscribe: str = "own",
+    ) -> None:
         self.supervisor = supervisor
         self.allowed = allowed_origins
+        self.unsubscribe_setting = unsubscribe
+        """``agent_unsubscribe``: what an agent may remove (``service/face/policy.py``)."""
 
     @property
     def store(self) -> Any:
@@ -72,7 +79,7 @@ class InProcessBackend:
             raise FaceError(exc.error_code, exc.message, exc.hint) from None
         subs = await self.store.list_subscriptions()
         policy.check(url, self.allowed, (s.server_url for s in subs))
-        added = await self.supervisor.subscribe_many(url, uris)
+        added = await self.supervisor.subscribe_many(url, uris, created_by="agent")
         return [await self._first_state(sub.id) for sub, _created in added]
 
     async def _first_state(self, subscription_id: int) -> dict[str, Any]:
@@ -92,6 +99,11 @@ class InProcessBackend:
             await hub.wait_beyond(cursor, POLL_S)
 
     async def unsubscribe(self, subscription_id: int) -> dict[str, Any] | None:
+        """Within the agent policy: FaceError ``NOT_CREATED_BY_AGENT`` for what a person made."""
+        sub = await self.store.get_subscription(subscription_id)
+        if sub is None:
+            return None
+        policy.check_unsubscribe(subscription_json(sub), self.unsubscribe_setting)
         removed = await self.supervisor.unsubscribe(subscription_id)
         return None if removed is None else subscription_json(removed)
 

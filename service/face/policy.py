@@ -1,4 +1,4 @@
-"""Which servers an agent may make the daemon subscribe to (pure).
+"""What an agent may make the daemon do through the face (pure).
 
 Resource text reaches a model, and a prompt injection in it could ask the agent to
 ``subscribe`` to any URL: the daemon would then fetch it. So ``subscribe`` through the face
@@ -6,17 +6,25 @@ is limited to ``agent_allowed_origins`` (daemon setting, comma-separated
 ``scheme://host[:port]`` origins, or ``*`` for any); by default (empty) only the origins the
 daemon already watches. A person adds a new server with ``mcpsubctl subscribe`` (or the
 setting); the agent can then add URIs on it.
+
+The same injection could ask it to ``unsubscribe`` what a person watches, and with it the
+revisions and deliveries. So an agent may remove only a subscription an agent made through
+the face (``createdBy: "agent"``), unless the daemon's ``agent_unsubscribe`` setting is
+``any``: :func:`check_unsubscribe` refuses the rest with ``NOT_CREATED_BY_AGENT``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from service.face.backend import FaceError
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+UNSUBSCRIBE_SETTINGS: Final = ("own", "any")
+"""``agent_unsubscribe``: ``own`` (default) = only what an agent made; ``any`` = anything."""
+NOT_CREATED_BY_AGENT: Final = "NOT_CREATED_BY_AGENT"
 
 
 def origin_of(url: str) -> str | None:
@@ -64,4 +72,26 @@ def check(url: str, allowed: tuple[str, ...] | None, subscribed_urls: Iterable[s
         f"agents may subscribe only on {where}; {origin or url!r} is not one of them",
         "a person can add the server with `mcpsubctl subscribe --url URL --uri URI`, or list "
         "its origin in the daemon's agent_allowed_origins setting",
+    )
+
+
+def parse_unsubscribe_setting(value: str) -> str:
+    """``agent_unsubscribe`` → ``own`` or ``any`` (empty = ``own``); ValueError otherwise."""
+    setting = value.strip().lower() or "own"
+    if setting not in UNSUBSCRIBE_SETTINGS:
+        raise ValueError(f"agent_unsubscribe: {value!r} is not one of own, any")
+    return setting
+
+
+def check_unsubscribe(subscription: dict[str, Any], setting: str) -> None:
+    """Raise FaceError ``NOT_CREATED_BY_AGENT`` unless an agent may remove ``subscription``
+    (a ``subscription_json`` row): one an agent made, or any under ``agent_unsubscribe =
+    any``."""
+    if setting == "any" or subscription.get("createdBy") == "agent":
+        return
+    raise FaceError(
+        NOT_CREATED_BY_AGENT,
+        f"subscription {subscription.get('id')} was made by a person; agents may remove only "
+        "what an agent subscribed",
+        f"ask the person to run `mcpsubctl unsubscribe {subscription.get('id')}`",
     )

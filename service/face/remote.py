@@ -199,7 +199,8 @@ class ApiBackend:
         return list(body["subscriptions"])
 
     async def unsubscribe(self, subscription_id: int) -> dict[str, Any] | None:
-        status, body = await self._request("DELETE", f"/v1/subscriptions/{subscription_id}")
+        # The daemon applies the agent policy (agent_unsubscribe): a 403 is a FaceError.
+        status, body = await self._request("DELETE", f"/v1/agent/subscriptions/{subscription_id}")
         return body if status == 200 else None
 
     async def events_after(

@@ -109,6 +109,8 @@ def subscription_line(sub: dict[str, Any], name: str) -> str:
         parts.append(f"error {sub['stateCode']}")
     if link.get("state"):
         parts.append(f"link {link['state']}")
+    if sub.get("createdBy") in ("agent", "person"):  # an agent may remove only its own
+        parts.append(f"made by {'an agent' if sub['createdBy'] == 'agent' else 'a person'}")
     return "  ".join(parts)
 
 

@@ -33,12 +33,12 @@ FIND_SUBSCRIPTIONS = text(
     "SELECT uri, id FROM subscriptions WHERE server_id = :server_id AND uri IN :uris"
 ).bindparams(bindparam("uris", expanding=True))
 INSERT_SUBSCRIPTION = text(
-    "INSERT INTO subscriptions (server_id, uri, created_at, updated_at) "
-    "VALUES (:server_id, :uri, :now, :now) RETURNING id"
+    "INSERT INTO subscriptions (server_id, uri, created_at, updated_at, created_by) "
+    "VALUES (:server_id, :uri, :now, :now, :by) RETURNING id"
 )
 SUBSCRIPTION_ROWS = text(
     "SELECT s.id, s.server_id, v.url, s.uri, s.state, s.state_reason, s.state_code, "
-    "s.content_hash, s.revision, s.last_read_at, s.created_at "
+    "s.content_hash, s.revision, s.last_read_at, s.created_at, s.created_by "
     "FROM subscriptions s JOIN servers v ON v.id = s.server_id WHERE s.id IN :ids"
 ).bindparams(bindparam("ids", expanding=True))
 
@@ -70,14 +70,19 @@ class Added:
     ids: list[tuple[int, bool]]
 
 
+Request = tuple[str, Sequence[str]] | tuple[str, Sequence[str], str]
+"""``(url, uris)``, or ``(url, uris, created_by)`` (``person`` when not given)."""
+
+
 def add_subscriptions(
     conn: Connection,
-    requests: Sequence[tuple[str, Sequence[str]]],
+    requests: Sequence[Request],
     credential_key: str,
     now: float,
 ) -> tuple[list[Added], list[Event], list[Any]]:
-    """Every ``(url, uris)`` of ``requests`` in this one transaction, idempotent on
-    (server, URI): a URI already stored (or added earlier in the same call) is not new.
+    """Every ``(url, uris[, created_by])`` of ``requests`` in this one transaction, idempotent
+    on (server, URI): a URI already stored (or added earlier in the same call) is not new,
+    and keeps the creator it has.
 
     Returns each request's ids, the ``subscription.created`` events written, and the rows
     of every subscription named (``SUBSCRIPTION_ROWS`` columns)."""
@@ -87,7 +92,9 @@ def add_subscriptions(
     servers: dict[str, int] = {}
     known: dict[tuple[int, str], int] = {}
     touched: set[int] = set()
-    for url, uris in requests:
+    for request in requests:
+        url, uris = request[0], request[1]
+        created_by = request[2] if len(request) > 2 else "person"
         server_id = servers.get(url)
         if server_id is None:
             params = {**server_identity(url, credential_key), "now": now}
@@ -110,7 +117,8 @@ def add_subscriptions(
                 continue
             new_id = int(
                 conn.execute(
-                    INSERT_SUBSCRIPTION, {"server_id": server_id, "uri": uri, "now": now}
+                    INSERT_SUBSCRIPTION,
+                    {"server_id": server_id, "uri": uri, "now": now, "by": created_by},
                 ).scalar_one()
             )
             known[(server_id, uri)] = new_id

@@ -41,9 +41,16 @@ class Subscription:
     revision: int
     last_read_at: float | None
     created_at: float
+    created_by: str = "person"
+    """``person`` (CLI, API, console) or ``agent`` (the MCP face): see ``CREATORS``."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+CREATORS = ("person", "agent")
+"""Who may have made a subscription: a person (``mcpsubctl``, the API, the console) or an
+agent through the MCP face (``mcpsubctl mcp``, ``/mcp``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,7 @@ SUBSCRIPTION_COLUMNS = (
     schema.subscriptions.c.revision,
     schema.subscriptions.c.last_read_at,
     schema.subscriptions.c.created_at,
+    schema.subscriptions.c.created_by,
 )
 
 
@@ -208,14 +209,21 @@ class Store:
         return (await self.add_subscriptions(url, [uri], credential_key))[0]
 
     async def add_subscriptions(
-        self, url: str, uris: Sequence[str], credential_key: str = ""
+        self,
+        url: str,
+        uris: Sequence[str],
+        credential_key: str = "",
+        *,
+        created_by: str = "person",
     ) -> list[tuple[Subscription, bool]]:
         """:meth:`add_subscription` for several URIs of one server in one transaction (the
-        batch form of ``POST /v1/subscriptions``); results in the order of ``uris``."""
-        return (await self.add_subscriptions_batch([(url, uris)], credential_key))[0]
+        batch form of ``POST /v1/subscriptions``); results in the order of ``uris``. A new
+        subscription records ``created_by`` (``person`` or ``agent``)."""
+        batch = [(url, uris, created_by)]
+        return (await self.add_subscriptions_batch(batch, credential_key))[0]
 
     async def add_subscriptions_batch(
-        self, requests: Sequence[tuple[str, Sequence[str]]], credential_key: str = ""
+        self, requests: Sequence[catalog.Request], credential_key: str = ""
     ) -> list[list[tuple[Subscription, bool]]]:
         """Several ``(url, uris)`` requests in one transaction (the supervisor gathers the
         POSTs that arrive together): one writer hop and one commit for all of them, each

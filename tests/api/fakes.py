@@ -29,9 +29,11 @@ class FakeSupervisor:
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
         return (await self.subscribe_many(url, [uri]))[0]
 
-    async def subscribe_many(self, url: str, uris: list[str]) -> list[tuple[Subscription, bool]]:
+    async def subscribe_many(
+        self, url: str, uris: list[str], *, created_by: str = "person"
+    ) -> list[tuple[Subscription, bool]]:
         self.subscribe_calls += 1
-        added = await self.store.add_subscriptions(url, uris)
+        added = await self.store.add_subscriptions(url, uris, created_by=created_by)
         for sub, _ in added:
             self._want(url, sub)
         return added

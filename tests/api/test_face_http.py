@@ -100,9 +100,55 @@ def test_one_uri_on_two_servers_is_named_apart(live: LiveApi) -> None:
             "method": "notifications/resources/updated",
             "params": {"uri": scoped[one.id], "_meta": {p.META_SUBSCRIPTION: "L"}},
         }
+        # A person made both: the agent may not remove them until the daemon allows it.
+        refused = tool(c, "unsubscribe", uri=scoped[two.id])
+        assert refused["isError"] is True
+        assert refused["structuredContent"]["errorCode"] == "NOT_CREATED_BY_AGENT"
+        live.app.state.face_backend.unsubscribe_setting = "any"
         removed = tool(c, "unsubscribe", uri=scoped[two.id])
         assert removed["isError"] is False
         assert [r["uri"] for r in call(c, "resources/list", {})["resources"]] == [URI]
+
+
+def test_an_agent_removes_only_what_an_agent_made(live: LiveApi) -> None:
+    """Issue 27 §1. Before: the face's unsubscribe removed anything, a person's subscription
+    with its revisions and deliveries included, at a prompt injection's request."""
+    person = live.call(lambda sup: sup.subscribe(ONE, URI))[0]
+    live.call(lambda sup: sup.publish(person, "the person's"))
+    # What the face's subscribe does (the real daemon's is in tests/hostile/test_face_policy.py;
+    # here no link ever reports a first state).
+    agents = live.call(
+        lambda sup: sup.subscribe_many(ONE, ["test://agent/own"], created_by="agent")
+    )
+    mine = {"id": agents[0][0].id}
+    with client(live) as c:
+        listed = tool(c, "list_subscriptions")
+        rows = {r["id"]: r for r in listed["structuredContent"]["subscriptions"]}
+        assert rows[person.id]["createdBy"] == "person" and rows[mine["id"]]["createdBy"] == "agent"
+        text = listed["content"][0]["text"]
+        assert "made by a person" in text and "made by an agent" in text
+        refused = tool(c, "unsubscribe", uri=URI)
+        assert refused["isError"] is True
+        error = refused["structuredContent"]
+        assert error["errorCode"] == "NOT_CREATED_BY_AGENT", error
+        assert f"mcpsubctl unsubscribe {person.id}" in error["hint"]
+        assert "error NOT_CREATED_BY_AGENT" in refused["content"][0]["text"]
+        assert tool(c, "read", uri=URI)["structuredContent"]["text"] == "the person's"
+        removed = tool(c, "unsubscribe", uri="test://agent/own")
+        assert (
+            removed["isError"] is False
+            and removed["structuredContent"]["removed"]["id"] == (mine["id"])
+        )
+    api = httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(live.socket_path)), base_url="http://localhost"
+    )
+    with api:
+        denied = api.delete(f"/v1/agent/subscriptions/{person.id}")
+        assert denied.status_code == 403 and denied.json()["errorCode"] == "NOT_CREATED_BY_AGENT"
+        assert api.delete("/v1/agent/subscriptions/999").status_code == 404
+        assert api.get(f"/v1/subscriptions/{person.id}").json()["createdBy"] == "person"
+        live.app.state.face_backend.unsubscribe_setting = "any"
+        assert api.delete(f"/v1/agent/subscriptions/{person.id}").status_code == 200
 
 
 def test_the_agent_policy_follows_the_daemon_setting(live: LiveApi) -> None:

@@ -44,6 +44,11 @@ def test_ui_on_a_unix_socket_daemon_opens_a_tcp_listener(context: Any, tmp_path:
                 base + "/v1/status", headers={"Authorization": f"Bearer {token}"}
             )
             assert authorized.status_code == 200
+        # --revoke-all reaches the console listener's sessions through the unix socket.
+        revoked = daemon.ctl("ui", "--revoke-all")
+        assert revoked.code == 0 and revoked.stdout == "ended 1 console session\n", revoked
+        page.reload()
+        expect(page).to_have_url(base + "/ui/login")
         assert daemon.stop() == 0
     finally:
         daemon.kill()

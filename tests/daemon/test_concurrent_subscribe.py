@@ -143,7 +143,7 @@ def test_a_request_the_database_refuses_fails_alone(tmp_path: Path) -> None:
 
         async def refusing(requests: Any, credential_key: str = "") -> Any:
             batches.append(len(requests))
-            if any(url.endswith("/poison") for url, _ in requests):
+            if any(url.endswith("/poison") for url, *_ in requests):
                 raise ValueError("refused")
             return await real(requests, credential_key)
 

@@ -1,19 +1,22 @@
-"""``/v1/agent/subscriptions``: subscribe on behalf of an agent (``mcpsubctl mcp``).
+"""``/v1/agent/subscriptions``: subscribe and unsubscribe on behalf of an agent
+(``mcpsubctl mcp``).
 
-The same as ``POST /v1/subscriptions``, but within the agent policy
-(``agent_allowed_origins``, ``service/face/policy.py``) and answered once each
-subscription's first state is known, so the stdio face and ``/mcp`` give one answer.
+The same as ``POST /v1/subscriptions`` and ``DELETE /v1/subscriptions/{id}``, but within the
+agent policy (``service/face/policy.py``: ``agent_allowed_origins`` for what it may add,
+``agent_unsubscribe`` for what it may remove; what it adds is recorded as ``createdBy:
+"agent"``), and a subscription is answered once its first state is known, so the stdio
+face and ``/mcp`` give one answer.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
 from service.api import validate
-from service.api.errors import InvalidParameter
+from service.api.errors import InvalidParameter, SubscriptionNotFound
 from service.api.openapi import URI_SCHEMA, URL_SCHEMA
 from service.api.state import api_state
 from service.face.backend import FaceError
@@ -63,3 +66,26 @@ async def agent_subscribe(request: Request) -> Any:
         status = 403 if exc.code == "AGENT_ORIGIN_NOT_ALLOWED" else 400
         return JSONResponse(exc.to_json(), status_code=status)
     return {"subscriptions": rows}
+
+
+@router.delete(
+    "/subscriptions/{id}",
+    responses={
+        403: {"description": "NOT_CREATED_BY_AGENT (a person made it; agent_unsubscribe = own)"},
+        404: {"description": "SUBSCRIPTION_NOT_FOUND"},
+    },
+)
+async def agent_unsubscribe(
+    request: Request,
+    subscription_id: Annotated[int, Path(alias="id", ge=1, le=validate.MAX_ID)],
+) -> Any:
+    """Remove a subscription an agent made; 403 ``NOT_CREATED_BY_AGENT`` for one a person
+    made (unless the daemon's ``agent_unsubscribe`` is ``any``)."""
+    backend = request.app.state.face_backend
+    try:
+        removed = await backend.unsubscribe(subscription_id)
+    except FaceError as exc:
+        return JSONResponse(exc.to_json(), status_code=403)
+    if removed is None:
+        raise SubscriptionNotFound(f"no subscription {subscription_id}")
+    return removed

@@ -1,0 +1,127 @@
+"""The agent face's unsubscribe against a real daemon, through ``mcpsubctl mcp`` (stdio) and
+``/mcp`` (HTTP), both backends: what a resource's text could ask an agent to remove.
+
+Issue 27 §1. Before: ``unsubscribe`` through the face removed any subscription, a person's
+with its revisions and deliveries included, while ``subscribe`` was limited by origin."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from service.daemon.config import ConfigError, load_settings
+from service.face import protocol as p
+from tests.face.stdio_peer import StdioPeer
+from tests.hostile.helpers import put, subscribe, wait_text
+from tests.support.daemon import Daemon
+
+META = {p.META_VERSION: p.MODERN, p.META_CAPS: {}}
+
+
+class Stdio:
+    """One ``mcpsubctl mcp`` session: ``tool(name, **arguments)`` → the call's result."""
+
+    def __init__(self, d: Daemon) -> None:
+        self.peer = StdioPeer(d.state_dir)
+        self.peer.request(0, "initialize", {"protocolVersion": "2025-03-26"})
+        self.peer.answer(0)
+        self.ids = 0
+
+    def tool(self, name: str, **arguments: Any) -> dict[str, Any]:
+        self.ids += 1
+        self.peer.request(self.ids, "tools/call", {"name": name, "arguments": arguments})
+        result: dict[str, Any] = self.peer.answer(self.ids)["result"]
+        return result
+
+
+def http_tool(d: Daemon, name: str, **arguments: Any) -> dict[str, Any]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": META},
+    }
+    headers = {"MCP-Protocol-Version": p.MODERN, "Mcp-Method": "tools/call", "Mcp-Name": name}
+    answer = d.api("POST", "/mcp", json=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    result: dict[str, Any] = answer.json()["result"]
+    return result
+
+
+def test_an_agent_cannot_remove_what_a_person_watches(
+    database_url: str, daemon_factory: Any, lab_server_factory: Any
+) -> None:
+    lab = lab_server_factory()
+    for uri in ("test://person/doc", "test://agent/stdio", "test://agent/http"):
+        put(lab, uri, f"text of {uri}")
+    d: Daemon = daemon_factory()
+    person = subscribe(d, lab.url, "test://person/doc")  # what `mcpsubctl subscribe` does
+    assert person["createdBy"] == "person"
+    wait_text(d, "test://person/doc", "text of test://person/doc")
+    stdio = Stdio(d)
+    try:
+        made = stdio.tool("subscribe", url=lab.url, uris=["test://agent/stdio"])
+        assert made["isError"] is False, made
+        by_stdio = made["structuredContent"]["subscriptions"][0]
+        made = http_tool(d, "subscribe", url=lab.url, uris=["test://agent/http"])
+        assert made["isError"] is False, made
+        by_http = made["structuredContent"]["subscriptions"][0]
+        assert by_stdio["createdBy"] == by_http["createdBy"] == "agent"
+
+        for call in (stdio.tool, lambda name, **a: http_tool(d, name, **a)):
+            listed = call("list_subscriptions")
+            creators = {
+                row["uri"]: row["createdBy"] for row in listed["structuredContent"]["subscriptions"]
+            }
+            assert creators == {
+                "test://person/doc": "person",
+                "test://agent/stdio": "agent",
+                "test://agent/http": "agent",
+            }
+            text = listed["content"][0]["text"]
+            assert "made by a person" in text and "made by an agent" in text
+            refused = call("unsubscribe", uri="test://person/doc")
+            assert refused["isError"] is True, refused
+            error = refused["structuredContent"]
+            assert error["errorCode"] == "NOT_CREATED_BY_AGENT", error
+            assert error["hint"] == f"ask the person to run `mcpsubctl unsubscribe {person['id']}`"
+        # Still there, with its revision; nothing was deleted.
+        assert d.api("GET", f"/v1/subscriptions/{person['id']}").json()["revision"] == 1
+        assert not d.api("GET", "/v1/events", params={"type": "subscription.deleted"}).json()[
+            "events"
+        ]
+        # An agent removes what an agent made, on either transport.
+        assert stdio.tool("unsubscribe", uri="test://agent/http")["isError"] is False
+        assert http_tool(d, "unsubscribe", uri="test://agent/stdio")["isError"] is False
+    finally:
+        stdio.peer.close()
+    assert d.api("GET", "/v1/subscriptions").json()["subscriptions"][0]["id"] == person["id"]
+    # The CLI shows who made each.
+    listed = d.ctl("--json", "list")
+    assert listed.code == 0, listed
+    assert json.loads(listed.stdout)["subscriptions"][0]["createdBy"] == "person", listed
+
+
+def test_the_daemon_can_let_agents_remove_anything(
+    daemon_factory: Any, lab_server_factory: Any
+) -> None:
+    lab = lab_server_factory()
+    put(lab, "test://person/any", "v1")
+    d: Daemon = daemon_factory(env={"MCPSUB_AGENT_UNSUBSCRIBE": "any"})
+    person = subscribe(d, lab.url, "test://person/any")
+    stdio = Stdio(d)
+    try:
+        removed = stdio.tool("unsubscribe", uri="test://person/any")
+        assert removed["isError"] is False, removed
+        assert removed["structuredContent"]["removed"]["id"] == person["id"]
+    finally:
+        stdio.peer.close()
+
+
+def test_the_agent_unsubscribe_setting_takes_own_or_any() -> None:
+    assert load_settings(env={}).agent_unsubscribe == "own"
+    assert load_settings(env={"MCPSUB_AGENT_UNSUBSCRIBE": "any"}).agent_unsubscribe == "any"
+    with pytest.raises(ConfigError, match="agent_unsubscribe: 'everything' is not one of own, any"):
+        load_settings(env={"MCPSUB_AGENT_UNSUBSCRIBE": "everything"})
