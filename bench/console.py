@@ -291,9 +291,11 @@ async def run(plan: Plan, children: Children, tmp: Path) -> Result:
         # The subscription a person would open: link 0's first URI (changed below).
         listed = (await api.get("/v1/subscriptions", params={"limit": 1})).json()
         sub = (await api.get(f"/v1/subscriptions/{listed['subscriptions'][0]['id']}")).json()
-        assets = ["/ui/static/console.js", "/ui/static/console.css"]
+        assets = ["/ui/static/console.js", "/ui/static/console.css", "/ui/static/favicon.svg"]
+        # What each page asks for on its first load (service/console/static/console.js).
+        latest = f"/v1/events?type=resource.updated&limit=10&before={NEWEST}"
         result.loads.append(
-            await page_load(api, "overview", ["/ui/", *assets, "/v1/overview"], plan.loads)
+            await page_load(api, "overview", ["/ui/", *assets, "/v1/overview", latest], plan.loads)
         )
         sid = sub["id"]
         subscription_paths = [
@@ -304,6 +306,10 @@ async def run(plan: Plan, children: Children, tmp: Path) -> Result:
             f"/v1/events?subscription={sid}&limit=50&before={NEWEST}",
             f"/v1/subscriptions/{sid}/revisions/{sub['revision']}",
         ]
+        if sub["revision"] >= 2:  # the two newest revisions' diff, shown without a click
+            subscription_paths.append(
+                f"/v1/subscriptions/{sid}/diff?from={sub['revision'] - 1}&to={sub['revision']}"
+            )
         result.loads.append(await page_load(api, "subscription", subscription_paths, plan.loads))
         for load in result.loads:
             print(
