@@ -92,8 +92,11 @@ class Target:
 
     @property
     def socket(self) -> Path:
-        if self.kind == "launchd":
-            return Path.home() / "Library" / "Application Support" / "mcpsub" / "api.sock"
+        if self.kind == "launchd":  # the agent names the default state dir: the rule's socket
+            from service import statepaths
+
+            state = Path.home() / "Library" / "Application Support" / "mcpsub"
+            return Path(statepaths.socket_path(str(state)))
         if self.user:
             runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
             return Path(runtime) / "mcpsubd" / "api.sock"
