@@ -140,7 +140,8 @@ def _resolve(args: Any, cursor: str | None) -> Any:
         resolved = {k: _resolve(v, cursor) for k, v in args.items()}
         return {k: v for k, v in resolved.items() if v is not None}
     if args == "{cursor}":
-        return cursor
+        # an event id is an integer in the face's schema (Gemini CLI validates it)
+        return int(cursor) if cursor is not None and cursor.isdigit() else cursor
     return args
 
 

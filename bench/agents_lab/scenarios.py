@@ -104,7 +104,7 @@ def wait(cli: str, transport: str = "stdio", changes: int = 1) -> dict[str, Any]
     world.model.script = Script(steps, after)
     with world:
         world.subscribe()
-        steps[0]["args"]["after"] = str(world.last_event_id())
+        steps[0]["args"]["after"] = world.last_event_id()
         agent = make_agent(
             world, cli, http_transport(world) if transport == "http" else Transport()
         )

@@ -71,7 +71,7 @@ def test_responses_and_gemini_pass_the_cursor_back(scripted: m.ScriptedModel) ->
     body["input"] = [{"type": "message", "content": "pass after=7 next time"}]
     item = sse(httpx.post(f"{scripted.url}/v1/responses", json=body))[2]["item"]
     assert (item["namespace"], item["name"]) == ("mcp__mcpsub", "wait_for_change")
-    assert json.loads(item["arguments"])["after"] == "7"
+    assert json.loads(item["arguments"])["after"] == 7
     gemini = {
         "tools": [{"functionDeclarations": [{"name": "mcp_mcpsub_wait_for_change"}]}],
         "contents": [{"role": "user", "parts": [{"text": "go (event 12)"}]}],
@@ -80,7 +80,7 @@ def test_responses_and_gemini_pass_the_cursor_back(scripted: m.ScriptedModel) ->
     call = sse(httpx.post(url, json=gemini))[0]["candidates"][0]["content"]["parts"][0]
     assert call["functionCall"] == {
         "name": "mcp_mcpsub_wait_for_change",
-        "args": {"uri": "test://x", "after": "12"},
+        "args": {"uri": "test://x", "after": 12},
     }
 
 
