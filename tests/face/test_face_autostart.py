@@ -138,6 +138,9 @@ def test_an_installed_user_service_is_started_instead(tmp_path: Path) -> None:
         face.close()
         if pid is not None:
             stop_detached(pid)
+        for line in face.stderr:  # a daemon of its own, had the face not used the unit
+            if match := re.search(r"started mcpsubd \(pid (\d+)", line):
+                stop_detached(int(match.group(1)))
         import shutil
 
         shutil.rmtree(runtime, ignore_errors=True)
