@@ -20,8 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, text
 
 from service.safetext import split_secret
-from service.store import hotpath
-from service.store.dialect import dialect_of
+from service.store.dialect import LINKS_CHANNEL, Dialect
 from service.store.records import Event
 
 FIND_SERVER = text("SELECT id FROM servers WHERE url = :url AND credential_key = :key")
@@ -76,6 +75,7 @@ Request = tuple[str, Sequence[str]] | tuple[str, Sequence[str], str]
 
 def add_subscriptions(
     conn: Connection,
+    dialect: Dialect,
     requests: Sequence[Request],
     credential_key: str,
     now: float,
@@ -86,7 +86,7 @@ def add_subscriptions(
 
     Returns each request's ids, the ``subscription.created`` events written, and the rows
     of every subscription named (``SUBSCRIPTION_ROWS`` columns)."""
-    hotpath.order_events(conn)  # it inserts events (PostgreSQL: commit-ordered ids)
+    dialect.order_events(conn)  # it inserts events (PostgreSQL: commit-ordered ids)
     outcomes: list[Added] = []
     events: list[Event] = []
     servers: dict[str, int] = {}
@@ -125,7 +125,7 @@ def add_subscriptions(
             touched.add(server_id)
             ids.append((new_id, True))
             events.append(
-                hotpath.insert_event(
+                dialect.insert_event(
                     conn,
                     "subscription.created",
                     now,
@@ -135,9 +135,8 @@ def add_subscriptions(
                 )
             )
         outcomes.append(Added(server_id, ids))
-    dialect = dialect_of(conn)
     for server_id in sorted(touched):  # the replica holding the link re-reads its set
-        dialect.notify(conn, hotpath.LINKS_CHANNEL, str(server_id))
+        dialect.notify(conn, LINKS_CHANNEL, str(server_id))
     wanted = sorted({sub_id for outcome in outcomes for sub_id, _ in outcome.ids})
     rows: list[Any] = []
     for start in range(0, len(wanted), IN_CHUNK):

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, func, insert, select, text
+from sqlalchemy import Table, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from service.store import schema
 from service.store.database import parse
+from service.store.dialect import dialect_for
 
 TABLES: tuple[Table, ...] = (
     schema.servers,
@@ -53,7 +54,9 @@ async def copy_database(
 ) -> CopyReport:
     """Copy ``source_url`` (migrated) into the empty, migrated ``target_url``."""
     source = create_async_engine(parse(source_url).async_url, poolclass=NullPool)
-    target = create_async_engine(parse(target_url).async_url, poolclass=NullPool)
+    target_database = parse(target_url)
+    dialect = dialect_for(target_database)
+    target = create_async_engine(target_database.async_url, poolclass=NullPool)
     try:
         async with source.connect() as src, target.begin() as dst:
             busy = {t.name: n for t in (*TABLES, schema.replicas) if (n := await _count(dst, t))}
@@ -73,14 +76,9 @@ async def copy_database(
                 counts[table.name] = copied
                 if progress is not None:
                     progress(table.name, copied)
-            if dst.dialect.name == "postgresql":
-                for table in TABLES:  # the next id after the highest copied one
-                    await dst.execute(
-                        text(
-                            f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
-                            f"COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1, false)"
-                        )
-                    )
+            await dst.run_sync(
+                lambda conn: dialect.after_copy(conn, [table.name for table in TABLES])
+            )
             for table in TABLES:
                 source_n, target_n = await _count(src, table), await _count(dst, table)
                 if source_n != counts[table.name] or target_n != counts[table.name]:

@@ -134,7 +134,7 @@ class StorageHealth:
 
 def _writes(statement: str) -> bool:
     """Whether a statement writes: it starts with a write, or it is a ``WITH`` whose parts
-    write (PostgreSQL's one-statement revision write, ``hotpath.RECORD_READ_PG``)."""
+    write (PostgreSQL's one-statement revision write, ``dialect.RECORD_READ_PG``)."""
     lowered = statement.lstrip().lower()
     if lowered.startswith(_WRITES):
         return True

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, bindparam, text
 
 from service.safetext import redact_urls
 from service.store import hotpath
+from service.store.dialect import Dialect
 from service.store.records import Event, Revision
 
 CHANGING = text(
@@ -77,7 +78,7 @@ class Acknowledgement:
 
 
 def set_states(
-    conn: Connection, change: StateChange, generation: int | None, now: float
+    conn: Connection, dialect: Dialect, change: StateChange, generation: int | None, now: float
 ) -> list[Event]:
     """Set the state of ``change.ids``; one ``subscription.state`` event per subscription whose
     state or reason changed. With ``generation``, only while the link's generation is it."""
@@ -104,7 +105,7 @@ def set_states(
             for i in conn.execute(SET_STATE_FENCED, {**params, "generation": generation}).scalars()
         }
     return [
-        hotpath.insert_event(
+        dialect.insert_event(
             conn,
             "subscription.state",
             now,
@@ -130,14 +131,18 @@ def unread_ids(conn: Connection, server_id: int, ids: Sequence[int]) -> set[int]
 
 
 def acknowledged(
-    conn: Connection, server_id: int, expected: int, changes: Sequence[StateChange]
+    conn: Connection,
+    dialect: Dialect,
+    server_id: int,
+    expected: int,
+    changes: Sequence[StateChange],
 ) -> Acknowledgement | None:
     """A listen was acknowledged: bump the link's generation (fenced on ``expected``), mark it
     ``open`` and apply ``changes`` under the new generation, all in this transaction.
 
     None when the generation was no longer ``expected``: another replica claimed the link,
     and nothing was written."""
-    hotpath.order_events(conn)
+    dialect.order_events(conn)
     now = time.time()
     generation = conn.execute(OPEN_BUMPED, {"id": server_id, "expected": expected, "now": now})
     value = generation.scalar_one_or_none()
@@ -147,20 +152,27 @@ def acknowledged(
     unread: set[int] = set()
     for change in changes:
         if change.unread is None or not change.ids:
-            events += set_states(conn, change, int(value), now)
+            events += set_states(conn, dialect, change, int(value), now)
             continue
         missing = unread_ids(conn, server_id, change.ids)
         unread |= missing
         read = [i for i in change.ids if i not in missing]
         events += set_states(
-            conn, StateChange(read, change.state, change.reason, change.code), int(value), now
+            conn,
+            dialect,
+            StateChange(read, change.state, change.reason, change.code),
+            int(value),
+            now,
         )
-        events += set_states(conn, StateChange(sorted(missing), change.unread), int(value), now)
+        events += set_states(
+            conn, dialect, StateChange(sorted(missing), change.unread), int(value), now
+        )
     return Acknowledgement(int(value), events, frozenset(unread))
 
 
 def record_reads(
     conn: Connection,
+    dialect: Dialect,
     reads: Sequence[hotpath.Read],
     sinks: Sequence[Callable[[Connection, Event], object]],
     activated: list[Event],
@@ -176,12 +188,12 @@ def record_reads(
         if read.activate:
             by_generation.setdefault(read.generation, []).append(read)
     if by_generation:
-        hotpath.order_events(conn)
+        dialect.order_events(conn)
     # One statement pair per generation, not per read: a cold start flags 10,000 first reads,
     # and one ``set_states`` each was a seventh of its CPU. The fence is per row (each
     # subscription's own server must be at the generation), so a group that spans servers
     # with the same generation number is fenced exactly as its reads one by one.
     for generation, group in by_generation.items():
         change = StateChange([read.subscription_id for read in group], "active")
-        activated += set_states(conn, change, generation, max(r.read_at for r in group))
-    return hotpath.record_reads(conn, reads, sinks)
+        activated += set_states(conn, dialect, change, generation, max(r.read_at for r in group))
+    return hotpath.record_reads(conn, dialect, reads, sinks)

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from service.store.database import parse
+from service.store.dialect import dialect_for
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 T = TypeVar("T")
@@ -61,10 +62,6 @@ def stored_revision(conn: Connection) -> str | None:
     return str(rows[0]) if len(rows) == 1 else None
 
 
-MIGRATION_LOCK = 0x6D63_7073_7562_6D69  # "mcpsubmi"
-"""PostgreSQL advisory lock held by the transaction that migrates: replicas started at the
-same instant on a fresh database (a deployment of three) ran the same ``CREATE TABLE`` at
-once and all but one died with ``IntegrityError … pg_type_typname_nsp_index``."""
 RACE_ATTEMPTS = 3
 
 
@@ -153,9 +150,10 @@ def upgrade(url: str, revision: str = "head") -> None:
 
     from alembic import command
 
+    dialect = dialect_for(parse(url))
+
     def run(conn: Connection) -> None:
-        if conn.dialect.name == "postgresql":  # one migrating process at a time
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        dialect.migration_lock(conn)  # one migrating process at a time (PostgreSQL)
         config = alembic_config(url)
         config.attributes["connection"] = conn
         command.upgrade(config, revision)

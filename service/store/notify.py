@@ -1,7 +1,7 @@
 """Cross-replica wake-ups over PostgreSQL ``LISTEN/NOTIFY``.
 
 Every transaction that commits an event also runs ``pg_notify('mcpsub_events', id)`` (see
-:func:`service.store.hotpath.order_events`); PostgreSQL delivers it at commit, to every
+:meth:`service.store.dialect.Dialect.order_events`); PostgreSQL delivers it at commit, to every
 listening session. Each replica keeps one dedicated asyncpg connection listening, and hands
 the ids to its :class:`~service.store.eventhub.EventHub`, so SSE streams and long-poll waits
 on *any* replica wake for events any replica wrote. Notifications carry ids only (payloads
@@ -27,7 +27,7 @@ import structlog
 from sqlalchemy.engine import make_url
 
 from service.store.database import parse
-from service.store.hotpath import EVENTS_CHANNEL, LINKS_CHANNEL
+from service.store.dialect import EVENTS_CHANNEL, LINKS_CHANNEL
 from service.store.leases import LEASES_CHANNEL, OFFERED
 
 log = structlog.get_logger("mcpsubd.notify")

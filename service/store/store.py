@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from service.safetext import redact_urls
 from service.store import catalog, health, hotpath, leases, linkstate, schema
 from service.store.database import Database, database_errors, parse
-from service.store.dialect import POSTGRESQL, SQLITE
+from service.store.dialect import LINKS_CHANNEL, dialect_for
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
 from service.store.remembered import Answer, Remembered
@@ -125,7 +125,7 @@ class Store:
         self.sync_engine = sync_engine
         """SQLite only: the writer thread's engine (PostgreSQL runs everything on asyncpg)."""
         self.database = database or Database("sqlite", str(engine.url))
-        self.dialect = POSTGRESQL if self.database.is_postgresql else SQLITE
+        self.dialect = dialect_for(self.database)
         """What differs between the backends, chosen once (:mod:`service.store.dialect`)."""
         self._writer = WriterThread("mcpsub-db-writer")
         self._write_lock = asyncio.Lock()
@@ -178,7 +178,7 @@ class Store:
     async def write(self, fn: Callable[[Connection], T], *, events: bool = False) -> T:
         """``fn(connection)`` as one write transaction, serialised with every other write of
         this process (the daemon is its database's only writer on SQLite). ``events``: the
-        transaction may insert events (:func:`hotpath.insert_event`), so on PostgreSQL it
+        transaction may insert events (:meth:`Dialect.insert_event`), so on PostgreSQL it
         takes the event-order lock first; hand what it inserted to :meth:`publish` after."""
         if events:
 
@@ -231,7 +231,7 @@ class Store:
         now = time.time()
 
         def transaction(conn: Connection) -> tuple[list[catalog.Added], list[Event], list[Any]]:
-            return catalog.add_subscriptions(conn, requests, credential_key, now)
+            return catalog.add_subscriptions(conn, self.dialect, requests, credential_key, now)
 
         outcomes, added, fetched = await self.write(transaction)
         subs = {int(row.id): _subscription(row) for row in fetched}
@@ -251,8 +251,8 @@ class Store:
                 delete(schema.subscriptions).where(schema.subscriptions.c.id == subscription_id)
             )
             # The replica holding this link re-reads its URI set.
-            self.dialect.notify(conn, hotpath.LINKS_CHANNEL, str(row.server_id))
-            removed = hotpath.insert_event(
+            self.dialect.notify(conn, LINKS_CHANNEL, str(row.server_id))
+            removed = self.dialect.insert_event(
                 conn,
                 "subscription.deleted",
                 time.time(),
@@ -373,7 +373,7 @@ class Store:
         change = linkstate.StateChange(list(subscription_ids), state, reason, code)
 
         def transaction(conn: Connection) -> list[Event]:
-            return linkstate.set_states(conn, change, generation, time.time())
+            return linkstate.set_states(conn, self.dialect, change, generation, time.time())
 
         # One call on the writer thread (plain SQL): through the async engine this took one
         # awaited round trip per statement and per event (see service.store.linkstate).
@@ -389,7 +389,7 @@ class Store:
         in one transaction. None when another replica claimed the link (nothing written)."""
 
         def transaction(conn: Connection) -> linkstate.Acknowledgement | None:
-            return linkstate.acknowledged(conn, server_id, expected, changes)
+            return linkstate.acknowledged(conn, self.dialect, server_id, expected, changes)
 
         acked = await self.write(transaction)
         if acked is not None:
@@ -585,7 +585,7 @@ class Store:
         activated: list[Event] = []
         try:
             written = await self.in_writer(
-                lambda conn: linkstate.record_reads(conn, reads, sinks, activated)
+                lambda conn: linkstate.record_reads(conn, self.dialect, reads, sinks, activated)
             )
             return written, activated
         except Exception as exc:
@@ -603,7 +603,7 @@ class Store:
             def alone(
                 conn: Connection, read: hotpath.Read = read, activated: list[Event] = activated
             ) -> list[Any]:
-                return linkstate.record_reads(conn, [read], sinks, activated)
+                return linkstate.record_reads(conn, self.dialect, [read], sinks, activated)
 
             try:
                 outcome = (await self.in_writer(alone))[0]
@@ -645,7 +645,7 @@ class Store:
 
         def transaction(conn: Connection) -> list[Event]:
             now = time.time()
-            return [hotpath.insert_event(conn, "daemon.storage", now, data=d) for d in pending]
+            return [self.dialect.insert_event(conn, "daemon.storage", now, data=d) for d in pending]
 
         try:
             events = await self.write(transaction, events=True)

@@ -18,8 +18,7 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, text
 
 from service.safetext import redact_urls, split_secret
 from service.store import Store, schema
-from service.store.dialect import POSTGRESQL
-from service.store.hotpath import insert_event, order_events
+from service.store.dialect import POSTGRESQL, Dialect
 from service.store.records import Event
 from service.webhooks.outbox import (
     FINAL_STATES,
@@ -250,12 +249,15 @@ def due_work_sync(
 
 
 def apply_outcomes_sync(
-    conn: Connection, results: Sequence[AttemptResult], disable_after_s: float | None
+    conn: Connection,
+    dialect: Dialect,
+    results: Sequence[AttemptResult],
+    disable_after_s: float | None,
 ) -> Applied:
     """Write a batch of attempt outcomes in one transaction, in order (writer thread)."""
     now = time.time()
     if any(not result.ok for result in results):
-        order_events(conn)  # failures may insert events (delivery.dead, webhook.disabled)
+        dialect.order_events(conn)  # failures may insert events (delivery.dead, webhook.disabled)
     applied = Applied(events=[], dead={}, failures={}, disabled=set())
     delivered: list[dict[str, Any]] = []
     target_ok: set[int] = set()  # targets whose last write in this batch was a success
@@ -287,7 +289,7 @@ def apply_outcomes_sync(
         )
         conn.execute(TARGET_FAILED, {"now": now, "target_id": target_id})
         if dead:
-            event = insert_event(
+            event = dialect.insert_event(
                 conn,
                 "delivery.dead",
                 now,
@@ -320,7 +322,7 @@ def apply_outcomes_sync(
             conn.execute(DISABLE_TARGET, {"reason": reason, "now": now, "target_id": target_id})
             applied.disabled.add(target_id)
             applied.events.append(
-                insert_event(
+                dialect.insert_event(
                     conn, "webhook.disabled", now, data={"targetId": target_id, "reason": reason}
                 )
             )
@@ -422,7 +424,7 @@ class WebhookRepository:
         events it created (``delivery.dead``, ``webhook.disabled``)."""
         batch = list(results)
         applied = await self.store.write(
-            lambda conn: apply_outcomes_sync(conn, batch, disable_after_s)
+            lambda conn: apply_outcomes_sync(conn, self.store.dialect, batch, disable_after_s)
         )
         for target_id in applied.disabled:
             self._target_changed(target_id)
@@ -562,7 +564,10 @@ class WebhookRepository:
             if enabled:
                 return True, []
             data = {"targetId": target_id, "reason": reason}
-            return True, [insert_event(conn, "webhook.disabled", time.time(), data=data)]
+            event = self.store.dialect.insert_event(
+                conn, "webhook.disabled", time.time(), data=data
+            )
+            return True, [event]
 
         changed, events = await self.store.write(transaction, events=not enabled)
         self._target_changed(target_id)

@@ -19,7 +19,6 @@ from sqlalchemy import text
 from service.api.sse import event_stream
 from service.store import Store
 from service.store.eventhub import EventHub
-from service.store.hotpath import insert_event, order_events
 from service.store.notify import PgListener
 from tests.support.poll import until_async
 from tests.support.postgres import PgCluster
@@ -58,7 +57,10 @@ async def test_a_later_commit_cannot_overtake_a_lower_id(pg_pair: tuple[Store, S
     async with a.engine.connect() as conn:
         slow = await conn.begin()  # replica A: an event inserted, its commit delayed
         first = await conn.run_sync(
-            lambda c: (order_events(c), insert_event(c, "test.slow", time.time()))[1]
+            lambda c: (
+                a.dialect.order_events(c),
+                a.dialect.insert_event(c, "test.slow", time.time()),
+            )[1]
         )
         # Replica B writes an event meanwhile: it must wait for A's commit before it even
         # draws its id, so no follower can see B's event without A's.
@@ -116,7 +118,10 @@ async def test_the_one_statement_revision_write_waits_for_the_order_lock(
         async with a.engine.connect() as conn:
             slow = await conn.begin()
             first = await conn.run_sync(
-                lambda c: (order_events(c), insert_event(c, "test.slow", time.time()))[1]
+                lambda c: (
+                    a.dialect.order_events(c),
+                    a.dialect.insert_event(c, "test.slow", time.time()),
+                )[1]
             )
             contents = [{"uri": sub.uri, "text": "v1"}]
             write = asyncio.create_task(
