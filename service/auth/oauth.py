@@ -29,7 +29,7 @@ from service.auth.rules import (
     parse_www_authenticate,
     well_known_urls,
 )
-from service.mcp.viahttpx import read_body
+from service.mcp.transports.viahttpx import read_body
 
 FORM = {"Accept": "application/json"}
 

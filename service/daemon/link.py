@@ -51,7 +51,7 @@ from service.mcp.errors import (
     TransportError,
 )
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
-from service.mcp.transport import Transport
+from service.mcp.transports.base import Transport
 from service.safetext import redact_urls
 from service.store import Store
 from service.store.database import database_errors, describe
@@ -158,7 +158,7 @@ class ServerLink:
         self._settings = settings
         self._transport = new_transport(url)
         """Every exchange of this link (discover, listen, re-reads), across its sessions: on
-        plain http:// the lean h11 transport (:mod:`service.mcp.transport`)."""
+        plain http:// the lean h11 transport (:mod:`service.mcp.transports`)."""
         self._limiter = _ReadSlot(asyncio.Semaphore(READS_PER_LINK), limiter)
         self._stats = stats
         self._tokens = token_provider

@@ -23,7 +23,8 @@ from service.daemon.link import READS_PER_LINK, ServerLink, TokenProvider
 from service.daemon.statuscache import StatusCache
 from service.daemon.subscribe_batch import SubscribeBatcher
 from service.daemon.wiring import side_services
-from service.mcp.transport import Transport, default_tls, make_transport
+from service.mcp.transports.base import Transport
+from service.mcp.transports.choose import default_tls, make_transport
 from service.store import Store, Subscription
 from service.store.database import describe
 from service.store.eventhub import EventHub

@@ -2,7 +2,7 @@
 
 This is the thin I/O shell around the pure modules: :mod:`wire` builds messages and
 headers, :mod:`classify` reads answers, :mod:`listen` judges listen frames, :mod:`sse`
-decodes bytes. Bytes move through one :class:`~service.mcp.transport.Transport` (lean h11 on
+decodes bytes. Bytes move through one :class:`~service.mcp.transports.base.Transport` (lean h11 on
 plain ``http://``, httpx otherwise), chosen once when the client is made; this module never
 asks which one it holds, and never imports httpx.
 """
@@ -40,13 +40,8 @@ from service.mcp.listen import (
     honored_uris,
 )
 from service.mcp.sse import Comment, Event, EventTooLarge, SSEDecoder
-from service.mcp.transport import (
-    MAX_BODY_BYTES,
-    BodyRefused,
-    StreamAnswer,
-    Transport,
-    make_transport,
-)
+from service.mcp.transports.base import MAX_BODY_BYTES, BodyRefused, StreamAnswer, Transport
+from service.mcp.transports.choose import make_transport
 
 DEFAULT_CLIENT_NAME = "mcpsub"
 MAX_RESPONSE_BYTES = MAX_BODY_BYTES
@@ -90,7 +85,7 @@ class McpClient:
         timeout: float | None = 30.0,
     ) -> None:
         """``transport``: one the caller keeps (a daemon link reuses its connections across
-        sessions); otherwise :func:`~service.mcp.transport.make_transport` makes one for
+        sessions); otherwise :func:`~service.mcp.transports.choose.make_transport` makes one for
         ``url`` (``ca_cert``, ``timeout``) and :meth:`aclose` closes it."""
         self.url = url
         self.token = token

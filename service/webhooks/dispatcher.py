@@ -32,7 +32,8 @@ import structlog
 
 from service._version import __version__
 from service.mcp.errors import InvalidUrl, McpError
-from service.mcp.transport import Transport, make_transport
+from service.mcp.transports.base import Transport
+from service.mcp.transports.choose import make_transport
 from service.netguard import AddressRefused, address_problem, refused_in
 from service.store import Store
 from service.store.database import describe

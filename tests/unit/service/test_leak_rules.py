@@ -1,5 +1,5 @@
 """The pure rules behind issue 22 §3: ambiguous body framing, a URL's Basic credentials, and
-what a host name must be to be stored (service/api/connections.py, service/mcp/lean.py,
+what a host name must be to be stored (service/api/connections.py, service/mcp/transports/lean.py,
 service/api/validate.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from service.api.connections import ambiguous_framing
 from service.api.validate import host_name_problem
-from service.mcp.lean import _basic_auth
+from service.mcp.transports.lean import _basic_auth
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.mcp.viahttpx import guard_httpx
+from service.mcp.transports.viahttpx import guard_httpx
 from service.netguard import AddressRefused, address_problem, judge, literal_address, refused_in
 
 

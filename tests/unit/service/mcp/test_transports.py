@@ -1,4 +1,4 @@
-"""service.mcp.lean against real loopback servers that misbehave in the ways that matter.
+"""service.mcp.transports.lean against real loopback servers that misbehave in the ways that matter.
 
 Each server here is a raw asyncio socket server on 127.0.0.1 (port 0) scripted per test,
 because the cases are about framing and connection reuse, which no well-behaved peer shows
@@ -18,9 +18,21 @@ import pytest
 
 from service.mcp.client import McpClient
 from service.mcp.errors import ProtocolViolation, TransportError
-from service.mcp.lean import BodyRefused, LeanHttp, lean_usable
-from service.mcp.transport import make_transport
-from service.mcp.viahttpx import HttpxTransport
+from service.mcp.transports.base import Transport
+from service.mcp.transports.choose import make_transport
+from service.mcp.transports.lean import BodyRefused, LeanHttp, lean_usable
+from service.mcp.transports.viahttpx import HttpxTransport
+
+Make = Callable[..., Transport]
+"""Makes the transport under test for a URL (keyword arguments: ``max_body``)."""
+
+
+@pytest.fixture(params=["lean", "httpx"])
+def make(request: pytest.FixtureRequest) -> Make:
+    if request.param == "lean":
+        return LeanHttp
+    return HttpxTransport
+
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 OK_BODY = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","contents":[]}}'
@@ -77,13 +89,13 @@ async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
     await writer.drain()
 
 
-def test_requests_reuse_one_connection() -> None:
+def test_requests_reuse_one_connection(make: Make) -> None:
     async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         writer.write(reply(OK_BODY))
 
     async def scenario() -> list[int]:
         async with serve(record) as (url, served):
-            lean = LeanHttp(url)
+            lean = make(url)
             for _ in range(3):
                 response = await lean.post(b"{}", {"Content-Type": "application/json"})
                 assert response.status == 200 and response.body == OK_BODY
@@ -94,7 +106,7 @@ def test_requests_reuse_one_connection() -> None:
     assert asyncio.run(scenario()) == [1, 1, 1]
 
 
-def test_a_connection_closed_while_idle_is_replaced_and_the_request_sent_again() -> None:
+def test_a_connection_closed_while_idle_is_replaced_and_the_request_sent_again(make: Make) -> None:
     async def close_after_answer(
         reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int
     ) -> None:
@@ -106,7 +118,7 @@ def test_a_connection_closed_while_idle_is_replaced_and_the_request_sent_again()
 
     async def scenario() -> list[int]:
         async with serve(close_after_answer) as (url, served):
-            lean = LeanHttp(url)
+            lean = make(url)
             for _ in range(3):
                 assert (await lean.post(b"{}", {})).body == OK_BODY
             await lean.aclose()
@@ -115,7 +127,7 @@ def test_a_connection_closed_while_idle_is_replaced_and_the_request_sent_again()
     assert asyncio.run(scenario()) == [1, 2, 3]
 
 
-def test_chunked_answers_are_reassembled() -> None:
+def test_chunked_answers_are_reassembled(make: Make) -> None:
     async def chunked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         half = len(OK_BODY) // 2
         writer.write(
@@ -126,7 +138,7 @@ def test_chunked_answers_are_reassembled() -> None:
 
     async def scenario() -> bytes:
         async with serve(chunked) as (url, _):
-            lean = LeanHttp(url)
+            lean = make(url)
             body = (await lean.post(b"{}", {})).body
             body += (await lean.post(b"{}", {})).body  # and the connection stays usable
             await lean.aclose()
@@ -135,13 +147,13 @@ def test_chunked_answers_are_reassembled() -> None:
     assert asyncio.run(scenario()) == OK_BODY * 2
 
 
-def test_an_oversized_body_is_refused() -> None:
+def test_an_oversized_body_is_refused(make: Make) -> None:
     async def huge(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         writer.write(reply(b"x" * 5000))
 
     async def scenario() -> None:
         async with serve(huge) as (url, _):
-            lean = LeanHttp(url, max_body=4096)
+            lean = make(url, max_body=4096)
             with pytest.raises(ProtocolViolation, match="larger than 4096"):
                 await lean.post(b"{}", {})
             await lean.aclose()
@@ -149,7 +161,7 @@ def test_an_oversized_body_is_refused() -> None:
     asyncio.run(scenario())
 
 
-def test_a_content_encoding_sent_anyway_is_decoded_under_the_bounds() -> None:
+def test_a_content_encoding_sent_anyway_is_decoded_under_the_bounds(make: Make) -> None:
     """We ask for identity; a server that gzips anyway is understood (one layer, bounded),
     while stacked layers, a body that does not inflate, and a bomb are refused."""
 
@@ -158,7 +170,7 @@ def test_a_content_encoding_sent_anyway_is_decoded_under_the_bounds() -> None:
             writer.write(reply(body, f"content-encoding: {coding}\r\n".encode()))
 
         async with serve(coded) as (url, _):
-            lean = LeanHttp(url, max_body=max_body)
+            lean = make(url, max_body=max_body)
             try:
                 return (await lean.post(b"{}", {"accept-encoding": "identity"})).body
             finally:
@@ -177,7 +189,7 @@ def test_a_content_encoding_sent_anyway_is_decoded_under_the_bounds() -> None:
     asyncio.run(scenario())
 
 
-def test_a_server_that_hangs_up_mid_answer_is_a_read_error() -> None:
+def test_a_server_that_hangs_up_mid_answer_is_a_read_error(make: Make) -> None:
     async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{")
         await writer.drain()
@@ -185,7 +197,7 @@ def test_a_server_that_hangs_up_mid_answer_is_a_read_error() -> None:
 
     async def scenario() -> TransportError:
         async with serve(cut) as (url, _):
-            lean = LeanHttp(url)
+            lean = make(url)
             with pytest.raises(TransportError) as caught:
                 await lean.post(b"{}", {})
             await lean.aclose()
@@ -195,11 +207,11 @@ def test_a_server_that_hangs_up_mid_answer_is_a_read_error() -> None:
     assert error.kind == "read" and "127.0.0.1" in str(error)
 
 
-def test_connection_refused_is_a_connect_error() -> None:
+def test_connection_refused_is_a_connect_error(make: Make) -> None:
     async def scenario() -> TransportError:
         async with serve(keep_alive) as (url, _):
             pass  # closed: the port is free again
-        lean = LeanHttp(url)
+        lean = make(url)
         with pytest.raises(TransportError) as caught:
             await lean.post(b"{}", {})
         return caught.value
@@ -207,10 +219,10 @@ def test_connection_refused_is_a_connect_error() -> None:
     assert asyncio.run(scenario()).kind == "connect"
 
 
-def test_a_header_value_with_a_newline_is_not_sent() -> None:
+def test_a_header_value_with_a_newline_is_not_sent(make: Make) -> None:
     async def scenario() -> None:
         async with serve(keep_alive) as (url, served):
-            lean = LeanHttp(url)
+            lean = make(url)
             with pytest.raises(ProtocolViolation):
                 await lean.post(b"{}", {"Authorization": "Bearer x\r\nX-Evil: 1"})
             assert served == []
@@ -288,7 +300,7 @@ def test_stray_bytes_after_an_answer_mean_the_connection_is_not_reused() -> None
     assert asyncio.run(scenario()) == [1, 2, 3]
 
 
-def test_a_request_that_is_not_idempotent_is_never_sent_twice() -> None:
+def test_a_request_that_is_not_idempotent_is_never_sent_twice(make: Make) -> None:
     """A kept-alive connection that dies with a request on it, before any byte of the answer:
     a read is sent again on a fresh connection, a ``tools/call`` is not (the server may have
     acted on it) and fails as a read error."""
@@ -308,7 +320,7 @@ def test_a_request_that_is_not_idempotent_is_never_sent_twice() -> None:
     async def scenario(idempotent: bool) -> list[int]:
         answered.clear()
         async with serve(drop_second) as (url, served):
-            lean = LeanHttp(url)
+            lean = make(url)
             try:
                 assert (await lean.post(b"{}", {})).body == OK_BODY
                 assert (await lean.post(b"{}", {}, idempotent=idempotent)).body == OK_BODY

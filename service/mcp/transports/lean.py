@@ -4,13 +4,13 @@ The daemon re-reads a resource for every update it is told about. Through httpx 
 those requests cost 1.2–1.6 ms of CPU on this project's bench machine (httpx's models and
 auth flow, httpcore's pool, anyio's cancel scopes around every await) where the exchange
 itself, h11 on a kept-alive socket, needs a fraction of that. So on plain ``http://`` URLs
-with no proxy configured :func:`~service.mcp.transport.make_transport` chooses this module
+with no proxy configured :func:`~service.mcp.transports.choose.make_transport` chooses this module
 for *every* exchange of a client: requests, listen streams (:meth:`LeanHttp.open_stream`, a
 POST whose answer is read piece by piece on a connection of its own that closing ends) and
 webhook POSTs. The one-shot probe then never imports httpx (a third of its start-up), and an
 idle listen stream costs nothing between keep-alive frames (httpcore re-registered each
 socket with the selector around every frame: half of the daemon's idle CPU at 1,000 links).
-TLS and proxies go through :mod:`service.mcp.viahttpx`.
+TLS and proxies go through :mod:`service.mcp.transports.viahttpx`.
 
 Theory of operation. One :class:`_Connection` is one socket: an ``asyncio.Protocol`` whose
 ``data_received`` keeps the bytes until the reader asks (:meth:`_Connection.next_event`, the
@@ -41,7 +41,7 @@ import h11
 
 from service.mcp.coding import BodyRefused, BodyTooLarge, LimitedBody, codings
 from service.mcp.errors import ProtocolViolation, TransportError
-from service.mcp.transport import MAX_BODY_BYTES, Answer, invalid_host, lean_usable
+from service.mcp.transports.base import MAX_BODY_BYTES, Answer, invalid_host, lean_usable
 from service.netguard import AddressCheck, connect_checked
 from service.safetext import redact_urls
 
@@ -199,7 +199,7 @@ class _Connection(asyncio.Protocol):
 
 
 class LeanStream:
-    """An answer read as it arrives (:class:`~service.mcp.transport.StreamAnswer`)."""
+    """An answer read as it arrives (:class:`~service.mcp.transports.base.StreamAnswer`)."""
 
     __slots__ = ("_conn", "headers", "status")
 

@@ -1,13 +1,13 @@
-"""The httpx transport: TLS, proxies, and anything :mod:`service.mcp.lean` does not cover.
+"""The httpx transport: TLS, proxies, and anything :mod:`service.mcp.transports.lean` does not cover.
 
 httpx's exceptions are translated into :class:`~service.mcp.errors.TransportError` here, the
 one place they can enter (the original stays as ``__cause__``), so nothing above the
-:mod:`~service.mcp.transport` seam imports httpx. Bodies are read raw and decoded by
+:mod:`~service.mcp.transports.base` seam imports httpx. Bodies are read raw and decoded by
 :class:`~service.mcp.coding.LimitedBody`: httpx's own decoding inflates each chunk in one go,
 which a compression bomb turns into hundreds of MiB before any check.
 
 Importing this module imports httpx (with httpcore and anyio, a third of a one-shot probe's
-start-up), so :func:`~service.mcp.transport.make_transport` imports it only when it is chosen.
+start-up), so :func:`~service.mcp.transports.choose.make_transport` imports it only when it is chosen.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import httpcore
 import httpx
 
 from service.mcp.coding import ACCEPT_ENCODING, LimitedBody
-from service.mcp.errors import TransportError
-from service.mcp.transport import MAX_BODY_BYTES, Answer, invalid_host
+from service.mcp.errors import ProtocolViolation, TransportError
+from service.mcp.transports.base import MAX_BODY_BYTES, Answer, invalid_host
 from service.netguard import AddressCheck, AddressRefused, connect_checked
 from service.safetext import redact_urls
 
@@ -39,6 +39,12 @@ def transport_error(exc: httpx.HTTPError, url: str) -> TransportError:
     error = TransportError(f"{kind} error talking to {redact_urls(url)}: {detail}", kind=kind)
     error.__cause__ = exc
     return error
+
+
+def _died_before_the_answer(exc: httpx.RemoteProtocolError) -> bool:
+    """httpcore's words for a connection that closed after the request and before any byte
+    of the answer (no other failure carries them)."""
+    return "without sending a response" in str(exc)
 
 
 def make_http_client(
@@ -93,7 +99,7 @@ async def read_body(response: httpx.Response, limit: int = MAX_BODY_BYTES) -> by
 
 
 class HttpxStream:
-    """An httpx answer read as it arrives (:class:`~service.mcp.transport.StreamAnswer`)."""
+    """An httpx answer read as it arrives (:class:`~service.mcp.transports.base.StreamAnswer`)."""
 
     def __init__(self, response: httpx.Response, url: str) -> None:
         self._response = response
@@ -168,16 +174,27 @@ class HttpxTransport:
     async def post(
         self, content: bytes, headers: dict[str, str], *, idempotent: bool = True
     ) -> Answer:
-        try:
-            async with self.client.stream(
-                "POST", self.url, content=content, headers=headers
-            ) as response:
-                body = await read_body(response, self._max_body)
-        except httpx.HTTPError as exc:
-            raise transport_error(exc, self.url) from exc
-        except (httpx.InvalidURL, UnicodeError) as exc:  # a host IDNA cannot encode
-            raise invalid_host(self.url, exc) from exc
-        return Answer(response.status_code, response.headers, body)
+        """As the lean transport: an idempotent request whose connection died before any byte
+        of the answer is sent once more (httpcore does not retry it; a kept-alive connection
+        the server closed while we sent is the usual cause)."""
+        for attempt in (1, 2):
+            try:
+                async with self.client.stream(
+                    "POST", self.url, content=content, headers=headers
+                ) as response:
+                    body = await read_body(response, self._max_body)
+            except httpx.RemoteProtocolError as exc:
+                if idempotent and attempt == 1 and _died_before_the_answer(exc):
+                    continue
+                raise transport_error(exc, self.url) from exc
+            except httpx.LocalProtocolError as exc:  # our request cannot be sent as it is
+                raise ProtocolViolation(f"cannot send this request: {exc}") from exc
+            except httpx.HTTPError as exc:
+                raise transport_error(exc, self.url) from exc
+            except (httpx.InvalidURL, UnicodeError) as exc:  # a host IDNA cannot encode
+                raise invalid_host(self.url, exc) from exc
+            return Answer(response.status_code, response.headers, body)
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     async def open_stream(self, content: bytes, headers: dict[str, str]) -> HttpxStream:
         client = self.client
@@ -190,6 +207,8 @@ class HttpxTransport:
                 timeout=httpx.Timeout(self._connect_timeout, read=None),
             )
             response = await client.send(request, stream=True)
+        except httpx.LocalProtocolError as exc:  # our request cannot be sent as it is
+            raise ProtocolViolation(f"cannot send this request: {exc}") from exc
         except httpx.HTTPError as exc:
             raise transport_error(exc, self.url) from exc
         except (httpx.InvalidURL, UnicodeError) as exc:  # a host IDNA cannot encode

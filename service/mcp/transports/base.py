@@ -1,17 +1,11 @@
-"""The one HTTP seam: a transport POSTs, opens a stream, and closes; which one is chosen once.
+"""The one HTTP seam: what a transport is (POST, open a stream, close) and what it answers.
 
 Everything above this seam (:class:`~service.mcp.client.McpClient`, the daemon's links, the
 webhook dispatcher) holds one :class:`Transport` and never asks which library is behind it
-(the shape of httpx's own ``BaseTransport``). Two implementations:
-
-- :class:`~service.mcp.lean.LeanHttp`: h11 on an asyncio protocol, for plain ``http://``
-  with no proxy variable. It exists for CPU: through httpx a re-read cost 1.2–1.6 ms where
-  the exchange on a kept-alive socket needs ~0.2 ms (``results/hotpath.md``), and its idle
-  listen streams cost nothing between frames. It never imports httpx (a third of a probe's
-  start-up).
-- :class:`~service.mcp.viahttpx.HttpxTransport`: httpx, for TLS and proxies.
-
-:func:`make_transport` is the only place the choice is made. Both raise the same errors:
+(the shape of httpx's own ``BaseTransport``). This module knows no implementation; they are
+its siblings (:mod:`.lean`, :mod:`.viahttpx`, :mod:`.memory`), and
+:func:`service.mcp.transports.choose.make_transport` is the only place one is chosen.
+Every implementation raises the same errors:
 :class:`~service.mcp.errors.TransportError` (kind ``connect``/``read``/``timeout``) when the
 exchange fails, :class:`~service.mcp.errors.InvalidUrl` when the URL's host cannot be encoded
 (:func:`invalid_host`), :class:`BodyRefused` when an answer's body is refused (content coding
@@ -21,18 +15,14 @@ stacked, unknown or broken, or decoded size past the limit). Neither follows red
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from service.mcp.coding import BodyRefused
 from service.mcp.errors import InvalidUrl
-from service.netguard import AddressCheck
 from service.safetext import redact_urls
-
-if TYPE_CHECKING:
-    import ssl  # a probe on plain http:// never loads it (~15 ms of start-up)
 
 __all__ = [
     "Answer",
@@ -42,7 +32,6 @@ __all__ = [
     "Transport",
     "invalid_host",
     "lean_usable",
-    "make_transport",
 ]
 
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
@@ -114,51 +103,3 @@ class Transport(Protocol):
 def lean_usable(url: str) -> bool:
     """Plain ``http://`` with no proxy variable that httpx would honour for it."""
     return urlsplit(url).scheme == "http" and not any(os.environ.get(k) for k in PROXY_VARIABLES)
-
-
-def default_tls() -> ssl.SSLContext:
-    """The trust httpx gives by default (certifi, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``)."""
-    import httpx
-
-    return httpx.create_ssl_context()
-
-
-def make_transport(
-    url: str,
-    *,
-    timeout: float | None = 30.0,
-    connect_timeout: float | None = None,
-    max_connections: int = 10,
-    max_idle: int = 2,
-    ca_cert: str | None = None,
-    tls: Callable[[], ssl.SSLContext] | None = None,
-    address_check: AddressCheck | None = None,
-) -> Transport:
-    """The transport for ``url``: lean on plain ``http://`` without a proxy, httpx otherwise.
-
-    ``timeout`` bounds each socket operation on httpx (callers bound whole exchanges);
-    ``connect_timeout`` (default: ``timeout``) bounds connecting on both. ``max_idle`` is how
-    many kept-alive connections the lean transport keeps (memory per link at 1,000 links);
-    httpx keeps up to ``max_connections``. ``tls`` (called when an httpx client is first made)
-    shares one loaded CA bundle between many transports (see :func:`default_tls`); otherwise ``ca_cert`` names the CA file (default: the system's trust).
-    ``address_check`` judges every address a host name resolves to before connecting
-    (:mod:`service.netguard`, webhook targets).
-    """
-    connect = timeout if connect_timeout is None else connect_timeout
-    if lean_usable(url):
-        from service.mcp.lean import LeanHttp
-
-        return LeanHttp(
-            url, connect_timeout=connect, max_idle=max_idle, address_check=address_check
-        )
-    from service.mcp.viahttpx import HttpxTransport
-
-    return HttpxTransport(
-        url,
-        timeout=timeout,
-        connect_timeout=connect,
-        max_connections=max_connections,
-        ca_cert=ca_cert,
-        tls=tls,
-        address_check=address_check,
-    )

@@ -1,0 +1,104 @@
+"""The MCP client over the in-memory transport: what it sends and how it reads answers and a
+listen stream, decided without a socket (service/mcp/transports/memory.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from service.mcp import wire
+from service.mcp.client import McpClient
+from service.mcp.errors import ProtocolViolation
+from service.mcp.listen import Notified
+from service.mcp.transports.base import Answer
+from service.mcp.transports.memory import MemoryStream, MemoryTransport
+
+URL = "http://mcp.test/mcp"
+
+
+def _json(message: dict[str, Any]) -> Answer:
+    return Answer(200, {"content-type": "application/json"}, json.dumps(message).encode())
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(message).encode() + b"\n\n"
+
+
+def test_a_read_sends_the_wire_headers_and_returns_the_result() -> None:
+    async def handler(content: bytes, headers: dict[str, str]) -> Answer:
+        request = json.loads(content)
+        return _json({"jsonrpc": "2.0", "id": request["id"], "result": {"contents": []}})
+
+    async def scenario() -> tuple[dict[str, Any], MemoryTransport]:
+        transport = MemoryTransport(URL, handler)
+        async with McpClient(URL, transport=transport) as client:
+            return await client.read_resource("test://a"), transport
+
+    result, transport = asyncio.run(scenario())
+    assert result == {"contents": []}
+    ((content, headers),) = transport.sent
+    sent = {k.lower(): v for k, v in headers.items()}
+    assert sent["mcp-method"] == "resources/read"
+    assert sent["mcp-protocol-version"] == wire.PROTOCOL_VERSION
+    assert json.loads(content)["params"]["uri"] == "test://a"
+    assert not transport.closed, "a transport the caller gave stays the caller's to close"
+
+
+def test_a_listen_stream_is_read_frame_by_frame() -> None:
+    frames: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    async def body() -> AsyncIterator[bytes]:
+        while (frame := await frames.get()) is not None:
+            yield frame
+
+    async def handler(content: bytes, headers: dict[str, str]) -> MemoryStream:
+        listen_id = json.loads(content)["id"]
+        meta = {wire.META_SUBSCRIPTION_ID: listen_id}
+        honored = {"resourceSubscriptions": ["test://a"]}
+        await frames.put(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "method": wire.ACKNOWLEDGED,
+                    "params": {"_meta": meta, "notifications": honored},
+                }
+            )
+        )
+        await frames.put(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "method": wire.RESOURCE_UPDATED,
+                    "params": {"_meta": meta, "uri": "test://a"},
+                }
+            )
+        )
+        return MemoryStream(200, {"content-type": "text/event-stream"}, body())
+
+    async def scenario() -> tuple[Any, Any]:
+        client = McpClient(URL, transport=MemoryTransport(URL, handler))
+        async with client, client.listen({"resourceSubscriptions": ["test://a"]}) as stream:
+            return stream.honored, await stream.next_event()
+
+    honored, event = asyncio.run(scenario())
+    assert honored == {"resourceSubscriptions": ["test://a"]}
+    assert isinstance(event, Notified) and event.uri == "test://a"
+
+
+def test_a_frame_of_another_listen_is_a_protocol_error() -> None:
+    async def handler(content: bytes, headers: dict[str, str]) -> MemoryStream:
+        foreign = {wire.META_SUBSCRIPTION_ID: "someone-else"}
+        ack = {"jsonrpc": "2.0", "method": wire.ACKNOWLEDGED, "params": {"_meta": foreign}}
+        return MemoryStream(200, {"content-type": "text/event-stream"}, [_frame(ack)])
+
+    async def scenario() -> None:
+        client = McpClient(URL, transport=MemoryTransport(URL, handler))
+        async with client, client.listen({"resourceSubscriptions": ["test://a"]}):
+            pass
+
+    with pytest.raises(ProtocolViolation, match="not this listen's"):
+        asyncio.run(scenario())
