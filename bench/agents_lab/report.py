@@ -191,7 +191,9 @@ def render_agents(data: dict[str, Any], meta: str) -> str:
         for mode in ("oneshot", "resume"):
             f = facts.get(f"hook-{mode}")
             if f is None:
-                rows.append([cli, mode, "no prompt hooks in this CLI", ""])
+                label = "OpenCode 1.18.33" if cli == "opencode" else cli
+                second = "new session" if mode == "oneshot" else "resumed"
+                rows.append([label, second, "no prompt hooks in this CLI", ""])
                 continue
             if "error" in f:
                 rows.append([cli, mode, "error", q(f["error"], 160)])
@@ -367,8 +369,9 @@ def render_compat(data: dict[str, Any], meta: str) -> str:
                 f"after the update the model's next request {'held' if f['modelSawUpdate'] else 'did not hold'} "
                 "`status: reviewed`."
             )
-            reason = [
-                ln for ln in f["run"]["stderrTail"].splitlines() if "-32022" in ln or "MCP" in ln
+            err = f["run"]["stderrTail"].splitlines()
+            reason = [ln for ln in err if "-32022" in ln] or [
+                ln for ln in err if "MCP" in ln and "test://review/status" not in ln
             ]
             if reason:
                 evidence.append(f"- The CLI said: `{q(reason[0], 400)}`")
