@@ -67,8 +67,7 @@ def collect(changes: int) -> dict[str, Any]:
     out: dict[str, Any] = {"errors": errors, "clis": {}}
     for cli in CLIS:
         facts: dict[str, Any] = {}
-        if cli != "opencode":
-            facts["labjudge"] = attempt(errors, f"{cli} lab", lambda c=cli: scenarios.labjudge(c))
+        facts["labjudge"] = attempt(errors, f"{cli} lab", lambda c=cli: scenarios.labjudge(c))
         for transport in ("stdio", "http"):
             facts[f"wait-{transport}"] = attempt(
                 errors,
@@ -327,7 +326,7 @@ def render_compat(data: dict[str, Any], meta: str) -> str:
     ]
     rows = []
     evidence: list[str] = []
-    for cli in ("claude-code", "codex", "gemini"):
+    for cli in CLIS:
         f = data["clis"].get(cli, {}).get("labjudge", {"error": "not run"})
         if "error" in f:
             rows.append([cli, "", "", *([""] * len(ITEM_COLS)), "", q(f["error"], 100)])
@@ -369,9 +368,11 @@ def render_compat(data: dict[str, Any], meta: str) -> str:
                 f"after the update the model's next request {'held' if f['modelSawUpdate'] else 'did not hold'} "
                 "`status: reviewed`."
             )
-            err = f["run"]["stderrTail"].splitlines()
+            err = (f["run"]["stderrTail"] + "\n" + f["run"]["stdoutTail"]).splitlines()
             reason = [ln for ln in err if "-32022" in ln] or [
-                ln for ln in err if "MCP" in ln and "test://review/status" not in ln
+                ln
+                for ln in err
+                if ("MCP" in ln or "unavailable tool" in ln) and "test://review/status" not in ln
             ]
             if reason:
                 evidence.append(f"- The CLI said: `{q(reason[0], 400)}`")
@@ -396,10 +397,8 @@ def render_compat(data: dict[str, Any], meta: str) -> str:
     )
     lines += ["", *evidence]
     lines += [
-        "OpenCode, Copilot CLI, Goose and Crush are not judged here: OpenCode's MCP client "
-        "connects (results/agents.md) but its one-shot runs were not pointed at the lab in this "
-        "run; Copilot CLI needs a GitHub login for any run; Goose and Crush do not install "
-        "offline (results/agents.md).",
+        "Copilot CLI, Goose and Crush are not judged here: Copilot CLI needs a GitHub login "
+        "for any run; Goose and Crush do not install offline (results/agents.md).",
     ]
     return "\n".join(lines)
 

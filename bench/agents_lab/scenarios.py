@@ -311,6 +311,11 @@ LAB_TOOLS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
         "read": ("read_mcp_resource", {"server": "lab", "uri": REVIEW}),
         "sleep": ("exec_command", {"cmd": "sleep 6"}),
     },
+    "opencode": {
+        "list": ("list_mcp_resources", {"server": "lab"}),
+        "read": ("read_mcp_resource", {"server": "lab", "uri": REVIEW}),
+        "sleep": ("bash", {"command": "sleep 6", "description": "wait for the review"}),
+    },
     "gemini": {
         "list": ("list_mcp_resources", {"serverName": "lab"}),
         "read": ("read_mcp_resource", {"uri": REVIEW}),
