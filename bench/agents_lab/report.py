@@ -170,6 +170,21 @@ def render_agents(data: dict[str, Any], meta: str) -> str:
         rows,
         "llrrrrl",
     )
+    lines += ["", "Connected, and the mcpsub tools in the model's first request:", ""]
+    rows = []
+    for cli in CLIS:
+        for transport in ("stdio", "http"):
+            f = data["clis"].get(cli, {}).get(f"wait-{transport}", {})
+            if not f or "error" in f:
+                continue
+            names = [n for n in f.get("firstRequestTools", []) if "mcpsub" in n]
+            shown = ", ".join(f"`{n}`" for n in names) or (
+                "none in `tools`: Claude Code defers MCP tools, naming them "
+                "(`mcp__mcpsub__wait_for_change`, …) in a system reminder"
+            )
+            connected = "✅" if all(f["seen"]) else "❌"
+            rows.append([f["label"], transport, connected, shown])
+    lines += markdown_table(["CLI", "transport", "connected", "tools"], rows, "llll")
     lines += ["", "What the model saw after a change (quoted from the request body):", ""]
     for cli in CLIS:
         f = data["clis"].get(cli, {}).get("wait-stdio", {})
