@@ -36,9 +36,8 @@ from service.backoff import Backoff, ListenBudget
 from service.daemon import linkstatus
 from service.daemon.config import Settings
 from service.daemon.inbox import LeanEvent, LinkInbox
-from service.daemon.linkstatus import LinkState
+from service.daemon.linkstatus import LinkSnapshot, LinkState
 from service.daemon.refresher import ReadTarget, UriRefresher, read_error_code
-from service.daemon.takeover import LeaseLost, take_on_ack
 from service.failures import INTERNAL_ERROR_HINT, classify, state_hint
 from service.mcp import wire
 from service.mcp.client import ListenStream, McpClient
@@ -135,6 +134,10 @@ def _read_error(subscription_id: int, exc: McpError) -> StateChange:
     """The ``error`` state a failed read shows: ``CODE: message`` and the code."""
     code = read_error_code(exc)
     return StateChange([subscription_id], "error", f"{code}: {exc}", code)
+
+
+class LeaseLost(Exception):
+    """A fenced write was rejected: another replica claimed this link (scale-out)."""
 
 
 class ServerLink:
@@ -253,13 +256,47 @@ class ServerLink:
         self.state = LinkState.STOPPED
         await self._transport.aclose()
 
-    def status_key(self) -> tuple[Any, ...]:
-        """See :func:`service.daemon.linkstatus.status_key`."""
-        return linkstatus.status_key(self)
+    def snapshot(self) -> LinkSnapshot:
+        """What this link shows now (``/v1/status``, ``/metrics``): a frozen copy, so whoever
+        renders it never reads the link."""
+        return LinkSnapshot(
+            server_id=self.server_id,
+            url=self.shown_url,
+            state=self.state,
+            generation=self.generation,
+            last_error=self.last_error,
+            last_error_code=self.last_error_code,
+            last_error_hint=self.last_error_hint,
+            backoff_until=self.backoff_until,
+            reconnects=self.reconnects,
+            relistens=self.relistens,
+            stream_open=self.stream is not None,
+            honored=tuple(self.honored),
+            capabilities=self.capabilities,
+            wanted=tuple(self.wanted),
+        )
 
     def status(self) -> dict[str, Any]:
         """This link's part of ``/v1/status`` (:func:`service.daemon.linkstatus.render`)."""
-        return linkstatus.render(self)
+        return linkstatus.render(self.snapshot())
+
+    async def _take_on_ack(self, stream: ListenStream) -> None:
+        """Standby (:mod:`service.daemon.takeover`): our listen is acknowledged while the
+        current owner still listens; take the lease now and write under the generation it
+        gave (closes ``stream`` when it cannot)."""
+        takeover = self.takeover
+        if takeover is None:
+            return
+        try:
+            taken = await takeover()
+        except BaseException:
+            await stream.aclose()
+            raise
+        if taken is None:
+            await stream.aclose()
+            raise LeaseLost(f"the hand-over of {self.url} was withdrawn")
+        self.takeover = None
+        self.generation = taken
 
     # ---- the loop -------------------------------------------------------------------------
     async def run(self) -> None:
@@ -629,7 +666,7 @@ class ServerLink:
             raise _Restart(f"listen refused: {exc}", "SUBSCRIPTION_FAILED") from exc
         self._acked_this_session = True
         if self.takeover is not None:
-            await take_on_ack(self, stream)
+            await self._take_on_ack(stream)
         honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
         not_honored = [self.wanted[u] for u in uris if u not in honored and u in self.wanted]
         # State moves on evidence only (issue 22 §1): the ack proves the link is open, not

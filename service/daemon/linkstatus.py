@@ -1,21 +1,19 @@
-"""A link's state and how ``/v1/status`` shows it: :class:`LinkState`, its circuit view, and
-the status object of one :class:`~service.daemon.link.ServerLink`.
+"""A link's state and how ``/v1/status`` and ``/metrics`` show it: :class:`LinkState`, its
+circuit view, and :class:`LinkSnapshot`, what a link shows of itself at one moment.
 
-Kept apart from the link's loop so that what a script reads (the status fields) can be read
-and changed without the listen machine around it; :func:`status_key` and :func:`render` read
-the same fields, so the status JSON cache (:mod:`service.daemon.statuscache`) can tell when a
-link's part must be built again.
+The link produces the snapshot (``ServerLink.snapshot()``); status and metrics render it and
+never read the link, so what a script reads can be read and changed without the listen
+machine around it, and nothing here imports the link. The snapshot's equality is the status
+cache's key (:mod:`service.daemon.statuscache`): a link's part is rebuilt only when it changed.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from service.safetext import redact_urls
-
-if TYPE_CHECKING:
-    from service.daemon.link import ServerLink
 
 
 class LinkState(enum.StrEnum):
@@ -60,31 +58,35 @@ _CIRCUIT = {
 }
 
 
-def status_key(link: ServerLink) -> tuple[Any, ...]:
-    """Everything :func:`render` reads, cheap to compare: the status cache serialises a
-    link's status again only when this changed (keep the two functions in step)."""
-    return (
-        link.state,
-        link.generation,
-        link.last_error,
-        link.last_error_code,
-        link.last_error_hint,
-        link.backoff_until,
-        link.reconnects,
-        link.relistens,
-        link.stream is not None,
-        tuple(link.honored),
-        link.capabilities,
-        tuple(link.wanted),
-    )
+@dataclass(frozen=True, slots=True)
+class LinkSnapshot:
+    """What one link shows at one moment: everything :func:`render` reads, compared field by
+    field (the status cache's key)."""
+
+    server_id: int
+    url: str
+    """Credentials redacted (the link's ``shown_url``)."""
+    state: LinkState
+    generation: int
+    last_error: str | None
+    last_error_code: str | None
+    last_error_hint: str | None
+    backoff_until: float | None
+    reconnects: int
+    relistens: int
+    stream_open: bool
+    """A listen stream is held (open only counts while the state is ``open``)."""
+    honored: tuple[str, ...]
+    capabilities: dict[str, Any] | None
+    wanted: tuple[str, ...]
 
 
-def render(link: ServerLink) -> dict[str, Any]:
+def render(link: LinkSnapshot) -> dict[str, Any]:
     """The link's object in ``/v1/status`` ``links`` (credentials in URLs redacted)."""
     circuit = link.state.circuit
     return {
         "serverId": link.server_id,
-        "url": link.shown_url,
+        "url": link.url,
         "state": link.state.value,
         "generation": link.generation,
         "lastError": None if link.last_error is None else redact_urls(link.last_error),
@@ -93,7 +95,7 @@ def render(link: ServerLink) -> dict[str, Any]:
         "backoffUntil": link.backoff_until,
         "reconnects": link.reconnects,
         "relistens": link.relistens,
-        "streamOpen": link.stream is not None and link.state is LinkState.OPEN,
+        "streamOpen": link.stream_open and link.state is LinkState.OPEN,
         "honoredUris": sorted(link.honored),
         "capabilities": link.capabilities,
         "uris": sorted(link.wanted),

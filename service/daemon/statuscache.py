@@ -2,38 +2,39 @@
 
 Building and encoding 1,000 link objects was most of a ``GET /v1/status`` (py-spy), and on a
 settled daemon few links change between two calls; a link's part is rebuilt only when its
-:func:`~service.daemon.linkstatus.status_key` changed.
+:class:`~service.daemon.linkstatus.LinkSnapshot` changed (the snapshot is the key).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
-from service.daemon.link import ServerLink
+from service.daemon.linkstatus import LinkSnapshot, render
 from service.jsonout import dumps
 
 
 class StatusCache:
     def __init__(self) -> None:
-        self.parts: dict[int, tuple[ServerLink, tuple[Any, ...], bytes]] = {}
-        """Each link's last status JSON and the key it was made for."""
+        self.parts: dict[int, tuple[LinkSnapshot, bytes]] = {}
+        """Each link's last snapshot and the status JSON made of it."""
 
-    def link_status_json(self, links: dict[int, ServerLink]) -> bytes:
-        """``[link.status() for link in links]`` as a JSON array.
+    def link_status_json(self, snapshots: Iterable[LinkSnapshot]) -> bytes:
+        """``[render(snapshot) for snapshot in snapshots]`` as a JSON array.
 
         Each part is kept as an exact-size copy: orjson's answer keeps the 8 kB buffer it
         was written into (a 600-byte link part held 8.6 kB), 8 MB at 1,000 links
         (tracemalloc; issue 13's RSS target)."""
         cache = self.parts
         parts: list[bytes] = []
-        for server_id, link in links.items():
-            key = link.status_key()
-            hit = cache.get(server_id)
-            if hit is None or hit[0] is not link or hit[1] != key:
-                hit = (link, key, bytes(memoryview(dumps(link.status()))))
-                cache[server_id] = hit
-            parts.append(hit[2])
-        if len(cache) > len(links):
-            for server_id in [s for s in cache if s not in links]:
+        seen: set[int] = set()
+        for snapshot in snapshots:
+            seen.add(snapshot.server_id)
+            hit = cache.get(snapshot.server_id)
+            if hit is None or hit[0] != snapshot:
+                hit = (snapshot, bytes(memoryview(dumps(render(snapshot)))))
+                cache[snapshot.server_id] = hit
+            parts.append(hit[1])
+        if len(cache) > len(seen):
+            for server_id in [s for s in cache if s not in seen]:
                 del cache[server_id]
         return b"[" + b",".join(parts) + b"]"

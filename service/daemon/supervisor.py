@@ -17,11 +17,12 @@ from typing import Any
 
 import structlog
 
-from service.daemon import metrics, takeover
+from service.daemon import metrics
 from service.daemon.config import Settings
 from service.daemon.link import READS_PER_LINK, ServerLink, TokenProvider
 from service.daemon.statuscache import StatusCache
 from service.daemon.subscribe_batch import SubscribeBatcher
+from service.daemon.takeover import Handover
 from service.daemon.wiring import side_services
 from service.mcp.transports.base import Transport
 from service.mcp.transports.choose import default_tls, make_transport
@@ -48,8 +49,6 @@ class Supervisor:
         self.started_at = time.time()
         self.ready = False
         self.links: dict[int, ServerLink] = {}
-        self.standby_links: dict[int, ServerLink] = {}
-        """Links listened to in standby (make-before-break handover): not ours until taken."""
         self.stats: dict[str, int] = {}
         self._tokens = token_provider
         self._tokens_available = tokens_available
@@ -70,6 +69,10 @@ class Supervisor:
         self.admit_link: Callable[[], None] | None = None
         """Raises ``ResourceLimit`` when a link must not open connections now (descriptors)."""
         self.webhooks, self.leases, self.replica_id = side_services(store, settings, self)
+        self.handover = Handover(
+            store, self.leases.take, self.new_link, self.links, self.lease_lost
+        )
+        """The links listened to in standby (make-before-break): not ours until taken."""
         self._listener: PgListener | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._batcher = SubscribeBatcher(
@@ -107,7 +110,7 @@ class Supervisor:
         running them until the other replicas have listened and taken them, at most
         ``handover_timeout_s`` (make-before-break). :meth:`stop` then stops what is left."""
         self.ready = False
-        for server_id in sorted(self.standby_links):
+        for server_id in sorted(self.handover.links):
             await self.abandon(server_id)
         await self.leases.hand_over(self.settings.handover_timeout_s)
 
@@ -124,9 +127,9 @@ class Supervisor:
         if self._listener is not None:
             await self._listener.stop()
         async with self._lock:
-            links = [*self.links.values(), *self.standby_links.values()]
+            links = [*self.links.values(), *self.handover.links.values()]
             self.links.clear()
-            self.standby_links.clear()
+            self.handover.links.clear()
         await asyncio.gather(*(link.stop() for link in links), return_exceptions=True)
         # Links stopped on a lost lease, reconciles: ended on purpose, not left to be destroyed.
         await asyncio.gather(*list(self._background), return_exceptions=True)
@@ -138,7 +141,7 @@ class Supervisor:
         return set(self.links)
 
     def standby(self) -> set[int]:
-        return set(self.standby_links)
+        return set(self.handover.links)
 
     def new_link(self, server_id: int, url: str, subs: list[Subscription]) -> ServerLink:
         link = ServerLink(
@@ -163,7 +166,7 @@ class Supervisor:
             subs = await self.store.list_subscriptions(claimed.server_id)
         for stale in (
             self.links.pop(claimed.server_id, None),  # an old run of ours, fenced by the claim
-            self.standby_links.pop(claimed.server_id, None),  # its request overtaken
+            self.handover.pop(claimed.server_id),  # its request overtaken
         ):
             if stale is not None:
                 await stale.stop()
@@ -175,14 +178,12 @@ class Supervisor:
 
     async def prepare(self, requested: Requested) -> None:
         """Listen to a link another replica offered, in standby: it writes nothing until its
-        listen is acknowledged, then takes the lease (:func:`service.daemon.takeover.take`) and re-reads every URI
-        while the previous owner is told to close its stream."""
-        await takeover.prepare(self, requested)
+        listen is acknowledged, then takes the lease and re-reads every URI while the previous
+        owner is told to close its stream (:class:`service.daemon.takeover.Handover`)."""
+        await self.handover.prepare(requested)
 
     async def abandon(self, server_id: int) -> None:
-        link = self.standby_links.pop(server_id, None)
-        if link is not None:
-            await link.stop()
+        await self.handover.abandon(server_id)
 
     async def drop(self, server_id: int, *, release: bool) -> None:
         """Stop a link; with ``release`` hand its lease back afterwards (never before)."""
@@ -311,10 +312,18 @@ class Supervisor:
     def link_status_json(self) -> bytes:
         """``link_status()`` as a JSON array, each link's part kept until the link changes
         (:mod:`service.daemon.statuscache`)."""
-        return self._status_cache.link_status_json(self.links)
+        return self._status_cache.link_status_json(link.snapshot() for link in self.links.values())
 
     def metrics_snapshot(self) -> dict[str, float]:
-        return metrics.metrics_snapshot(self)
+        return metrics.metrics_snapshot(
+            [link.state for link in self.links.values()],
+            self.stats,
+            {"event_ring_hits_total": self.events.ring_hits,
+             "event_ring_misses_total": self.events.ring_misses},
+            self.leases.stats,
+            self.webhooks.stats,
+            self.gauges,
+        )  # fmt: skip
 
     async def _tick_forever(self) -> None:
         """Keep-alive watchdog and token re-checks for every link, from one timer."""

@@ -1,90 +1,101 @@
 """The standby takeover (make-before-break handover, scale-out on PostgreSQL).
 
 A replica asked to take a link another one offers listens to it in *standby*
-(:func:`prepare`): the standby link writes nothing until its first listen is acknowledged;
-then (:func:`take_on_ack`, called by the link) it takes the lease (:func:`take`), and from
-that commit on the previous owner's writes are fenced while the standby's re-read of every
-URI covers any update the owner missed. The lease side is :mod:`service.daemon.leases`.
+(:meth:`Handover.prepare`): the standby link writes nothing until its first listen is
+acknowledged; then the link calls the ``takeover`` it was given, which takes the lease
+(:meth:`Handover.take`), and from that commit on the previous owner's writes are fenced
+while the standby's re-read of every URI covers any update the owner missed. The lease side
+is :mod:`service.daemon.leases`.
+
+:class:`Handover` owns the standby links. It is handed what it needs of the supervisor
+(make a link, the held links' table, what to do when a held lease is lost) and never sees
+the supervisor itself.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
-from service.mcp.client import ListenStream
-from service.store.leases import Requested
+from service.daemon.link import ServerLink
+from service.store import Store
+from service.store.leases import Claimed, Requested
+from service.store.records import Subscription
 
-if TYPE_CHECKING:
-    from service.daemon.link import ServerLink
-    from service.daemon.supervisor import Supervisor
-
-
-class LeaseLost(Exception):
-    """A fenced write was rejected: another replica claimed this link (scale-out)."""
+NewLink = Callable[[int, str, list[Subscription]], ServerLink]
 
 
-async def take_on_ack(link: ServerLink, stream: ListenStream) -> None:
-    """Standby: our listen is acknowledged while the current owner still listens; take the
-    lease now and write under the generation it gave (closes ``stream`` when it cannot)."""
-    takeover = link.takeover
-    if takeover is None:
-        return
-    try:
-        taken = await takeover()
-    except BaseException:
-        await stream.aclose()
-        raise
-    if taken is None:
-        await stream.aclose()
-        raise LeaseLost(f"the hand-over of {link.url} was withdrawn")
-    link.takeover = None
-    link.generation = taken
+class Handover:
+    """The links this replica listens to in standby, until each is taken or abandoned."""
 
+    def __init__(
+        self,
+        store: Store,
+        take_lease: Callable[[int], Awaitable[Claimed | None]],
+        new_link: NewLink,
+        held: dict[int, ServerLink],
+        lease_lost: Callable[[int], None],
+    ) -> None:
+        self._store = store
+        self._take_lease = take_lease
+        self._new_link = new_link
+        self._held = held
+        """The supervisor's table of held links: a taken link moves into it."""
+        self._lease_lost = lease_lost
+        self.links: dict[int, ServerLink] = {}
+        """Standby links by server id: listened to, not ours until taken."""
 
-async def prepare(supervisor: Supervisor, requested: Requested) -> None:
-    """Listen to a link another replica offered, in standby: it writes nothing until its
-    listen is acknowledged, then takes the lease (:func:`take`) and re-reads every URI
-    while the previous owner is told to close its stream."""
-    if requested.server_id in supervisor.links or requested.server_id in supervisor.standby_links:
-        return
-    subs = await supervisor.store.list_subscriptions(requested.server_id)
-    link = supervisor.new_link(requested.server_id, requested.url, subs)
+    async def prepare(self, requested: Requested) -> None:
+        """Listen to a link another replica offered, in standby: it writes nothing until its
+        listen is acknowledged, then takes the lease (:meth:`take`) and re-reads every URI
+        while the previous owner is told to close its stream."""
+        if requested.server_id in self._held or requested.server_id in self.links:
+            return
+        subs = await self._store.list_subscriptions(requested.server_id)
+        link = self._new_link(requested.server_id, requested.url, subs)
 
-    async def taken() -> int | None:
-        return await take(supervisor, link)
+        async def taken() -> int | None:
+            return await self.take(link)
 
-    def dropped(server_id: int) -> None:
-        if supervisor.standby_links.get(server_id) is link:
-            del supervisor.standby_links[server_id]
+        def dropped(server_id: int) -> None:
+            if self.links.get(server_id) is link:
+                del self.links[server_id]
 
-    link.takeover = taken
-    link.on_lease_lost = dropped
-    supervisor.standby_links[requested.server_id] = link
-    link.start()
+        link.takeover = taken
+        link.on_lease_lost = dropped
+        self.links[requested.server_id] = link
+        link.start()
 
+    async def take(self, link: ServerLink) -> int | None:
+        """Take the lease of a standby link whose listen was just acknowledged: it becomes a
+        held link (a stale run of ours stopped). None: the request is gone."""
+        if self.links.get(link.server_id) is not link:
+            return None  # abandoned meanwhile
+        taken = await self._take_lease(link.server_id)
+        if taken is None:
+            return None
+        if self.links.get(link.server_id) is link:
+            del self.links[link.server_id]
+        stale = self._held.get(link.server_id)
+        if stale is not None and stale is not link:
+            self._held.pop(link.server_id)
+            await stale.stop()
+        link.on_lease_lost = self._lease_lost
+        self._held[link.server_id] = link
+        # A subscription added or removed through another replica while we stood by: its
+        # NOTIFY found no held link here, so bring the URI set in line now.
+        subs = await self._store.list_subscriptions(link.server_id)
+        uris = {sub.uri: sub.id for sub in subs}
+        for uri in set(link.wanted) - set(uris):
+            link.unwant(uri)
+        for uri, subscription_id in uris.items():
+            link.want(uri, subscription_id)
+        return taken.generation
 
-async def take(supervisor: Supervisor, link: ServerLink) -> int | None:
-    """Take the lease of a standby link whose listen was just acknowledged: it becomes a
-    held link (a stale run of ours stopped). None: the request is gone."""
-    if supervisor.standby_links.get(link.server_id) is not link:
-        return None  # abandoned meanwhile
-    taken = await supervisor.leases.take(link.server_id)
-    if taken is None:
-        return None
-    if supervisor.standby_links.get(link.server_id) is link:
-        del supervisor.standby_links[link.server_id]
-    stale = supervisor.links.get(link.server_id)
-    if stale is not None and stale is not link:
-        supervisor.links.pop(link.server_id)
-        await stale.stop()
-    link.on_lease_lost = supervisor.lease_lost
-    supervisor.links[link.server_id] = link
-    # A subscription added or removed through another replica while we stood by: its
-    # NOTIFY found no held link here, so bring the URI set in line now.
-    subs = await supervisor.store.list_subscriptions(link.server_id)
-    uris = {sub.uri: sub.id for sub in subs}
-    for uri in set(link.wanted) - set(uris):
-        link.unwant(uri)
-    for uri, subscription_id in uris.items():
-        link.want(uri, subscription_id)
-    return taken.generation
+    def pop(self, server_id: int) -> ServerLink | None:
+        """Forget a standby link (its request was overtaken); the caller stops it."""
+        return self.links.pop(server_id, None)
+
+    async def abandon(self, server_id: int) -> None:
+        link = self.links.pop(server_id, None)
+        if link is not None:
+            await link.stop()
