@@ -186,13 +186,9 @@ class HttpxTransport:
             except httpx.RemoteProtocolError as exc:
                 if idempotent and attempt == 1 and _died_before_the_answer(exc):
                     continue
-                raise transport_error(exc, self.url) from exc
-            except httpx.LocalProtocolError as exc:  # our request cannot be sent as it is
-                raise ProtocolViolation(f"cannot send this request: {exc}") from exc
-            except httpx.HTTPError as exc:
-                raise transport_error(exc, self.url) from exc
-            except (httpx.InvalidURL, UnicodeError) as exc:  # a host IDNA cannot encode
-                raise invalid_host(self.url, exc) from exc
+                raise self._our_error(exc) from exc
+            except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as exc:
+                raise self._our_error(exc) from exc
             return Answer(response.status_code, response.headers, body)
         raise AssertionError("unreachable: the second attempt returns or raises")
 
@@ -207,13 +203,17 @@ class HttpxTransport:
                 timeout=httpx.Timeout(self._connect_timeout, read=None),
             )
             response = await client.send(request, stream=True)
-        except httpx.LocalProtocolError as exc:  # our request cannot be sent as it is
-            raise ProtocolViolation(f"cannot send this request: {exc}") from exc
-        except httpx.HTTPError as exc:
-            raise transport_error(exc, self.url) from exc
-        except (httpx.InvalidURL, UnicodeError) as exc:  # a host IDNA cannot encode
-            raise invalid_host(self.url, exc) from exc
+        except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as exc:
+            raise self._our_error(exc) from exc
         return HttpxStream(response, self.url)
+
+    def _our_error(self, exc: Exception) -> Exception:
+        """An httpx failure as the error every transport raises for it."""
+        if isinstance(exc, httpx.LocalProtocolError):  # our request cannot be sent as it is
+            return ProtocolViolation(f"cannot send this request: {exc}")
+        if isinstance(exc, httpx.HTTPError):
+            return transport_error(exc, self.url)
+        return invalid_host(self.url, exc)  # a host IDNA cannot encode
 
     async def aclose(self) -> None:
         if self._client is not None:
