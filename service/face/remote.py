@@ -11,7 +11,9 @@ to the daemon's inline bound): a change whose revision and the one before it bot
 is described from memory (``RevisionMemory``), so a ``wait_for_change`` costs no request per
 change; otherwise one ``/v1/wait`` reads it. A process that only notifies never asks for the
 content (the daemon reads each revision for a stream that carries it, which delays the
-events by a query). It reconnects from the last id after a daemon restart. Every answer comes from the daemon.
+events by a query). The stream is read through the bounded ``service.mcp.sse`` decoder,
+so a broken daemon cannot make it buffer more than :data:`MAX_SSE_EVENT`. It reconnects from
+the last id after a daemon restart. Every answer comes from the daemon.
 """
 
 from __future__ import annotations
@@ -19,18 +21,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 from typing import Any, Final
 
 import httpx
 
 from service.face.backend import FaceError
 from service.face.ring import EventRing, RevisionMemory
+from service.mcp.sse import Event, EventTooLarge, SSEDecoder
 
 TIMEOUT_S: Final = 30.0
 RECONNECT_S: Final = 1.0
 START_WAIT_S: Final = 20.0
 """Longest a request waits for the daemon this face is starting (its own bound is 15 s)."""
-MAX_SSE_LINE: Final = 64 * 1024
+MAX_SSE_EVENT: Final = 64 * 1024
+"""Largest event (or unfinished line) the events stream may buffer: twice the daemon's
+``INLINE_CONTENT_MAX`` (32 KiB of content) leaves room for the event around it."""
 
 
 class ApiBackend:
@@ -257,17 +263,15 @@ class ApiBackend:
                         raise httpx.TransportError(f"events stream: {response.status_code}")
                     self._ring.reset(start)
                     self._identities = None
-                    kind, data = "message", ""
-                    async for line in response.aiter_lines():
-                        if len(line) > MAX_SSE_LINE:
-                            raise httpx.TransportError("events stream: line too long")
-                        if line.startswith("event:"):
-                            kind = line[6:].strip()
-                        elif line.startswith("data:"):
-                            data = line[5:].strip()
-                        elif not line:
-                            self._received(kind, data)
-                            kind, data = "message", ""
+                    decoder = SSEDecoder(MAX_SSE_EVENT)
+                    async for chunk in response.aiter_bytes():
+                        for item in decoder.feed(chunk):
+                            if isinstance(item, Event):
+                                self._received(item.event, item.data)
+            except EventTooLarge as exc:
+                # Not a daemon we know how to read: say so once per connection, then
+                # reconnect as for any other broken stream (the buffer never grew past it).
+                print(f"mcpsubctl mcp: events stream from {self.display}: {exc}", file=sys.stderr)
             except (httpx.TransportError, httpx.HTTPError):
                 pass
             # The daemon went away (or restarted): nothing held is proven any more; wake the
