@@ -33,7 +33,7 @@ from service.api.errors import BodyTimeout, BodyTooLarge, TooBusy
 from service.api.state import ApiState
 from service.face import protocol as p
 from service.face.handlers import Face
-from service.face.session import Session
+from service.face.session import Session, known
 from service.jsonout import dumps
 from service.mcp.wire import decode_header_value
 
@@ -125,7 +125,7 @@ class FaceHttp:
         try:
             self._check_headers(request, msg, header)
             p.check_envelope(msg.params, header)
-            p.method_known(msg.method or "", True)
+            known(msg.method or "", True)
         except p.RpcError as exc:
             return _error_response(msg.id, exc)
         session = Session(self.face, lambda _m: False)

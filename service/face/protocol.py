@@ -12,6 +12,7 @@ Two eras share one dispatcher:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -52,17 +53,11 @@ HTTP_STATUS: Final = {
 }
 """HTTP status of a 2026-07-28 error answer (spec §2.6); other codes stay in-band on 200."""
 
-COMMON_METHODS: Final = frozenset(
-    {"tools/list", "tools/call", "resources/list", "resources/read", "resources/templates/list"}
-)
-HANDSHAKE_METHODS: Final = COMMON_METHODS | {
-    "initialize",
-    "ping",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "logging/setLevel",
-}
-MODERN_METHODS: Final = COMMON_METHODS | {"server/discover", "subscriptions/listen"}
+ALL_ERAS: Final = frozenset(SUPPORTED)
+HANDSHAKE_ERA: Final = frozenset(HANDSHAKE_VERSIONS)
+MODERN_ERA: Final = frozenset({MODERN})
+"""The era sets a method exists in; which method is in which is the one table in
+``session.METHODS``, which also names each method's handler."""
 
 LIST_TTL_MS: Final = 0
 """``ttlMs`` of lists and reads: the face's answers change with every revision, so none is
@@ -160,13 +155,17 @@ def negotiate(requested: Any) -> str:
     return HANDSHAKE_VERSIONS[0]
 
 
-def capabilities(version: str, *, channel: bool = False) -> dict[str, Any]:
-    """What the face offers in ``version``: tools, and resources that can be followed."""
-    caps: dict[str, Any] = {
-        "tools": {"listChanged": False},
-        "resources": {"subscribe": True, "listChanged": True},
-    }
-    if version != MODERN:
+def capabilities(methods: Collection[str], *, channel: bool = False) -> dict[str, Any]:
+    """What the face offers in an era whose methods are ``methods``: each capability is
+    advertised exactly when a method that serves it exists (tools, resources that can be
+    followed by ``resources/subscribe`` or ``subscriptions/listen``, logging)."""
+    caps: dict[str, Any] = {}
+    if "tools/list" in methods:
+        caps["tools"] = {"listChanged": False}
+    if "resources/list" in methods:
+        follow = "resources/subscribe" in methods or "subscriptions/listen" in methods
+        caps["resources"] = {"subscribe": follow, "listChanged": True}
+    if "logging/setLevel" in methods:
         caps["logging"] = {}
     if channel:
         # Claude Code Channels (research preview): see docs/agents-face.md.
@@ -181,20 +180,22 @@ INSTRUCTIONS: Final = (
 )
 
 
-def initialize_result(version: str, *, channel: bool = False) -> dict[str, Any]:
+def initialize_result(
+    version: str, methods: Collection[str], *, channel: bool = False
+) -> dict[str, Any]:
     return {
         "protocolVersion": version,
-        "capabilities": capabilities(version, channel=channel),
+        "capabilities": capabilities(methods, channel=channel),
         "serverInfo": SERVER_INFO,
         "instructions": INSTRUCTIONS,
     }
 
 
-def discover_result(*, channel: bool = False) -> dict[str, Any]:
+def discover_result(methods: Collection[str], *, channel: bool = False) -> dict[str, Any]:
     return {
         "resultType": "complete",
         "supportedVersions": [MODERN],
-        "capabilities": capabilities(MODERN, channel=channel),
+        "capabilities": capabilities(methods, channel=channel),
         "instructions": INSTRUCTIONS,
         "ttlMs": 0,
         "cacheScope": "private",
@@ -259,9 +260,12 @@ notification path"); when ``server/discover`` is -32601 it sends ``initialize`` 
 negotiates 2025-11-25, where channels register."""
 
 
-def method_known(method: str, modern: bool, *, channel: bool = False) -> None:
-    """-32601 for a method the era does not have (removed methods included); with
-    ``channel``, for every 2026-07-28 request (see :data:`CHANNEL_ERAS`)."""
+def method_known(
+    method: str, eras: Collection[str], modern: bool, *, channel: bool = False
+) -> None:
+    """-32601 for a method the request's era does not have (``eras``: the eras ``method``
+    exists in, empty for an unknown one; removed methods included); with ``channel``, for
+    every 2026-07-28 request (see :data:`CHANNEL_ERAS`)."""
     if modern and channel:
         raise RpcError(
             METHOD_NOT_FOUND,
@@ -269,7 +273,7 @@ def method_known(method: str, modern: bool, *, channel: bool = False) -> None:
             "era only, where Claude Code delivers channel messages: send initialize)",
             {"supportedVersions": list(CHANNEL_ERAS)},
         )
-    if method not in (MODERN_METHODS if modern else HANDSHAKE_METHODS):
+    if not (MODERN_ERA if modern else HANDSHAKE_ERA) & frozenset(eras):
         era = MODERN if modern else "this session's protocol version"
         raise RpcError(
             METHOD_NOT_FOUND,

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 from service.face import protocol as p
@@ -196,38 +197,47 @@ class Session:
         modern = envelope is not None or (method == "server/discover")
         if modern:
             p.check_envelope(params)
-        p.method_known(method, modern, channel=self.channel)
-        face = self.face
-        if method == "initialize":
-            self.version = p.negotiate(params.get("protocolVersion"))
-            self.client = client_name(params.get("clientInfo"))
-            await self.start_following()
-            return p.initialize_result(self.version, channel=self.channel)
-        if method == "server/discover":
-            return p.discover_result(channel=self.channel)
-        if method in ("ping", "logging/setLevel"):
-            return {}
-        body: dict[str, Any] | None
-        if method == "tools/list":
-            body = p.paged(list(t.TOOLS), "tools", modern)
-        elif method == "tools/call":
-            meta = params.get("_meta") if envelope else None
-            client = client_name(meta.get(p.META_CLIENT_INFO)) if isinstance(meta, dict) else None
-            body = await face.call_tool(params, progress, client or self.client)
-        elif method == "resources/list":
-            body = await face.list_resources(modern)
-        elif method == "resources/templates/list":
-            body = p.paged([], "resourceTemplates", modern)
-        elif method == "resources/read":
-            body = await face.read_resource(params, modern)
-        elif method in ("resources/subscribe", "resources/unsubscribe"):
-            body = await self._subscribe_resource(method, params)
-        elif method == "subscriptions/listen":
-            await self.open_listen(msg.id, params)
-            return None
-        else:  # pragma: no cover - method_known let through only the methods above
-            raise p.RpcError(p.METHOD_NOT_FOUND, f"Method not found: {method}")
+        known(method, modern, channel=self.channel)
+        call = Call(msg, params, modern, envelope is not None, progress)
+        body = await METHODS[method].handler(self, call)
         return p.stamp_modern(body) if modern and body is not None else body
+
+    # ---- one handler a method (the table, METHODS, is below the class) ------------------
+    async def _initialize(self, call: Call) -> dict[str, Any] | None:
+        self.version = p.negotiate(call.params.get("protocolVersion"))
+        self.client = client_name(call.params.get("clientInfo"))
+        await self.start_following()
+        return p.initialize_result(self.version, methods_in(self.version), channel=self.channel)
+
+    async def _discover(self, call: Call) -> dict[str, Any] | None:
+        return p.discover_result(methods_in(p.MODERN), channel=self.channel)
+
+    async def _empty(self, call: Call) -> dict[str, Any] | None:
+        return {}  # ping, logging/setLevel
+
+    async def _tools_list(self, call: Call) -> dict[str, Any] | None:
+        return p.paged(list(t.TOOLS), "tools", call.modern)
+
+    async def _tools_call(self, call: Call) -> dict[str, Any] | None:
+        meta = call.params.get("_meta") if call.enveloped else None
+        client = client_name(meta.get(p.META_CLIENT_INFO)) if isinstance(meta, dict) else None
+        return await self.face.call_tool(call.params, call.progress, client or self.client)
+
+    async def _resources_list(self, call: Call) -> dict[str, Any] | None:
+        return await self.face.list_resources(call.modern)
+
+    async def _templates_list(self, call: Call) -> dict[str, Any] | None:
+        return p.paged([], "resourceTemplates", call.modern)
+
+    async def _resources_read(self, call: Call) -> dict[str, Any] | None:
+        return await self.face.read_resource(call.params, call.modern)
+
+    async def _subscribe(self, call: Call) -> dict[str, Any] | None:
+        return await self._subscribe_resource(call.msg.method or "", call.params)
+
+    async def _listen(self, call: Call) -> dict[str, Any] | None:
+        await self.open_listen(call.msg.id, call.params)
+        return None  # answered when the listen ends
 
     async def _subscribe_resource(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         uri = params.get("uri")
@@ -262,6 +272,61 @@ class Session:
         if self.listens.pop(request_id, None) is None:
             return None
         return listen_closed(request_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request as a handler sees it: ``modern`` for the 2026-07-28 era, ``enveloped``
+    when ``params._meta`` carries that era's envelope."""
+
+    msg: p.Incoming
+    params: dict[str, Any]
+    modern: bool
+    enveloped: bool
+    progress: Progress | None
+
+
+Handler = Callable[[Session, Call], Awaitable[dict[str, Any] | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    eras: frozenset[str]
+    """The protocol versions the method exists in."""
+    handler: Handler
+
+
+METHODS: Final[Mapping[str, Method]] = MappingProxyType(
+    {
+        "initialize": Method(p.HANDSHAKE_ERA, Session._initialize),
+        "ping": Method(p.HANDSHAKE_ERA, Session._empty),
+        "logging/setLevel": Method(p.HANDSHAKE_ERA, Session._empty),
+        "resources/subscribe": Method(p.HANDSHAKE_ERA, Session._subscribe),
+        "resources/unsubscribe": Method(p.HANDSHAKE_ERA, Session._subscribe),
+        "server/discover": Method(p.MODERN_ERA, Session._discover),
+        "subscriptions/listen": Method(p.MODERN_ERA, Session._listen),
+        "tools/list": Method(p.ALL_ERAS, Session._tools_list),
+        "tools/call": Method(p.ALL_ERAS, Session._tools_call),
+        "resources/list": Method(p.ALL_ERAS, Session._resources_list),
+        "resources/templates/list": Method(p.ALL_ERAS, Session._templates_list),
+        "resources/read": Method(p.ALL_ERAS, Session._resources_read),
+    }
+)
+"""The face's one method table: which methods exist in which era and which handler answers
+each. Dispatch (:func:`known`, ``Session._dispatch``) and discovery (``initialize``'s and
+``server/discover``'s capabilities, from :func:`methods_in`) both read it."""
+
+
+def methods_in(version: str) -> frozenset[str]:
+    """The methods of ``version``, from :data:`METHODS`."""
+    return frozenset(name for name, method in METHODS.items() if version in method.eras)
+
+
+def known(method: str, modern: bool, *, channel: bool = False) -> None:
+    """-32601 unless ``method`` is in :data:`METHODS` for the request's era (see
+    ``protocol.method_known``; with ``channel`` every 2026-07-28 request is refused)."""
+    entry = METHODS.get(method)
+    p.method_known(method, entry.eras if entry else frozenset(), modern, channel=channel)
 
 
 def client_name(info: Any) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from service.face import protocol as p
-from service.face.session import channel_message, listen_filter
+from service.face.session import channel_message, known, listen_filter, methods_in
 
 MODERN_META = {p.META_VERSION: p.MODERN, p.META_CAPS: {}}
 
@@ -66,11 +66,11 @@ def test_envelope_ladder(params: dict[str, Any], header: str | None, code: int) 
 def test_removed_methods_are_not_found_in_2026_and_listen_is_not_in_2025() -> None:
     for method in ("initialize", "ping", "resources/subscribe", "logging/setLevel"):
         with pytest.raises(p.RpcError) as info:
-            p.method_known(method, modern=True)
+            known(method, modern=True)
         assert info.value.code == p.METHOD_NOT_FOUND and p.HTTP_STATUS[info.value.code] == 404
     with pytest.raises(p.RpcError):
-        p.method_known("subscriptions/listen", modern=False)
-    p.method_known("server/discover", modern=True)
+        known("subscriptions/listen", modern=False)
+    known("server/discover", modern=True)
 
 
 def test_channel_mode_refuses_every_2026_request_so_claude_code_sends_initialize() -> None:
@@ -78,19 +78,19 @@ def test_channel_mode_refuses_every_2026_request_so_claude_code_sends_initialize
     skips channels; -32601 leads it to ``initialize`` (2025-11-25), where they register."""
     for method in ("server/discover", "tools/list", "subscriptions/listen"):
         with pytest.raises(p.RpcError) as info:
-            p.method_known(method, modern=True, channel=True)
+            known(method, modern=True, channel=True)
         assert info.value.code == p.METHOD_NOT_FOUND
         assert info.value.data == {"supportedVersions": list(p.HANDSHAKE_VERSIONS)}
-    p.method_known("initialize", modern=False, channel=True)
-    p.method_known("resources/subscribe", modern=False, channel=True)
+    known("initialize", modern=False, channel=True)
+    known("resources/subscribe", modern=False, channel=True)
 
 
 def test_capabilities_per_era_and_channel() -> None:
-    legacy = p.initialize_result("2025-06-18", channel=True)
+    legacy = p.initialize_result("2025-06-18", methods_in("2025-06-18"), channel=True)
     assert legacy["protocolVersion"] == "2025-06-18"
     assert legacy["capabilities"]["resources"] == {"subscribe": True, "listChanged": True}
     assert legacy["capabilities"]["experimental"] == {"claude/channel": {}}
-    discover = p.discover_result()
+    discover = p.discover_result(methods_in(p.MODERN))
     assert discover["supportedVersions"] == [p.MODERN] and "logging" not in discover["capabilities"]
     assert discover["ttlMs"] == 0 and discover["cacheScope"] == "private"
     stamped = p.stamp_modern({"tools": []})
