@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from service.store.database import parse
 from service.store.migrate import upgrade
-from tests.support.postgres import BACKENDS, PgCluster, run_async
+from tests.support.postgres import BACKENDS
+from tests.support.store import run_sql, unmigrated_database
 
 ALICE = "http://alice:pw1@127.0.0.1:1/mcp?token=t1"
 BOB = "http://bob:pw2@127.0.0.1:1/mcp?token=t2"
@@ -20,42 +19,18 @@ PLAIN = "http://127.0.0.1:2/mcp"
 HOOK = "http://u:pw3@127.0.0.1:9/h?api_key=k&x=1"
 
 
-def _run(url: str, *statements: tuple[str, dict[str, Any]]) -> list[list[tuple[Any, ...]]]:
-    from sqlalchemy import text
-    from sqlalchemy.ext.asyncio import create_async_engine
-    from sqlalchemy.pool import NullPool
-
-    async def go() -> list[list[tuple[Any, ...]]]:
-        engine = create_async_engine(parse(url).async_url, poolclass=NullPool)
-        try:
-            async with engine.begin() as conn:
-                results = []
-                for sql, params in statements:
-                    result = await conn.execute(text(sql), params)
-                    results.append([tuple(r) for r in result] if result.returns_rows else [])
-                return results
-        finally:
-            await engine.dispose()
-
-    return run_async(go())
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_0008_moves_url_credentials_apart(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    if backend == "postgresql":
-        cluster: PgCluster = request.getfixturevalue("pg_cluster")
-        url = cluster.fresh_database(migrated=False)
-    else:
-        url = f"sqlite:///{tmp_path / 'old.db'}"
+    url = unmigrated_database(backend, tmp_path, request)
     upgrade(url, "0007")
     now = time.time()
     insert_server = (
         "INSERT INTO servers (id, url, credential_key, last_error, created_at, updated_at) "
         "VALUES (:id, :url, '', :error, :now, :now)"
     )
-    _run(
+    run_sql(
         url,
         (insert_server, {"id": 1, "url": ALICE, "error": f"HTTP 401 for {ALICE}", "now": now}),
         (insert_server, {"id": 2, "url": BOB, "error": None, "now": now}),
@@ -83,7 +58,7 @@ def test_0008_moves_url_credentials_apart(
         ),
     )
     upgrade(url)
-    servers, subs, events, targets, deliveries = _run(
+    servers, subs, events, targets, deliveries = run_sql(
         url,
         ("SELECT id, url, url_secret, last_error FROM servers ORDER BY id", {}),
         ("SELECT state_reason FROM subscriptions", {}),
@@ -101,5 +76,5 @@ def test_0008_moves_url_credentials_apart(
     hook_shown = "http://***@127.0.0.1:9/h?api_key=***&x=1"
     assert targets == [(hook_shown, HOOK)]
     assert deliveries == [(f"HTTP 500 from {hook_shown}",)]
-    (keys,) = _run(url, ("SELECT credential_key FROM servers ORDER BY id", {}))
+    (keys,) = run_sql(url, ("SELECT credential_key FROM servers ORDER BY id", {}))
     assert keys[0] != keys[1] and keys[2] == ("",)

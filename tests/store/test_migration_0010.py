@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from service.store.migrate import upgrade
-from tests.store.test_migration_0008 import _run
-from tests.support.postgres import BACKENDS, PgCluster
+from tests.support.postgres import BACKENDS
+from tests.support.store import run_sql, unmigrated_database
 
 CLEAR = "http://127.0.0.1:1/mcp;token=t1?password=p1&x=1"
 HALF = "http://127.0.0.1:1/mcp?token=t2&client_secret=c2"  # 0008 redacted token only
@@ -25,18 +25,14 @@ HOOK = "http://127.0.0.1:9/h?apikey=k3&auth=a3"
 def test_0010_moves_the_newly_named_credentials_apart(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    if backend == "postgresql":
-        cluster: PgCluster = request.getfixturevalue("pg_cluster")
-        url = cluster.fresh_database(migrated=False)
-    else:
-        url = f"sqlite:///{tmp_path / 'old.db'}"
+    url = unmigrated_database(backend, tmp_path, request)
     upgrade(url, "0009")
     now = time.time()
     insert_server = (
         "INSERT INTO servers (id, url, url_secret, credential_key, last_error, created_at,"
         " updated_at) VALUES (:id, :url, :secret, :key, :error, :now, :now)"
     )
-    _run(
+    run_sql(
         url,
         (
             insert_server,
@@ -80,7 +76,7 @@ def test_0010_moves_the_newly_named_credentials_apart(
         ),
     )
     upgrade(url)
-    servers, events, targets, deliveries, attempts = _run(
+    servers, events, targets, deliveries, attempts = run_sql(
         url,
         ("SELECT id, url, url_secret, credential_key, last_error FROM servers ORDER BY id", {}),
         ("SELECT server_url FROM events", {}),

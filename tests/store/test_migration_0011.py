@@ -11,8 +11,8 @@ import pytest
 
 from service.store import Store
 from service.store.migrate import upgrade
-from tests.store.test_migration_0008 import _run
-from tests.support.postgres import BACKENDS, PgCluster, run_async
+from tests.support.postgres import BACKENDS, run_async
+from tests.support.store import run_sql, unmigrated_database
 
 URL = "http://127.0.0.1:1/mcp"
 
@@ -21,14 +21,10 @@ URL = "http://127.0.0.1:1/mcp"
 def test_0011_records_who_made_each_subscription(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    if backend == "postgresql":
-        cluster: PgCluster = request.getfixturevalue("pg_cluster")
-        url = cluster.fresh_database(migrated=False)
-    else:
-        url = f"sqlite:///{tmp_path / 'old.db'}"
+    url = unmigrated_database(backend, tmp_path, request)
     upgrade(url, "0010")
     now = time.time()
-    _run(
+    run_sql(
         url,
         (
             "INSERT INTO servers (url, credential_key, created_at, updated_at)"
@@ -42,7 +38,7 @@ def test_0011_records_who_made_each_subscription(
         ),
     )
     upgrade(url)
-    assert _run(url, ("SELECT uri, created_by FROM subscriptions", {}))[0] == [
+    assert run_sql(url, ("SELECT uri, created_by FROM subscriptions", {}))[0] == [
         ("test://old", "person")
     ]
 

@@ -2,12 +2,15 @@
 ``database_url``), or two replicas' on one fresh PostgreSQL database (``pg_pair``)."""
 
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Connection, text
 
+from service.store.database import parse
 from service.store.store import Store
-from tests.support.postgres import PgCluster
+from tests.support.postgres import PgCluster, run_async
 
 
 @pytest.fixture
@@ -61,3 +64,33 @@ async def held_leases(store: Store, replica_id: str, ttl: float) -> dict[int, in
         return {int(r.id): int(r.lease_epoch) for r in rows}
 
     return await store.write(renew)
+
+
+def unmigrated_database(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A URL of an empty, unmigrated database on ``backend`` (a migration test brings it to
+    the revision before the one it tests, writes old rows, then migrates)."""
+    if backend == "postgresql":
+        cluster: PgCluster = request.getfixturevalue("pg_cluster")
+        return cluster.fresh_database(migrated=False)
+    return f"sqlite:///{tmp_path / 'old.db'}"
+
+
+def run_sql(url: str, *statements: tuple[str, dict[str, Any]]) -> list[list[tuple[Any, ...]]]:
+    """Each ``(sql, params)`` in one transaction on the database at ``url``; the rows each
+    returned (an empty list for a statement without rows)."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
+    async def go() -> list[list[tuple[Any, ...]]]:
+        engine = create_async_engine(parse(url).async_url, poolclass=NullPool)
+        try:
+            async with engine.begin() as conn:
+                results = []
+                for sql, params in statements:
+                    result = await conn.execute(text(sql), params)
+                    results.append([tuple(r) for r in result] if result.returns_rows else [])
+                return results
+        finally:
+            await engine.dispose()
+
+    return run_async(go())
