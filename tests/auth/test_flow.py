@@ -94,13 +94,22 @@ def test_login_through_the_activate_page(auth: AuthHarness) -> None:
 
 
 def test_concurrent_probes_refresh_once(auth: AuthHarness) -> None:
-    lab = auth.lab()
+    # The lab changes its resource once per listen cycle, 5 s after the first listen opens: a
+    # probe that waited on the refresh lock can open its listen after that change and time
+    # out. So the change is made by hand, once every probe's listen is acknowledged.
+    lab = auth.lab(MCP_TEST_CONTROL="1", MCP_TEST_UPDATE_DELAY_SECONDS="3600")
     assert auth.login(lab).code == 0
     auth.expire_cache(lab)
+    since = len(lab.log())
     procs = [
         spawn_cli(PROG, "--url", lab.url, "--uri", "test://review/status", env=auth.env())
         for _ in range(3)
     ]
+    lab.wait_event("listen.acknowledged", count=3, timeout=45, since=since)
+    changed = lab.control(
+        "PUT", "/lab/resources", json={"uri": "test://review/status", "text": "status: approved"}
+    )
+    assert changed.status_code < 300, changed.text
     sources = []
     for proc in procs:
         out, err = proc.communicate(timeout=60)
