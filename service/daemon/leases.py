@@ -357,6 +357,10 @@ class LeaseKeeper:
         self._orphans = set(renewed.orphans)
         return self._orphans
 
+    def offered(self, server_id: int) -> bool:
+        """Whether this replica offered the link: losing it then is the hand-over working."""
+        return server_id in self._offered
+
     async def tick(self) -> None:
         """One pass: renew, then move towards the fair share."""
         await self.balance(await self.renew())

@@ -241,7 +241,12 @@ class Supervisor:
             self.leases.wake()
 
     def lease_lost(self, server_id: int) -> None:
+        """A held link's fenced write was refused: another replica took it. During a hand-over
+        a successor can take an offered link before our renew notices; that is the hand-over
+        working, and is logged as the renew would have logged it."""
         link = self.links.pop(server_id, None)
+        if link is not None and self.leases.offered(server_id):
+            log.info("link handed over", server_id=server_id)
         if link is not None:
             task = asyncio.get_running_loop().create_task(link.stop())
             self._background.add(task)
