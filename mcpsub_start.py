@@ -1,21 +1,25 @@
-"""The console scripts' entry points, in a module whose name no other distribution uses.
+"""The console scripts' entry points: ``mcpsub:mcpsubctl`` and the others.
 
-mcpsub's packages have generic names (``service``, ``cli``, ``labserver``, ``migrations``):
-the repository keeps that layout, and the wheel installs them as they are. Installed into an
-environment shared with another distribution that has a package of the same name, one
-would shadow or overwrite the other. The recommended installs are isolated (``uv tool
-install mcpsub``, ``pipx install mcpsub``; docs/operations.md), and this module is the
-guard for the others: each program starts here, imports its real entry point, and when one
-of the four packages is not mcpsub's (no ``DISTRIBUTION = "mcpsub"`` in its ``__init__``)
-it says so in one line and exits 70 instead of failing with a traceback, or worse, running
-another project's code. The check costs a dictionary lookup per package already imported.
+The repository keeps mcpsub's packages at its top under generic names (``service``,
+``cli``, ``labserver``, ``migrations``). The wheel ships them under one import name,
+``mcpsub`` (``mcpsub/service``, …; deploy/hatch_build.py rewrites their imports as it builds),
+and installs this module as ``mcpsub/__init__.py`` with :data:`ROOT` set to ``"mcpsub."``.
+An editable install (``make setup``) installs this module as it is, and the packages are
+imported from the clone under their own names: there, and only there, another
+distribution's package of the same name could shadow one of ours. So each program starts
+here, imports its real entry point, and when one of the four packages is not mcpsub's (no
+``DISTRIBUTION = "mcpsub"`` in its ``__init__``) it says so in one line and exits 70 instead
+of failing with a traceback, or worse, running another project's code. The check costs a
+dictionary lookup per package already imported.
 """
 
 from __future__ import annotations
 
 import sys
 
-PACKAGES = ("cli", "service", "labserver", "migrations")
+# Where the packages are: "" in the clone; the wheel's build sets "mcpsub." on this line.
+ROOT = ""
+PACKAGES = tuple(ROOT + name for name in ("cli", "service", "labserver", "migrations"))
 EXIT_INTERNAL = 70
 INSTALL_HINT = (
     "install mcpsub in an environment of its own: `uv tool install mcpsub` or "
@@ -75,16 +79,16 @@ def _start(program: str, module: str, function: str) -> int:
 
 
 def mcpsubctl() -> int:
-    return _start("mcpsubctl", "cli.entry", "mcpsubctl")
+    return _start("mcpsubctl", ROOT + "cli.entry", "mcpsubctl")
 
 
 def mcp_resource_subscriber() -> int:
-    return _start("mcp-resource-subscriber", "cli.subscriber", "main")
+    return _start("mcp-resource-subscriber", ROOT + "cli.subscriber", "main")
 
 
 def mcpsubd() -> int:
-    return _start("mcpsubd", "service.daemon.main", "main")
+    return _start("mcpsubd", ROOT + "service.daemon.main", "main")
 
 
 def mcp_lab_server() -> int:
-    return _start("mcp-lab-server", "labserver.__main__", "main")
+    return _start("mcp-lab-server", ROOT + "labserver.__main__", "main")

@@ -344,7 +344,7 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     )
     baseline = {line.split("|")[-1].strip() for line in bare.stderr.splitlines() if "|" in line}
     assert loaded - baseline - {"import time:"} <= {
-        "__future__", "mcpsub_start", "cli", "cli.entry", "cli.agent_hook", "_json", "_socket",
+        "__future__", "mcpsub", "cli", "cli.entry", "cli.agent_hook", "_json", "_socket",
         "service", "service._version", "service.statepaths",  # the one rule: os and sys only
     }, loaded - baseline  # fmt: skip
 
