@@ -96,6 +96,14 @@ def test_the_mcpsubctl_commands_named_parse(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_the_monitor_route_tails_with_the_summary(folder: Path) -> None:
+    """A Monitor tool shows the model each line of ``tail``: with ``--summary`` the line
+    carries the first changed line, so the model can tell whether to read now."""
+    tails = re.findall(r"`(mcpsubctl tail [^`]+)`", (folder / "SKILL.md").read_text())
+    assert tails and all("--summary" in shlex.split(tail) for tail in tails), tails
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
 def test_codex_metadata_declares_the_mcpsub_server(folder: Path) -> None:
     """Codex's agents/openai.yaml: dependencies.tools with type mcp; Codex 0.169.0 reads type,
     value, description, transport and command (stdio) or url (streamable_http)."""
