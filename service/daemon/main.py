@@ -46,6 +46,7 @@ from service.daemon.logs import set_log_level
 from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
 from service.daemon.supervisor import Supervisor
+from service.daemon.wiring import side_services
 from service.pathowner import owner_of
 from service.statusline import StatusLine
 from service.store import Store
@@ -342,6 +343,7 @@ class DaemonRun:
         self.supervisor = Supervisor(
             self.store,
             settings,
+            *side_services(self.store, settings),
             token_provider=_token_provider(),
             tokens_available=_token_store_exists,
         )

@@ -19,11 +19,11 @@ import structlog
 
 from service.daemon import metrics
 from service.daemon.config import Settings
+from service.daemon.leases import LeaseKeeper, LinkOwner
 from service.daemon.link import READS_PER_LINK, ServerLink, TokenProvider
 from service.daemon.statuscache import StatusCache
 from service.daemon.subscribe_batch import SubscribeBatcher
 from service.daemon.takeover import Handover
-from service.daemon.wiring import side_services
 from service.mcp.transports.base import Transport
 from service.mcp.transports.choose import default_tls, make_transport
 from service.store import Store, Subscription
@@ -31,6 +31,7 @@ from service.store.database import describe
 from service.store.eventhub import EventHub
 from service.store.leases import OFFERED, Claimed, Requested, uri_set_digest
 from service.store.notify import PgListener
+from service.webhooks.dispatcher import Dispatcher
 
 log = structlog.get_logger("mcpsubd.supervisor")
 
@@ -40,6 +41,8 @@ class Supervisor:
         self,
         store: Store,
         settings: Settings,
+        webhooks: Dispatcher,
+        leases: Callable[[LinkOwner], LeaseKeeper],
         token_provider: TokenProvider | None = None,
         tokens_available: Callable[[], bool] | None = None,
     ) -> None:
@@ -68,7 +71,10 @@ class Supervisor:
         """Extra ``/metrics`` values the daemon wires in (API connections, descriptors)."""
         self.admit_link: Callable[[], None] | None = None
         """Raises ``ResourceLimit`` when a link must not open connections now (descriptors)."""
-        self.webhooks, self.leases, self.replica_id = side_services(store, settings, self)
+        self.webhooks = webhooks
+        self.leases = leases(self)
+        """Made by the composition root (``service.daemon.wiring``), given this supervisor."""
+        self.replica_id = self.leases.replica_id
         self.handover = Handover(
             store, self.leases.take, self.new_link, self.links, self.lease_lost
         )

@@ -1,7 +1,15 @@
-"""The supervisor's side services, made in one place: the webhook dispatcher and the lease
-keeper, both under this replica's id."""
+"""What the composition root (:class:`service.daemon.main.DaemonRun`) hands the supervisor: the
+webhook dispatcher and the lease keeper, both under this replica's id.
+
+The supervisor supervises links and builds nothing else (issue 28 §1, §3); the lease keeper
+needs the supervisor as its :class:`LinkOwner`, so it is handed over as a function of that
+owner, called once by the supervisor's constructor.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
 
 from service.daemon.config import Settings
 from service.daemon.leases import LeaseKeeper, LinkOwner, default_replica_id
@@ -9,13 +17,22 @@ from service.store import Store
 from service.webhooks.dispatcher import Dispatcher
 
 
-def side_services(
-    store: Store, settings: Settings, owner: LinkOwner
-) -> tuple[Dispatcher, LeaseKeeper, str]:
-    """The dispatcher, the lease keeper (asking ``owner`` to run the links it leases) and the
-    replica id both use (``settings.replica_id``, else the one kept in the state dir)."""
-    webhooks = Dispatcher(store, settings.webhook_settings())
+class SideServices(NamedTuple):
+    """The supervisor's collaborators: ``Supervisor(store, settings, *side_services(...))``."""
+
+    webhooks: Dispatcher
+    leases: Callable[[LinkOwner], LeaseKeeper]
+
+
+def side_services(store: Store, settings: Settings) -> SideServices:
+    """The dispatcher and the lease keeper's maker (given the owner that runs the links it
+    leases), under the replica id both use (``settings.replica_id``, else the one kept in the
+    state dir)."""
     replica_id = settings.replica_id or default_replica_id(settings.state_dir)
-    leases = LeaseKeeper(store, owner, settings.lease_ttl_s, replica_id)
+    webhooks = Dispatcher(store, settings.webhook_settings())
     webhooks.replica_id = replica_id
-    return webhooks, leases, replica_id
+
+    def leases(owner: LinkOwner) -> LeaseKeeper:
+        return LeaseKeeper(store, owner, settings.lease_ttl_s, replica_id)
+
+    return SideServices(webhooks, leases)

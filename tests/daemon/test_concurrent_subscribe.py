@@ -14,6 +14,7 @@ import httpx
 
 from service.daemon.config import Settings
 from service.daemon.supervisor import Supervisor
+from service.daemon.wiring import side_services
 from tests.api.fakes import migrated_store
 from tests.daemon.test_daemon import BOTH_BACKENDS, SLOW, put
 from tests.support.daemon import Daemon
@@ -137,7 +138,8 @@ def test_a_request_the_database_refuses_fails_alone(tmp_path: Path) -> None:
 
     async def run() -> None:
         store = migrated_store(tmp_path / "mcpsub.db")
-        supervisor = Supervisor(store, Settings(state_dir=tmp_path, replica_id="test"))
+        settings = Settings(state_dir=tmp_path, replica_id="test")
+        supervisor = Supervisor(store, settings, *side_services(store, settings))
         real = store.add_subscriptions_batch
         batches: list[int] = []
 

@@ -11,6 +11,7 @@ import pytest
 
 from service.daemon.config import Settings
 from service.daemon.supervisor import Supervisor
+from service.daemon.wiring import side_services
 from service.store import Store
 from service.store.leases import uri_set_digest
 from tests.support.store import held_leases
@@ -47,7 +48,8 @@ async def test_reconcile_reloads_only_the_links_that_changed(store: Store, tmp_p
     b1, _ = await store.add_subscription("http://127.0.0.1:1/b", "test://b/1")
     claimed = await store.claim_leases(ME, 60.0, 10)
     assert {c.server_id for c in claimed} == {a1.server_id, b1.server_id}
-    sup = Supervisor(store, Settings(state_dir=tmp_path, replica_id=ME))
+    settings = Settings(state_dir=tmp_path, replica_id=ME)
+    sup = Supervisor(store, settings, *side_services(store, settings))
     link_a = FakeLink({a1.uri: a1.id, a2.uri: a2.id})
     link_b = FakeLink({b1.uri: b1.id})
     sup.links = {a1.server_id: link_a, b1.server_id: link_b}  # type: ignore[dict-item]
