@@ -35,6 +35,10 @@ INSERT_SUBSCRIPTION = text(
     "INSERT INTO subscriptions (server_id, uri, created_at, updated_at, created_by) "
     "VALUES (:server_id, :uri, :now, :now, :by) RETURNING id"
 )
+CLAIM_FOR_PERSON = text(
+    "UPDATE subscriptions SET created_by = 'person', updated_at = :now "
+    "WHERE id IN :ids AND created_by <> 'person'"
+).bindparams(bindparam("ids", expanding=True))
 SUBSCRIPTION_ROWS = text(
     "SELECT s.id, s.server_id, v.url, s.uri, s.state, s.state_reason, s.state_code, "
     "s.content_hash, s.revision, s.last_read_at, s.created_at, s.created_by "
@@ -81,8 +85,10 @@ def add_subscriptions(
     now: float,
 ) -> tuple[list[Added], list[Event], list[Any]]:
     """Every ``(url, uris[, created_by])`` of ``requests`` in this one transaction, idempotent
-    on (server, URI): a URI already stored (or added earlier in the same call) is not new,
-    and keeps the creator it has.
+    on (server, URI): a URI already stored (or added earlier in the same call) is not new.
+    It keeps the creator it has, except that a person who asks for what an agent made takes
+    it over: the agent face may remove only what agents made, and a subscription a person
+    asked for is not an agent's to remove (issue 27 §1).
 
     Returns each request's ids, the ``subscription.created`` events written, and the rows
     of every subscription named (``SUBSCRIPTION_ROWS`` columns)."""
@@ -92,6 +98,7 @@ def add_subscriptions(
     servers: dict[str, int] = {}
     known: dict[tuple[int, str], int] = {}
     touched: set[int] = set()
+    claimed: set[int] = set()
     for request in requests:
         url, uris = request[0], request[1]
         created_by = request[2] if len(request) > 2 else "person"
@@ -114,6 +121,8 @@ def add_subscriptions(
             existing = known.get((server_id, uri))
             if existing is not None:
                 ids.append((existing, False))
+                if created_by == "person":
+                    claimed.add(existing)
                 continue
             new_id = int(
                 conn.execute(
@@ -135,6 +144,9 @@ def add_subscriptions(
                 )
             )
         outcomes.append(Added(server_id, ids))
+    claims = sorted(claimed)
+    for start in range(0, len(claims), IN_CHUNK):
+        conn.execute(CLAIM_FOR_PERSON, {"ids": claims[start : start + IN_CHUNK], "now": now})
     for server_id in sorted(touched):  # the replica holding the link re-reads its set
         dialect.notify(conn, LINKS_CHANNEL, str(server_id))
     wanted = sorted({sub_id for outcome in outcomes for sub_id, _ in outcome.ids})

@@ -104,6 +104,28 @@ def test_an_agent_cannot_remove_what_a_person_watches(
     assert json.loads(listed.stdout)["subscriptions"][0]["createdBy"] == "person", listed
 
 
+def test_a_person_who_subscribes_to_what_an_agent_made_takes_it_over(
+    database_url: str, daemon_factory: Any, lab_server_factory: Any
+) -> None:
+    """Before: the subscription stayed ``agent``'s, so a prompt-injected agent could still
+    remove a URI the person had explicitly asked to watch."""
+    lab = lab_server_factory()
+    put(lab, "test://shared/doc", "v1")
+    put(lab, "test://shared/other", "v1")
+    d: Daemon = daemon_factory()
+    subscribe(d, lab.url, "test://shared/other")  # the person allows the server's origin
+    made = http_tool(d, "subscribe", url=lab.url, uris=["test://shared/doc"])
+    assert made["structuredContent"]["subscriptions"][0]["createdBy"] == "agent", made
+    person = subscribe(d, lab.url, "test://shared/doc")
+    assert person["createdBy"] == "person", person
+    refused = http_tool(d, "unsubscribe", uri="test://shared/doc")
+    assert refused["structuredContent"]["errorCode"] == "NOT_CREATED_BY_AGENT", refused
+    assert d.api("GET", f"/v1/subscriptions/{person['id']}").status_code == 200
+    # An agent asking again gives nothing back to the agents.
+    again = http_tool(d, "subscribe", url=lab.url, uris=["test://shared/doc"])
+    assert again["structuredContent"]["subscriptions"][0]["createdBy"] == "person", again
+
+
 def test_the_daemon_can_let_agents_remove_anything(
     daemon_factory: Any, lab_server_factory: Any
 ) -> None:

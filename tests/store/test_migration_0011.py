@@ -52,7 +52,7 @@ def test_0011_records_who_made_each_subscription(
             listed = {s.uri: s.created_by for s in await store.list_subscriptions()}
             assert listed == {
                 "test://old": "person",
-                "test://a": "agent",
+                "test://a": "person",  # a person asked for it too: no longer the agent's
                 "test://p": "person",
             }
             return [(s.uri, s.created_by, new) for s, new in [*by_agent, *by_person]]
@@ -63,5 +63,5 @@ def test_0011_records_who_made_each_subscription(
         ("test://a", "agent", True),
         ("test://old", "person", False),  # already there: keeps its maker
         ("test://p", "person", True),
-        ("test://a", "agent", False),
+        ("test://a", "person", False),
     ]
