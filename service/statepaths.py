@@ -12,6 +12,8 @@ store follow (docs/operations.md, "Where things live").
   (DIGEST: 16 hex digits of the SHA-256 of the state dir's absolute path), or under ``/tmp``
   when ``XDG_RUNTIME_DIR`` is unset or itself too long. The daemon makes that directory 0700
   and refuses one that is not its user's own directory; the clients compute the same path.
+* **The API token** (the TCP listener's bearer token): ``<state dir>/api.token``, which the
+  daemon writes; a client takes ``MCPSUB_API_TOKEN`` first.
 * The systemd user unit's socket, ``$XDG_RUNTIME_DIR/mcpsubd/api.sock``, is where clients look
   when nothing is at the rule's path and something is there.
 
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
 APP = "mcpsub"
 SOCKET_NAME = "api.sock"
+TOKEN_NAME = "api.token"
 UNIT_SOCKET = ("mcpsubd", "api.sock")
 """Under ``$XDG_RUNTIME_DIR``: the systemd user unit's ``RuntimeDirectory=mcpsubd``."""
 SHORT_DIR_PREFIX = "mcpsub-"
@@ -115,6 +118,25 @@ def client_socket(state: str, env: Mapping[str, str] | None = None) -> str:
     if unit is not None and not _exists(path) and _exists(unit):
         return unit
     return path
+
+
+def token_path(state: str) -> str:
+    """The TCP API's bearer token file of the daemon whose state dir is ``state``."""
+    return os.path.join(state, TOKEN_NAME)
+
+
+def read_token(state: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The token a client sends over TCP: ``MCPSUB_API_TOKEN``, else ``state``'s token file
+    (None when neither holds one)."""
+    env = os.environ if env is None else env
+    token = env.get("MCPSUB_API_TOKEN")
+    if token:
+        return token.strip()
+    try:
+        with open(token_path(state), encoding="utf-8") as handle:
+            return handle.read().strip() or None
+    except (OSError, ValueError):
+        return None
 
 
 def _exists(path: str) -> bool:

@@ -159,7 +159,7 @@ class Settings:
 
     @property
     def token_path(self) -> Path:
-        return self.state_dir / "api.token"
+        return Path(statepaths.token_path(str(self.state_dir)))
 
 
 _FIELDS = {f.name: f for f in fields(Settings)}

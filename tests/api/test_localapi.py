@@ -1,4 +1,5 @@
-"""cli/localapi.py's bounds, against a raw socket peer that sends what no honest daemon would.
+"""cli/localapi.py's bounds (and service.localclient's deadline), against a raw socket peer
+that sends what no honest daemon would.
 
 The happy paths run against the real served API in test_daemon_cli.py; here every answer is
 hand-written bytes on a unix socket, so the client's reader meets a body larger than its
@@ -12,12 +13,14 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from cli.localapi import DaemonClient, DaemonError, Endpoint, _query
+from service import localclient
 from tests.support.cli import run_cli
 
 Reply = Callable[[socket.socket, bytes], None]
@@ -244,3 +247,60 @@ def test_a_named_socket_too_long_for_an_address_says_so(tmp_path: Path) -> None:
     assert "longer than a unix socket address holds (107)" in result.stderr
     assert "hint: name a shorter socket with --api" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+# ---- a slow or silent peer, on a real socket --------------------------------------------------
+class TricklePeer:
+    """A unix socket whose one connection gets ``first`` and then ``piece`` every ``every``
+    seconds, forever (never: ``piece`` empty)."""
+
+    def __init__(self, path: Path, first: bytes, piece: bytes, every: float) -> None:
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen(1)
+        self.stop = threading.Event()
+        self.path = path
+
+        def serve() -> None:
+            conn, _ = self.server.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(first)
+                while piece and not self.stop.wait(every):
+                    conn.sendall(piece)
+                self.stop.wait()
+
+        threading.Thread(target=serve, daemon=True).start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.server.close()
+
+
+@pytest.mark.parametrize(
+    ("first", "piece"),
+    [(b"", b""), (b"HTTP/1.1 200 OK\r\n", b"x-a: b\r\n"), (b"HTTP/1.1 200 OK\r\n\r\n", b"x")],
+    ids=["silent", "trickled-headers", "trickled-body"],
+)
+def test_fetch_ends_a_slow_answer_at_its_deadline(
+    tmp_path: Path, first: bytes, piece: bytes
+) -> None:
+    peer = TricklePeer(tmp_path / "api.sock", first, piece, every=0.02)
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            localclient.fetch(Endpoint(peer.path), "/v1/status", timeout_s=0.5, max_body=1 << 20)
+        assert time.monotonic() - started < 5  # the deadline, not the 100 headers' bound
+    finally:
+        peer.close()
+
+
+def test_a_connection_waits_at_most_its_timeout_per_read(tmp_path: Path) -> None:
+    peer = TricklePeer(tmp_path / "api.sock", b"HTTP/1.1 200 OK\r\n", b"", every=1)
+    try:
+        connection = localclient.Connection(localclient.connect(Endpoint(peer.path)))
+        with pytest.raises(TimeoutError):
+            connection.exchange(b"GET / HTTP/1.1\r\n\r\n", 100, timeout_s=0.2)
+        connection.close()
+    finally:
+        peer.close()

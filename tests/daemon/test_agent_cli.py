@@ -346,6 +346,7 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     assert loaded - baseline - {"import time:"} <= {
         "__future__", "mcpsub", "cli", "cli.entry", "cli.agent_hook", "_json", "_socket",
         "service", "service._version", "service.statepaths",  # the one rule: os and sys only
+        "service.localclient",  # the one client of the local API: _socket and statepaths
     }, loaded - baseline  # fmt: skip
 
 
@@ -408,6 +409,30 @@ class HostileApi:
         self.sock.close()
         for conn in self.held:
             conn.close()
+
+
+def test_hook_shows_a_servers_invisible_characters(tmp_path: Path) -> None:
+    """What a server named (a URI, its URL) reaches the agent's prompt through the hook: a
+    zero-width space, a tag character or a word joiner is escaped, never passed on."""
+    page = {
+        "events": [{"id": 6, "uri": "test://a\u200bb\U000e0041", "revision": 2,
+                    "serverUrl": "http://127.0.0.1:1/m\u2060cp", "type": "resource.updated"}],
+        "nextAfter": 6,
+    }  # fmt: skip
+    body = json.dumps(page).encode()
+    reply = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    server = HostileApi(tmp_path / "api.sock", reply)
+    (tmp_path / "hooks").mkdir(mode=0o700)
+    (tmp_path / "hooks" / "codex--s").write_text("5\n")
+    try:
+        result = hook(tmp_path, "codex", {"session_id": "s", "hook_event_name": "SessionStart"})
+    finally:
+        server.close()
+    assert result.returncode == 0, result.stderr
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "test://a\\u200bb\\U000e0041" in context and "m\\u2060cp" in context, context
+    assert not {"\u200b", "\U000e0041", "\u2060"} & set(context)
+    assert (tmp_path / "hooks" / "codex--s").read_text() == "6\n"
 
 
 @pytest.mark.parametrize(

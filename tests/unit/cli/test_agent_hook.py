@@ -27,7 +27,6 @@ from cli.agent_hook import (
     HookProblem,
     hook_output,
     parse_argv,
-    parse_http_response,
     render_changes,
     session_key,
 )
@@ -90,6 +89,17 @@ def test_render_groups_by_uri_escapes_and_bounds() -> None:
     assert "1 resource change since" in single and "(event 1)" in single
 
 
+def test_render_shows_invisible_characters() -> None:
+    """A server's URI or URL reaches the agent's prompt: a zero-width space, a word joiner,
+    a tag character or a no-break space would read as nothing there (or hide text)."""
+    sneaky = "test://a\u200bb\U000e0041\u00a0c"
+    (event,) = events(1, sneaky)
+    event["serverUrl"] = "http://127.0.0.1:1/m\u2060cp"
+    text = render_changes([event], more=False)
+    assert "test://a\\u200bb\\U000e0041\\xa0c" in text and "/m\\u2060cp" in text
+    assert not {"\u200b", "\U000e0041", "\u00a0", "\u2060"} & set(text)
+
+
 def test_session_key_keeps_uuids_and_hashes_anything_else() -> None:
     assert session_key("codex", "0b6c2f3e-1a2b-4c5d-9e8f-001122334455").endswith("-001122334455")
     odd_ids: list[object] = ["../x", "/etc/passwd", ".", "..", "a" * 200, "a b", "\x00", "é", ""]
@@ -141,20 +151,6 @@ def test_parse_argv_and_http() -> None:
     for bad in ([], ["cursor"], ["codex", "gemini"], ["codex", "--api"], ["codex", "-x"]):
         with pytest.raises(HookProblem, match="usage"):
             parse_argv(bad)
-    raw = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"
-    assert parse_http_response(raw) == (200, b"{}")
-    chunked = (
-        b"HTTP/1.1 404 NF\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
-    )
-    assert parse_http_response(chunked) == (404, b"abcde")
-    for bad_raw in (
-        b"",
-        b"HTTP/1.1 200",
-        b"SSH-2.0\r\n\r\n",
-        b"HTTP/1.1 200\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-    ):
-        with pytest.raises(HookProblem):
-            parse_http_response(bad_raw)
 
 
 def test_hook_imports_nothing_heavy() -> None:
