@@ -55,14 +55,14 @@ def _say(text: str) -> None:
 
 
 def _answers(endpoint: Any) -> bool:
-    import httpx
+    """Whether ``/healthz`` answers 200 within 2 s."""
+    from service import localclient
 
-    transport = httpx.HTTPTransport(uds=str(endpoint.socket)) if endpoint.socket else None
     try:
-        with httpx.Client(transport=transport, base_url=endpoint.base_url, timeout=2.0) as c:
-            return c.get("/healthz").status_code == 200
-    except httpx.HTTPError:
+        status, _ = localclient.fetch(endpoint, "/healthz", timeout_s=2.0, max_body=64 * 1024)
+    except (localclient.Unreachable, OSError, localclient.ProtocolError, localclient.TooLarge):
         return False
+    return status == 200
 
 
 def _autostart(endpoint: Any) -> Any:
@@ -99,8 +99,8 @@ def _start_unit(target: Any, endpoint: Any) -> Any:
     import shlex
     import shutil
 
-    from cli.localapi import Endpoint
     from cli.service_cmds import LAUNCHD_LABEL, SYSTEMD_UNIT
+    from service.localclient import Endpoint
 
     if target.kind == "systemd":
         argv = ["systemctl", "--user", "start", SYSTEMD_UNIT]
@@ -250,10 +250,10 @@ def _progress_s() -> float:
 def cmd_mcp(args: argparse.Namespace) -> int:
     import asyncio
 
-    from cli.localapi import resolve_endpoint
     from service.face.handlers import Face
     from service.face.remote import ApiBackend
     from service.face.stdio import StdioServer
+    from service.localclient import resolve_endpoint
 
     try:
         endpoint = resolve_endpoint(args.api)
@@ -268,12 +268,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             autostart = True
 
     async def run() -> None:
-        backend = ApiBackend(
-            socket=str(endpoint.socket) if endpoint.socket else None,
-            base_url=endpoint.base_url,
-            token=endpoint.token,
-            start_hint=endpoint.start_hint(),
-        )
+        backend = ApiBackend(endpoint)
 
         async def start() -> None:
             started = await asyncio.to_thread(_autostart, endpoint)

@@ -1,5 +1,6 @@
 """The face's backend in ``mcpsubctl mcp``: the daemon's local API over its unix socket (or
-loopback TCP with the bearer token).
+loopback TCP with the bearer token), through :mod:`service.localclient`'s asyncio driver:
+the one client of the local API (and its bounded reader) the CLIs and the hook use too.
 
 One SSE connection to ``/v1/events/stream`` tells the process when new events exist (what
 the daemon's event hub does in-process) and carries the events themselves: while it is
@@ -24,33 +25,41 @@ import json
 import sys
 from typing import Any, Final
 
-import httpx
-
 from service.face.backend import FaceError
 from service.face.ring import EventRing, RevisionMemory
+from service.localclient import (
+    AsyncConnection,
+    Closed,
+    Endpoint,
+    ProtocolError,
+    TooLarge,
+    query,
+)
 from service.mcp.sse import Event, EventTooLarge, SSEDecoder
 
 TIMEOUT_S: Final = 30.0
+"""Longest one request to the API takes, its answer read."""
+CONNECT_TIMEOUT_S: Final = 5.0
 RECONNECT_S: Final = 1.0
 START_WAIT_S: Final = 20.0
 """Longest a request waits for the daemon this face is starting (its own bound is 15 s)."""
 MAX_SSE_EVENT: Final = 64 * 1024
 """Largest event (or unfinished line) the events stream may buffer: twice the daemon's
 ``INLINE_CONTENT_MAX`` (32 KiB of content) leaves room for the event around it."""
+MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
+"""Largest answer body read (``mcpsubctl``'s bound: the largest content, JSON-escaped)."""
+IDLE_CONNECTIONS: Final = 4
+"""Kept-alive connections held for the next requests."""
+_FAILED = (OSError, ProtocolError, TooLarge)
+"""How an exchange fails (``TimeoutError`` is an ``OSError``): the daemon is unavailable."""
 
 
 class ApiBackend:
-    def __init__(
-        self,
-        *,
-        socket: str | None,
-        base_url: str = "http://localhost",
-        token: str | None = None,
-        start_hint: str = "start the daemon with `mcpsubd`",
-    ) -> None:
-        self.start_hint = start_hint
-        self.display = ""
-        self._http = self._client(socket, base_url, token)
+    def __init__(self, endpoint: Endpoint, *, start_hint: str | None = None) -> None:
+        self.endpoint = endpoint
+        self.start_hint = start_hint or endpoint.start_hint()
+        self.display = endpoint.display
+        self._idle: list[AsyncConnection] = []
         self._starting: asyncio.Future[Any] | None = None
         self._last_seen = -1
         self._ring = EventRing()
@@ -59,20 +68,6 @@ class ApiBackend:
         self._identities: list[dict[str, Any]] | None = None
         self._changed = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
-
-    def _client(self, socket: str | None, base_url: str, token: str | None) -> httpx.AsyncClient:
-        transport = httpx.AsyncHTTPTransport(uds=socket) if socket else None
-        headers = {"Accept": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self.display = f"unix://{socket}" if socket else base_url
-        return httpx.AsyncClient(
-            transport=transport,
-            base_url=base_url,
-            headers=headers,
-            timeout=httpx.Timeout(TIMEOUT_S, connect=5.0),
-            trust_env=False,
-        )
 
     def starting(self, started: asyncio.Future[Any]) -> None:
         """A daemon is being started for this face (``mcpsubctl mcp``'s autostart runs beside
@@ -84,12 +79,18 @@ class ApiBackend:
     def retarget(self, socket: str, start_hint: str) -> None:
         """Talk to the daemon at ``socket`` from now on (the installed service the autostart
         started, whose socket is not the default one)."""
-        old, self._http = self._http, self._client(socket, "http://localhost", None)
+        self.endpoint = Endpoint(socket=socket)
+        self.display = self.endpoint.display
         self.start_hint = start_hint
+        self._drop_idle()
         if self._watcher is not None and not self._watcher.done():
             self._watcher.cancel()
             self._watcher = asyncio.create_task(self._watch(), name="face-events")
-        asyncio.get_running_loop().create_task(old.aclose())
+
+    def _drop_idle(self) -> None:
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
 
     async def _started(self) -> bool:
         """Wait for a start in progress; True when there was one to wait for."""
@@ -107,36 +108,78 @@ class ApiBackend:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watcher
-        await self._http.aclose()
+        self._drop_idle()
+
+    async def _exchange(self, payload: bytes) -> tuple[int, str, bytes]:
+        """One request on a kept connection or a new one: (status, reason, body), within
+        :data:`TIMEOUT_S`. A kept connection the daemon closed while idle fails before any
+        answer byte: the request is sent once more on a new connection."""
+        async with asyncio.timeout(TIMEOUT_S):
+            while True:
+                reused = bool(self._idle)
+                if reused:
+                    connection = self._idle.pop()
+                else:
+                    connection = await AsyncConnection.open(self.endpoint, CONNECT_TIMEOUT_S)
+                try:
+                    answer = await connection.exchange(payload, MAX_RESPONSE_BYTES)
+                    body = await connection.body(answer)
+                except (Closed, ConnectionResetError, BrokenPipeError):
+                    connection.close()
+                    if reused:
+                        continue
+                    raise
+                except BaseException:
+                    connection.close()
+                    raise
+                if answer.keep_alive and len(self._idle) < IDLE_CONNECTIONS:
+                    self._idle.append(connection)
+                else:
+                    connection.close()
+                return answer.status, answer.reason, body
 
     async def _request(
-        self, method: str, path: str, *, wait_for_start: bool = True, **kwargs: Any
+        self,
+        method: str,
+        path: str,
+        *,
+        wait_for_start: bool = True,
+        params: dict[str, Any] | None = None,
+        json_body: dict[str, Any] | None = None,
     ) -> tuple[int, Any]:
+        target = path + query(params or {})
+        data = json.dumps(json_body).encode() if json_body is not None else None
         try:
             try:
-                response = await self._http.request(method, path, **kwargs)
-            except httpx.TransportError:
+                status, reason, raw = await self._exchange(
+                    self.endpoint.request(method, target, data)
+                )
+            except _FAILED:
                 if not (wait_for_start and await self._started()):
                     raise
-                response = await self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
+                # Built again: the start may have moved the face to the service's socket.
+                status, reason, raw = await self._exchange(
+                    self.endpoint.request(method, target, data)
+                )
+        except _FAILED as exc:
             raise FaceError(
                 "DAEMON_UNAVAILABLE",
-                f"the mcpsub daemon is not reachable at {self.display}: {exc}",
+                f"the mcpsub daemon is not reachable at {self.display}: "
+                f"{str(exc) or type(exc).__name__}",
                 self.start_hint,
             ) from None
         try:
-            body = response.json()
+            body = json.loads(raw)
         except ValueError:
             body = {}
-        if response.status_code >= 400 and response.status_code not in (404, 408):
+        if status >= 400 and status not in (404, 408):
             code = (
                 body.get("errorCode", "DAEMON_ERROR") if isinstance(body, dict) else "DAEMON_ERROR"
             )
-            message = body.get("message", response.reason_phrase) if isinstance(body, dict) else ""
+            message = body.get("message", reason) if isinstance(body, dict) else ""
             hint = body.get("hint") if isinstance(body, dict) else None
             raise FaceError(str(code), str(message), hint)
-        return response.status_code, body
+        return status, body
 
     async def subscriptions(self) -> list[dict[str, Any]]:
         _, body = await self._request("GET", "/v1/subscriptions")
@@ -200,7 +243,7 @@ class ApiBackend:
 
     async def subscribe(self, url: str, uris: list[str]) -> list[dict[str, Any]]:
         _, body = await self._request(
-            "POST", "/v1/agent/subscriptions", json={"url": url, "uris": uris}
+            "POST", "/v1/agent/subscriptions", json_body={"url": url, "uris": uris}
         )
         return list(body["subscriptions"])
 
@@ -251,29 +294,32 @@ class ApiBackend:
             params: dict[str, Any] = {"after": start}
             if self._with_content:
                 params["include"] = "content"
+            payload = self.endpoint.request(
+                "GET", "/v1/events/stream" + query(params), None, {"Accept": "text/event-stream"}
+            )
+            connection: AsyncConnection | None = None
             try:
-                async with self._http.stream(
-                    "GET",
-                    "/v1/events/stream",
-                    params=params,
-                    headers={"Accept": "text/event-stream"},
-                    timeout=httpx.Timeout(None, connect=5.0),
-                ) as response:
-                    if response.status_code != 200:
-                        raise httpx.TransportError(f"events stream: {response.status_code}")
-                    self._ring.reset(start)
-                    self._identities = None
-                    decoder = SSEDecoder(MAX_SSE_EVENT)
-                    async for chunk in response.aiter_bytes():
-                        for item in decoder.feed(chunk):
-                            if isinstance(item, Event):
-                                self._received(item.event, item.data)
+                connection = await AsyncConnection.open(self.endpoint, CONNECT_TIMEOUT_S)
+                answer = await connection.exchange(payload, MAX_RESPONSE_BYTES)
+                if answer.status != 200:
+                    raise ProtocolError(f"events stream: {answer.status}")
+                answer.max_body = None  # no end: each event is bounded by the decoder
+                self._ring.reset(start)
+                self._identities = None
+                decoder = SSEDecoder(MAX_SSE_EVENT)
+                async for chunk in connection.stream(answer):
+                    for item in decoder.feed(chunk):
+                        if isinstance(item, Event):
+                            self._received(item.event, item.data)
             except EventTooLarge as exc:
                 # Not a daemon we know how to read: say so once per connection, then
                 # reconnect as for any other broken stream (the buffer never grew past it).
                 print(f"mcpsubctl mcp: events stream from {self.display}: {exc}", file=sys.stderr)
-            except (httpx.TransportError, httpx.HTTPError):
+            except _FAILED:
                 pass
+            finally:
+                if connection is not None:
+                    connection.close()
             # The daemon went away (or restarted): nothing held is proven any more; wake the
             # waiters so they ask the API, then reconnect.
             self._ring.reset(None)

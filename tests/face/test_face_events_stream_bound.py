@@ -15,6 +15,7 @@ import pytest
 
 from service.face import remote
 from service.face.remote import ApiBackend
+from service.localclient import Endpoint
 from tests.support.poll import until_async
 
 ENDLESS_BYTES = 8 * 1024 * 1024
@@ -41,7 +42,7 @@ def test_an_endless_line_is_not_buffered_past_the_bound(capsys: pytest.CaptureFi
         state: dict[str, Any] = {"connections": 0}
         server = await asyncio.start_server(lambda r, w: _endless_line(state, r, w), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        backend = ApiBackend(socket=None, base_url=f"http://127.0.0.1:{port}")
+        backend = ApiBackend(Endpoint(host="127.0.0.1", port=port))
         try:
             assert await backend.wait_beyond(0, 0.01) is False  # starts the follower
             await until_async("the face reconnects", lambda: state["connections"] >= 2, 15)

@@ -15,6 +15,7 @@ from service.face import tools as t
 from service.face.handlers import Face
 from service.face.remote import ApiBackend
 from service.face.session import Session
+from service.localclient import Endpoint
 from tests.support.daemon import Daemon
 
 
@@ -29,7 +30,7 @@ def test_a_wait_ends_under_the_clients_known_limit_with_the_cursor(
     d: Daemon = daemon_factory()
 
     async def go() -> tuple[dict[str, Any], float]:
-        backend = ApiBackend(socket=str(d.socket_path))
+        backend = ApiBackend(Endpoint(d.socket_path))
         session = Session(Face(backend), lambda _m: True)
         info = {"name": "lab-agent", "version": "1"}
         params: dict[str, Any] = {"name": "wait_for_change", "arguments": {"timeoutSeconds": 120}}

@@ -19,6 +19,7 @@ from service.face import protocol as p
 from service.face.handlers import Face
 from service.face.remote import ApiBackend
 from service.face.session import METHODS, Session, methods_in
+from service.localclient import Endpoint
 
 MODERN_META = {p.META_VERSION: p.MODERN, p.META_CAPS: {}}
 
@@ -65,7 +66,7 @@ async def code_of(session: Session, method: str, version: str) -> int | None:
 @pytest.mark.parametrize("version", p.SUPPORTED)
 def test_discovery_and_dispatch_agree_in_every_era(version: str, tmp_path: Path) -> None:
     async def go() -> None:
-        backend = ApiBackend(socket=str(tmp_path / "nobody.sock"))
+        backend = ApiBackend(Endpoint(tmp_path / "nobody.sock"))
         session = Session(Face(backend), lambda _m: True)
         try:
             caps = await discovery(session, version)
@@ -91,7 +92,7 @@ def test_channel_mode_dispatches_the_handshake_table_and_refuses_2026(tmp_path: 
     discovery first, is -32601 (protocol.CHANNEL_ERAS says why)."""
 
     async def go() -> None:
-        backend = ApiBackend(socket=str(tmp_path / "nobody.sock"))
+        backend = ApiBackend(Endpoint(tmp_path / "nobody.sock"))
         session = Session(Face(backend), lambda _m: True, channel=True)
         try:
             caps = await discovery(session, "2025-11-25")
