@@ -187,7 +187,7 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
     uris = options.uris
     result = result or ProbeResult(options.url, uris[0], list(uris))
     overall = _Deadline(options.timeout_s) if options.bound_all_phases else None
-    # Plain http:// with no proxy: every request and the listen go through the lean h11
+    # Plain http:// with no proxy: every request and the listen go through the lean
     # transport and httpx is never imported (a third of a probe's wall time).
     async with McpClient(
         options.url,

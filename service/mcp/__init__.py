@@ -1,5 +1,5 @@
 """The MCP 2026-07-28 client: pure wire modules plus one async client over one transport
-(lean h11 on plain http://, httpx otherwise; :mod:`service.mcp.transports`)."""
+(lean llhttp on plain http://, httpx otherwise; :mod:`service.mcp.transports`)."""
 
 import sys
 

@@ -1,6 +1,6 @@
 """Which transport a URL gets, decided once where a client, a link or a target is made.
 
-- :class:`~service.mcp.transports.lean.LeanHttp`: h11 on an asyncio protocol, for plain
+- :class:`~service.mcp.transports.lean.LeanHttp`: llhttp on an asyncio protocol, for plain
   ``http://`` with no proxy variable. It exists for CPU: through httpx a re-read cost
   1.2–1.6 ms where the exchange on a kept-alive socket needs ~0.2 ms (``results/hotpath.md``),
   and its idle listen streams cost nothing between frames. It never imports httpx (a third

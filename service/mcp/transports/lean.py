@@ -1,9 +1,9 @@
-"""The lean transport: HTTP/1.1 POSTs on h11 over an asyncio protocol, keep-alive.
+"""The lean transport: HTTP/1.1 POSTs parsed by llhttp (httptools) on an asyncio protocol.
 
 The daemon re-reads a resource for every update it is told about. Through httpx each of
 those requests cost 1.2–1.6 ms of CPU on this project's bench machine (httpx's models and
 auth flow, httpcore's pool, anyio's cancel scopes around every await) where the exchange
-itself, h11 on a kept-alive socket, needs a fraction of that. So on plain ``http://`` URLs
+itself, on a kept-alive socket, needs a fraction of that. So on plain ``http://`` URLs
 with no proxy configured :func:`~service.mcp.transports.choose.make_transport` chooses this module
 for *every* exchange of a client: requests, listen streams (:meth:`LeanHttp.open_stream`, a
 POST whose answer is read piece by piece on a connection of its own that closing ends) and
@@ -12,32 +12,49 @@ idle listen stream costs nothing between keep-alive frames (httpcore re-register
 socket with the selector around every frame: half of the daemon's idle CPU at 1,000 links).
 TLS and proxies go through :mod:`service.mcp.transports.viahttpx`.
 
+Why llhttp and not h11 (issue 29, "one parse per byte"): h11 keeps the received bytes in a
+buffer of its own, searches it for the end of the head, splits the head into lines, matches
+each with a regex, then hands the body over as events the reader pulls one by one; building
+a request went through the same validation in reverse. That was ~85 µs of CPU per exchange
+on the bench machine against ~3 µs for llhttp (the C parser Node.js and uvicorn use), which
+reads each byte once as it arrives and calls back with the head's fields and the body's
+pieces.
+
 Theory of operation. One :class:`_Connection` is one socket: an ``asyncio.Protocol`` whose
-``data_received`` keeps the bytes until the reader asks (:meth:`_Connection.next_event`, the
-one read loop: h11 event, or more bytes into h11). Past :data:`HIGH_WATER` unread bytes the
-socket stops being read, so a server flooding a listen stream fills its own send buffer
-(back-pressure), as asyncio's ``StreamReader`` would; we do not use ``StreamReader`` because
-telling whether a kept-alive connection received stray bytes while idle needs its private
-buffer, where our protocol knows it.
+``data_received`` feeds the bytes straight into the exchange's parser. The parser's callbacks
+fill in the answer (status, headers, body) and the reader is woken only when there is
+something for it: the head, the end of the answer, a failure, or (on a stream) a piece of
+body. A whole answer costs one wake-up however many segments it came in. Past
+:data:`HIGH_WATER` unread bytes of a stream's body the socket stops being read, so a server
+flooding a listen stream fills its own send buffer (back-pressure), as asyncio's
+``StreamReader`` would.
+
+Bounds (the hostile tests attack each): the head (status line and fields) at most
+:data:`MAX_HEAD_BYTES` (h11's default); a complete answer's decoded body at most ``max_body``;
+one layer of gzip/deflate at most, undone through :class:`~service.mcp.coding.LimitedBody`
+(the same bounded decoder as the httpx path), so a bomb is refused the same way. llhttp
+itself refuses malformed framing (a bad status line, a chunk size that is not hex or
+overflows, ``Content-Length`` beside ``Transfer-Encoding``) and never buffers: a long chunk
+extension costs time, which the caller's deadline bounds, not memory. A listen stream's body
+is bounded by :mod:`service.mcp.sse` (event and line size) above this module.
 
 Scope, on purpose: one origin per instance, POST only, ``Content-Length`` request bodies,
-responses framed by h11 (length or chunked), a body cap on the decoded bytes. We ask for
+responses framed by length, chunks or the end of the connection. We ask for
 ``Accept-Encoding: identity``, but a server that compresses anyway (some frameworks and
-proxies gzip every JSON answer) is still understood: one layer of gzip/deflate is undone
-through :class:`~service.mcp.coding.LimitedBody`, the same bounded decoder as the httpx path,
-so a bomb is refused the same way. A kept-alive connection the server closed while idle is
-noticed before reuse, and an idempotent request that found such a connection dead before any
-byte of the answer is sent again once on a fresh one.
+proxies gzip every JSON answer) is still understood. A kept-alive connection the server
+closed while idle is noticed before reuse, and an idempotent request that found such a
+connection dead before any byte of the answer is sent again once on a fresh one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import re
 from collections.abc import AsyncIterator, Mapping
 from urllib.parse import unquote, urlsplit
 
-import h11
+import httptools
 
 from service.mcp.coding import BodyRefused, BodyTooLarge, LimitedBody, codings
 from service.mcp.errors import ProtocolViolation, TransportError
@@ -46,9 +63,24 @@ from service.netguard import AddressCheck, connect_checked
 from service.safetext import redact_urls
 
 HIGH_WATER = 128 * 1024
-"""Unread bytes past which the socket is paused (asyncio's StreamReader: 2 × its 64 KiB)."""
+"""Unread body bytes of a stream past which the socket is paused (asyncio's StreamReader:
+2 × its 64 KiB)."""
+MAX_HEAD_BYTES = 16 * 1024
+"""A response head (status line and header fields) larger than this is refused: h11's
+default bound, which this transport had before; httpx's h11 keeps it too."""
 
-__all__ = ["BodyRefused", "LeanHttp", "LeanStream", "lean_usable"]
+__all__ = ["BodyRefused", "LeanHttp", "LeanStream", "RemoteProtocolError", "lean_usable"]
+
+_TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+_FIELD_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x21-\x7e\t]*[\x21-\x7e])?)?")
+"""What a header of ours may carry (h11's rule for sending, ASCII only): no CR, LF or NUL,
+so a value can never end the field it is in; no blank at either end."""
+_TARGET = re.compile(r"[\x21-\x7e]+")
+
+
+class RemoteProtocolError(Exception):
+    """The server's HTTP is malformed or over a bound. Named as h11's and httpx's, which
+    :func:`service.mcp.classify.malformed_http` recognises by name (``PROTOCOL_ERROR``)."""
 
 
 def _basic_auth(username: str | None, password: str | None) -> str | None:
@@ -64,36 +96,84 @@ def _error(kind: str, url: str, exc: BaseException) -> TransportError:
     return TransportError(f"{kind} error talking to {redact_urls(url)}: {detail}", kind=kind)
 
 
+def _head_too_large() -> RemoteProtocolError:
+    return RemoteProtocolError(f"response head larger than {MAX_HEAD_BYTES} bytes")
+
+
+def _chunked(headers: Mapping[str, str]) -> bool:
+    coding = headers.get("transfer-encoding")
+    return coding is not None and coding.rpartition(",")[2].strip().lower() == "chunked"
+
+
 class _Connection(asyncio.Protocol):
-    """One socket and its h11 state; the bytes it received wait here until read."""
+    """One socket and the answer being read on it.
+
+    Between exchanges ``parser`` is None and any byte that arrives is stray (the connection
+    is then not reused). :meth:`begin` starts an exchange; the parser's callbacks
+    (``on_header`` …) fill in the answer as bytes arrive.
+    """
 
     __slots__ = (
+        "_body",
+        "_chunks",
+        "_closed_by_peer",
+        "_decoded",
         "_drained",
         "_eof",
+        "_failure",
+        "_head_bytes",
+        "_keep",
         "_lost",
+        "_max_body",
         "_paused",
-        "_received",
         "_size",
+        "_stray",
+        "_streaming",
         "_waiter",
-        "h11",
+        "complete",
+        "head_done",
+        "headers",
+        "parser",
         "received_bytes",
+        "status",
         "transport",
         "url",
     )
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.h11 = h11.Connection(h11.CLIENT)
         self.transport: asyncio.Transport | None = None
-        self._received: list[bytes] = []
-        self._size = 0
+        self.parser: httptools.HttpResponseParser | None = None
         self._paused = False
         self._eof = False
         self._lost: Exception | None = None
+        self._stray = False
         self._waiter: asyncio.Future[None] | None = None
         self._drained: asyncio.Future[None] | None = None
+        self._reset(streaming=False, max_body=0)
+
+    def _reset(self, *, streaming: bool, max_body: int) -> None:
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.head_done = False
+        self.complete = False
+        self._head_bytes = 0
+        self._streaming = streaming
+        self._max_body = max_body
+        self._body = bytearray()
+        self._decoded: LimitedBody | None = None
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._failure: BaseException | None = None
+        self._closed_by_peer = False
+        self._keep = False
         self.received_bytes = 0
         """Bytes read in the current exchange: none means a reused connection was dead."""
+
+    def begin(self, *, streaming: bool, max_body: int) -> None:
+        """A new exchange: a fresh parser; a stream keeps its body in pieces for the reader."""
+        self._reset(streaming=streaming, max_body=max_body)
+        self.parser = httptools.HttpResponseParser(self)
 
     # ---- asyncio.Protocol -------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -101,25 +181,53 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        self._received.append(data)
-        self._size += len(data)
-        if self._size > HIGH_WATER and not self._paused and self.transport is not None:
-            self._paused = True
-            self.transport.pause_reading()
-        self._wake()
+        parser = self.parser
+        if parser is None or self.complete or self._failure is not None:
+            self._stray = True  # nobody asked: not the next answer's
+            return
+        self.received_bytes += len(data)
+        had_head = self.head_done
+        try:
+            parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            if self._failure is None:
+                if self.complete:
+                    self._stray = True  # what followed the answer is not ours to parse
+                else:
+                    self._failure = RemoteProtocolError(f"malformed HTTP answer: {exc}")
+        if not self.head_done and self._failure is None:
+            # A head trickled in pieces: llhttp keeps nothing, httptools joins a field's
+            # pieces, so the bytes of an unfinished head are what is bounded here.
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._failure = _head_too_large()
+        if self._failure is not None:
+            self.parser = None
+            if self.transport is not None:
+                self.transport.pause_reading()
+            self._wake()
+        elif self.complete or (self._streaming and (self._chunks or not had_head)):
+            self._wake()
 
     def eof_received(self) -> bool:
-        self._eof = True
-        self._wake()
+        self._ended()
         return False  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._eof = True
         self._lost = exc
-        self._wake()
+        self._ended()
         drained, self._drained = self._drained, None
         if drained is not None and not drained.done():
             drained.set_result(None)
+
+    def _ended(self) -> None:
+        self._eof = True
+        if self.head_done and not self.complete and self._failure is None:
+            headers = self.headers
+            if "content-length" not in headers and not _chunked(headers):
+                self._closed_by_peer = True  # the answer was framed by the close
+                self.on_message_complete()
+        self._wake()
 
     def pause_writing(self) -> None:
         if self._drained is None:
@@ -135,6 +243,66 @@ class _Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    # ---- llhttp callbacks -------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        if self.complete:
+            # A second answer in the same bytes: nobody asked for it.
+            self._stray = True
+            raise RemoteProtocolError("bytes past the answer")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_bytes += len(name) + len(value) + 4
+        if self._head_bytes > MAX_HEAD_BYTES:
+            self._failure = _head_too_large()
+            raise self._failure
+        # A repeated header keeps its last value; names are looked up lower-cased.
+        self.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        assert self.parser is not None
+        status = self.parser.get_status_code()
+        if 100 <= status < 200:
+            self.headers = {}  # informational (100 Continue): the real answer follows
+            self._head_bytes = 0
+            return
+        self.status = status
+        self.head_done = True
+        if not self._streaming:
+            coding = self.headers.get("content-encoding")
+            if codings(coding):  # identity stays on the plain path
+                try:
+                    self._decoded = LimitedBody(coding, self._max_body)
+                except BodyRefused as exc:
+                    self._failure = exc
+                    raise
+
+    def on_body(self, body: bytes) -> None:
+        if not self.head_done:
+            return  # an informational answer has no body; llhttp sends none anyway
+        if self._streaming:
+            self._chunks.append(body)
+            self._size += len(body)
+            if self._size > HIGH_WATER and not self._paused and self.transport is not None:
+                self._paused = True
+                self.transport.pause_reading()
+            return
+        try:
+            if self._decoded is not None:
+                self._decoded.feed(body)
+                return
+            self._body += body
+            if len(self._body) > self._max_body:
+                raise BodyTooLarge(self._max_body)
+        except BodyRefused as exc:
+            self._failure = exc
+            raise
+
+    def on_message_complete(self) -> None:
+        if self.head_done:
+            self.complete = True
+            parser = self.parser
+            self._keep = parser is not None and parser.should_keep_alive()
+
     # ---- used by LeanHttp -------------------------------------------------------------
     async def write(self, data: bytes) -> None:
         if self.transport is None or self.transport.is_closing():
@@ -143,42 +311,69 @@ class _Connection(asyncio.Protocol):
         if self._drained is not None:
             await self._drained
 
-    async def _receive(self) -> bytes:
-        """The bytes received so far (waiting for some); ``b""`` at the end of the stream."""
-        while not self._received:
-            if self._eof:
-                if self._lost is not None:
-                    raise self._lost
-                return b""
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        data = b"".join(self._received)  # one chunk: the same object, no copy
-        self._received.clear()
+    def _check(self) -> None:
+        """Raise what ended the exchange early: a refused body as itself, malformed HTTP or
+        a closed connection as :class:`TransportError` (kind read)."""
+        failure = self._failure
+        if failure is not None:
+            if isinstance(failure, BodyRefused):
+                raise failure
+            raise _error("read", self.url, failure) from failure
+        if self._eof and not self.complete:
+            cause: Exception = self._lost or ConnectionError("server closed the connection")
+            raise _error("read", self.url, cause) from cause
+
+    async def _wait(self) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    async def head(self) -> None:
+        """Until the answer's head is in (status and headers)."""
+        while not self.head_done:
+            self._check()
+            await self._wait()
+
+    async def body(self) -> bytes:
+        """Until the whole answer is in: its body, decoded, within the bound."""
+        while not self.complete:
+            self._check()
+            await self._wait()
+        if self._failure is not None:
+            self._check()
+        self.parser = None
+        if self._decoded is not None:
+            return self._decoded.finish()
+        return bytes(self._body)
+
+    async def next_chunk(self) -> bytes | None:
+        """The body bytes received so far (waiting for some); None at the answer's end."""
+        while not self._chunks:
+            if self.complete:
+                return None
+            self._check()
+            await self._wait()
+        chunks = self._chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
         self._size = 0
-        self.received_bytes += len(data)
         if self._paused and self.transport is not None:
             self._paused = False
             self.transport.resume_reading()
         return data
 
-    async def next_event(self) -> h11.Event:
-        """The next h11 event of the answer, reading as much as that takes (the one read
-        loop). A broken or closed connection raises :class:`TransportError` (kind read)."""
-        machine = self.h11
-        try:
-            while True:
-                event = machine.next_event()
-                if event is h11.NEED_DATA:
-                    machine.receive_data(await self._receive())
-                    continue
-                if type(event) is h11.ConnectionClosed:
-                    raise ConnectionError("server closed the connection")
-                return event  # type: ignore[return-value]  # not a sentinel past the checks
-        except (OSError, h11.RemoteProtocolError) as exc:
-            raise _error("read", self.url, exc) from exc
+    @property
+    def reusable(self) -> bool:
+        """The answer is complete and the connection may carry the next exchange."""
+        return (
+            self.complete
+            and self._keep
+            and not self._stray
+            and not self._closed_by_peer
+            and self._failure is None
+        )
 
     def idle_ok(self) -> bool:
         """Still usable after sitting idle: not closed, no EOF or stray bytes from them."""
@@ -186,7 +381,7 @@ class _Connection(asyncio.Protocol):
             self.transport is not None
             and not self.transport.is_closing()
             and not self._eof
-            and not self._received
+            and not self._stray
         )
 
     @property
@@ -203,18 +398,17 @@ class LeanStream:
 
     __slots__ = ("_conn", "headers", "status")
 
-    def __init__(self, conn: _Connection, status: int, headers: dict[str, str]) -> None:
+    def __init__(self, conn: _Connection) -> None:
         self._conn = conn
-        self.status = status
-        self.headers: Mapping[str, str] = headers
+        self.status = conn.status
+        self.headers: Mapping[str, str] = conn.headers
 
     async def chunks(self) -> AsyncIterator[bytes]:
         while True:
-            event = await self._conn.next_event()
-            if type(event) is h11.Data:
-                yield bytes(event.data)
-            elif type(event) is h11.EndOfMessage:
+            data = await self._conn.next_chunk()
+            if data is None:
                 return
+            yield data
 
     async def read_all(self, limit: int) -> bytes:
         body = LimitedBody(self.headers.get("content-encoding"), limit)
@@ -267,18 +461,25 @@ class LeanHttp:
         self.address_check = address_check
         self._idle: list[_Connection] = []
         self._closed = False
+        self._request_line = f"POST {self.target} HTTP/1.1\r\nHost: {self.host_header}\r\n"
+        self._sendable = bool(
+            _TARGET.fullmatch(self.target) and _FIELD_VALUE.fullmatch(self.host_header)
+        )
+        self._valid_head: dict[tuple[str, str], None] = {}
+        """Header fields already checked (the same few on every request of a client)."""
 
     async def post(
         self, content: bytes, headers: dict[str, str], *, idempotent: bool = True
     ) -> Answer:
-        conn, reused = await self._acquire()
+        conn, reused = await self._acquire()  # first: a host no resolver takes is InvalidUrl
         try:
+            data = self._request(content, headers)
             try:
-                return await self._exchange(conn, content, headers, reused and idempotent)
+                return await self._exchange(conn, data, reused and idempotent)
             except _Stale:
                 conn.close()
                 conn = await self._connect()
-                return await self._exchange(conn, content, headers, False)
+                return await self._exchange(conn, data, False)
         except BaseException:
             conn.close()
             raise
@@ -286,8 +487,9 @@ class LeanHttp:
     async def open_stream(self, content: bytes, headers: dict[str, str]) -> LeanStream:
         conn = await self._connect()
         try:
-            response = await self._send(conn, content, headers, False)
-            return LeanStream(conn, response.status_code, _fields(response))
+            data = self._request(content, headers)
+            await self._send(conn, data, False, streaming=True)
+            return LeanStream(conn)
         except BaseException:
             conn.close()
             raise
@@ -299,11 +501,35 @@ class LeanHttp:
             conn.close()
 
     # ---- internals ------------------------------------------------------------------------
+    def _request(self, content: bytes, headers: dict[str, str]) -> bytes:
+        """The request's bytes. A field that could end its line early (CR, LF, NUL), a name
+        that is not a token, or anything outside ASCII is refused, never sent."""
+        parts = [self._request_line, f"Content-Length: {len(content)}\r\n"]
+        checked = self._valid_head
+        has_auth = False
+        for name, value in headers.items():
+            if (name, value) not in checked:
+                if not (_TOKEN.fullmatch(name) and _FIELD_VALUE.fullmatch(value)):
+                    raise ProtocolViolation(f"cannot send this request: bad header {name!r}")
+                if len(checked) >= 64:
+                    checked.clear()  # a token per request would grow it without end
+                checked[(name, value)] = None
+            has_auth = has_auth or name.lower() == "authorization"
+            parts.append(f"{name}: {value}\r\n")
+        if self.basic_auth and not has_auth:
+            parts.append(f"Authorization: {self.basic_auth}\r\n")
+        parts.append("\r\n")
+        if not self._sendable:
+            raise ProtocolViolation(f"cannot send this request to {redact_urls(self.url)}")
+        try:
+            return "".join(parts).encode("ascii") + content
+        except UnicodeEncodeError as exc:  # the regexes allow ASCII only; kept for mypy's sake
+            raise ProtocolViolation(f"cannot send this request: {exc}") from exc
+
     async def _acquire(self) -> tuple[_Connection, bool]:
         while self._idle:
             conn = self._idle.pop()
             if conn.idle_ok():
-                conn.received_bytes = 0
                 return conn, True
             conn.close()
         return await self._connect(), False
@@ -331,25 +557,12 @@ class LeanHttp:
         return conn
 
     async def _send(
-        self, conn: _Connection, content: bytes, headers: dict[str, str], may_be_stale: bool
-    ) -> h11.Response:
-        """Write the request and read up to the response head (its body stays in h11).
+        self, conn: _Connection, data: bytes, may_be_stale: bool, *, streaming: bool
+    ) -> bytes | None:
+        """Write the request and read the answer: a stream up to its head (its body follows
+        through :meth:`_Connection.next_chunk`), otherwise whole (the body is returned).
         ``may_be_stale``: a reused connection that gave no byte back raises :class:`_Stale`."""
-        machine = conn.h11
-        request_headers = [("Host", self.host_header), ("Content-Length", str(len(content)))]
-        request_headers += list(headers.items())
-        if self.basic_auth and not any(k.lower() == "authorization" for k in headers):
-            request_headers.append(("Authorization", self.basic_auth))
-        try:
-            data = (
-                machine.send(
-                    h11.Request(method="POST", target=self.target, headers=request_headers)
-                )
-                + machine.send(h11.Data(data=content))
-                + machine.send(h11.EndOfMessage())
-            )
-        except h11.LocalProtocolError as exc:  # a header value h11 refuses (e.g. a newline)
-            raise ProtocolViolation(f"cannot send this request: {exc}") from exc
+        conn.begin(streaming=streaming, max_body=self.max_body)
         try:
             await conn.write(data)
         except OSError as exc:
@@ -357,55 +570,24 @@ class LeanHttp:
                 raise _Stale from exc
             raise _error("read", self.url, exc) from exc
         try:
-            while True:
-                event = await conn.next_event()
-                if type(event) is h11.Response:
-                    return event
+            if streaming:
+                await conn.head()
+                return None
+            return await conn.body()
         except TransportError:
             if may_be_stale and conn.received_bytes == 0:
                 raise _Stale from None
             raise
 
-    async def _exchange(
-        self, conn: _Connection, content: bytes, headers: dict[str, str], may_be_stale: bool
-    ) -> Answer:
-        response = await self._send(conn, content, headers, may_be_stale)
-        fields = _fields(response)
-        decoded: LimitedBody | None = None
-        body = bytearray()
-        if codings(fields.get("content-encoding")):  # identity stays on the plain loop
-            decoded = LimitedBody(fields.get("content-encoding"), self.max_body)
-        while True:
-            event = await conn.next_event()
-            if type(event) is h11.Data:
-                if decoded is not None:
-                    decoded.feed(event.data)
-                    continue
-                body += event.data
-                if len(body) > self.max_body:
-                    raise BodyTooLarge(self.max_body)
-            elif type(event) is h11.EndOfMessage:
-                break
-        if decoded is not None:
-            body = bytearray(decoded.finish())
+    async def _exchange(self, conn: _Connection, data: bytes, may_be_stale: bool) -> Answer:
+        body = await self._send(conn, data, may_be_stale, streaming=False)
+        assert body is not None
+        answer = Answer(conn.status, conn.headers, body)
         self._release(conn)
-        return Answer(response.status_code, fields, bytes(body))
+        return answer
 
     def _release(self, conn: _Connection) -> None:
-        machine = conn.h11
-        if (
-            self._closed
-            or len(self._idle) >= self.max_idle
-            or machine.our_state is not h11.DONE
-            or machine.their_state is not h11.DONE
-            or machine.trailing_data[0]  # bytes past the answer: not the next answer's
-        ):
+        if self._closed or len(self._idle) >= self.max_idle or not conn.reusable:
             conn.close()
             return
-        machine.start_next_cycle()
         self._idle.append(conn)
-
-
-def _fields(response: h11.Response) -> dict[str, str]:
-    """Header names lower-cased (h11 already did); a repeated header keeps its last value."""
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers}

@@ -16,11 +16,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
+from service.mcp.classify import malformed_http
 from service.mcp.client import McpClient
 from service.mcp.errors import ProtocolViolation, TransportError
 from service.mcp.transports.base import Transport
 from service.mcp.transports.choose import make_transport
-from service.mcp.transports.lean import BodyRefused, LeanHttp, lean_usable
+from service.mcp.transports.lean import (
+    HIGH_WATER,
+    MAX_HEAD_BYTES,
+    BodyRefused,
+    LeanHttp,
+    lean_usable,
+)
 from service.mcp.transports.viahttpx import HttpxTransport
 
 Make = Callable[..., Transport]
@@ -288,7 +295,7 @@ def test_stray_bytes_after_an_answer_mean_the_connection_is_not_reused() -> None
         async with serve(chatty) as (url, served):
             lean = LeanHttp(url)
             assert (await lean.post(b"{}", {})).body == OK_BODY
-            assert lean._idle == []  # closed at once: h11 held the stray answer
+            assert lean._idle == []  # closed at once: the parser met the stray answer
             assert (await lean.post(b"{}", {})).body == OK_BODY
             go.set()
             while lean._idle[0].idle_ok():  # poll until the stray bytes reach our side
@@ -333,3 +340,134 @@ def test_a_request_that_is_not_idempotent_is_never_sent_twice(make: Make) -> Non
         asyncio.run(scenario(False))
     assert caught.value.kind == "read"
     assert answered == [1, 1]
+
+
+def _raw(answer: bytes, *, close: bool = False, pieces: int = 1) -> Handler:
+    """A handler that writes ``answer`` as it is (in ``pieces`` writes), then maybe closes."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        step = -(-len(answer) // pieces)
+        for start in range(0, len(answer), step):
+            writer.write(answer[start : start + step])
+            await writer.drain()
+        if close:
+            writer.close()
+
+    return handler
+
+
+async def _post_once(make: Make, handler: Handler) -> tuple[bytes | None, BaseException | None]:
+    async with serve(handler) as (url, _):
+        lean = make(url)
+        try:
+            return (await lean.post(b"{}", {})).body, None
+        except Exception as exc:
+            return None, exc
+        finally:
+            await lean.aclose()
+
+
+@pytest.mark.parametrize("pieces", [1, 64])
+def test_a_response_head_past_the_bound_is_malformed_http(pieces: int) -> None:
+    """A head over 16 KiB (one header line here, in one write or trickled in 64), the bound
+    h11 had here: a read error whose cause classifies as malformed HTTP (``PROTOCOL_ERROR``),
+    never buffered whole. (httpx's is httpcore's 100 KiB.)"""
+    huge = b"x-huge: " + b"a" * (4 * MAX_HEAD_BYTES) + b"\r\n"
+    answer = b"HTTP/1.1 200 OK\r\n" + huge + b"content-length: 2\r\n\r\n{}"
+    body, error = asyncio.run(_post_once(LeanHttp, _raw(answer, pieces=pieces)))
+    assert body is None and isinstance(error, TransportError), (body, error)
+    assert malformed_http(error), repr(error.__cause__)
+
+
+def test_a_head_just_under_the_bound_is_read(make: Make) -> None:
+    fields = b"".join(b"x-f%d: %s\r\n" % (i, b"v" * 100) for i in range(100))  # ~11 KB
+    answer = b"HTTP/1.1 200 OK\r\n" + fields + b"content-length: 2\r\n\r\n{}"
+    assert asyncio.run(_post_once(make, _raw(answer, pieces=7))) == (b"{}", None)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 2OO OK\r\ncontent-length: 2\r\n\r\n{}",  # status is not a number
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2x\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+        + b"f" * 40
+        + b"\r\n{}\r\n0\r\n\r\n",  # a chunk size past 64 bits
+        b"HTTP/1.1 200 OK\r\nbad header\r\ncontent-length: 2\r\n\r\n{}",
+    ],
+    ids=["status", "content-length", "chunk-size", "chunk-overflow", "field"],
+)
+def test_malformed_framing_is_refused(answer: bytes) -> None:
+    body, error = asyncio.run(_post_once(LeanHttp, _raw(answer, close=True)))
+    assert body is None and isinstance(error, TransportError), (body, error)
+    assert error.kind == "read" and malformed_http(error), repr(error.__cause__)
+
+
+def test_an_answer_framed_by_the_close_is_read_and_the_connection_not_kept(make: Make) -> None:
+    answer = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n" + OK_BODY
+
+    async def scenario() -> list[int]:
+        async with serve(_raw(answer, close=True, pieces=3)) as (url, served):
+            lean = make(url)
+            for _ in range(2):
+                assert (await lean.post(b"{}", {})).body == OK_BODY
+            await lean.aclose()
+            return served
+
+    assert asyncio.run(scenario()) == [1, 2]
+
+
+def test_an_answer_saying_close_is_not_kept(make: Make) -> None:
+    answer = reply(OK_BODY, b"connection: close\r\n")
+
+    async def scenario() -> list[int]:
+        async with serve(_raw(answer)) as (url, served):
+            lean = make(url)
+            for _ in range(2):
+                assert (await lean.post(b"{}", {})).body == OK_BODY
+            await lean.aclose()
+            return served
+
+    assert asyncio.run(scenario()) == [1, 2]
+
+
+def test_an_informational_answer_is_skipped(make: Make) -> None:
+    answer = b"HTTP/1.1 100 Continue\r\n\r\n" + reply(OK_BODY)
+    assert asyncio.run(_post_once(make, _raw(answer, pieces=5))) == (OK_BODY, None)
+
+
+def test_a_stream_is_read_in_pieces_and_pauses_the_socket_past_the_high_water_mark() -> None:
+    """A listen-like answer: the head is returned at once, the body as it comes; a server
+    writing faster than we read stops being read past HIGH_WATER unread bytes."""
+    block = b"x" * 65536
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    )
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        writer.write(head)
+        for _ in range(64):  # 4 MiB, far more than the socket buffers hold
+            writer.write(b"%x\r\n" % len(block) + block + b"\r\n")
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    async def scenario() -> tuple[int, int]:
+        async with serve(flood) as (url, _):
+            lean = LeanHttp(url)
+            stream = await lean.open_stream(b"{}", {})
+            assert stream.status == 200 and stream.headers["content-type"] == "text/event-stream"
+            conn = stream._conn
+            while not conn._paused:  # the flood reaches us; nobody reads
+                await asyncio.sleep(0.01)
+            held = conn._size
+            total = 0
+            async for data in stream.chunks():
+                total += len(data)
+            await stream.aclose()
+            return held, total
+
+    held, total = asyncio.run(scenario())
+    # At most one socket read (asyncio's 256 KiB) past the mark before reading stops.
+    assert HIGH_WATER < held <= HIGH_WATER + 256 * 1024, held
+    assert total == 64 * 65536
