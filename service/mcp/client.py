@@ -2,8 +2,8 @@
 
 This is the thin I/O shell around the pure modules: :mod:`wire` builds messages and
 headers, :mod:`classify` reads answers, :mod:`listen` judges listen frames, :mod:`sse`
-decodes bytes. Bytes move through one :class:`~service.mcp.transports.base.Transport` (lean h11 on
-plain ``http://``, httpx otherwise), chosen once when the client is made; this module never
+decodes bytes. Bytes move through one :class:`~service.mcp.transports.base.Transport` (lean
+llhttp on plain ``http://``, httpx otherwise), chosen once when the client is made; this module never
 asks which one it holds, and never imports httpx.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,9 +18,11 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from service._version import __version__
+from service.jsonout import dumps
 from service.mcp import wire
 from service.mcp.classify import discover_failure, parse_json_message, parse_response
 from service.mcp.coding import ContentDecoder
+from service.mcp.deadline import within
 from service.mcp.errors import (
     HttpStatusError,
     JsonRpcError,
@@ -134,12 +135,13 @@ class McpClient:
         """Send one request and return its result (raises an :class:`McpError`).
 
         The whole exchange is bounded by ``timeout``: httpx's timeouts apply per socket
-        operation, so a server that sends one byte every few seconds never trips them.
+        operation, so a server that sends one byte every few seconds never trips them. One
+        deadline per exchange, on the timer the client's exchanges share (:mod:`.deadline`).
         """
         if self.timeout is None:
             return await self._request(method, params)
         try:
-            async with asyncio.timeout(self.timeout):
+            async with within(self.timeout):
                 return await self._request(method, params)
         except TimeoutError as exc:
             raise TransportError(
@@ -149,7 +151,7 @@ class McpClient:
 
     async def _request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         request_id, message, headers = self._message(method, params)
-        content = json.dumps(message, separators=(",", ":")).encode()
+        content = dumps(message)
         try:
             answer = await self.transport.post(
                 content, headers, idempotent=method in IDEMPOTENT_METHODS
@@ -312,7 +314,7 @@ class ListenStream:
         )
         self.listen_id = request_id
         self.machine = ListenMachine(request_id)
-        content = json.dumps(message, separators=(",", ":")).encode()
+        content = dumps(message)
         stream = self._response = await client.transport.open_stream(content, headers)
         if not _is_event_stream(stream.headers):
             # A refusal (or an HTTP error): a complete body, not a stream.
