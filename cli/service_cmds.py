@@ -92,15 +92,15 @@ class Target:
 
     @property
     def socket(self) -> Path:
-        if self.kind == "launchd":  # the agent names the default state dir: the rule's socket
-            from service import statepaths
+        from service import statepaths
 
-            state = Path.home() / "Library" / "Application Support" / "mcpsub"
-            return Path(statepaths.socket_path(str(state)))
+        if self.kind == "launchd":  # the agent names the default state dir: the rule's socket
+            state = os.path.join(statepaths.state_base({}, "darwin"), statepaths.APP)
+            return Path(statepaths.socket_path(state))
         if self.user:
             runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
-            return Path(runtime) / "mcpsubd" / "api.sock"
-        return Path("/run/mcpsubd/api.sock")
+            return Path(runtime, *statepaths.UNIT_SOCKET)
+        return Path("/run", *statepaths.UNIT_SOCKET)
 
 
 def platform_kind(override: str | None = None) -> str:
