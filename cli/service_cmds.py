@@ -210,25 +210,24 @@ def probe_socket(path: Path, timeout: float = 2.0) -> tuple[bool, str]:
     """Does a daemon answer ``GET /readyz`` on ``path``? (answers, detail)."""
     if not path.exists():
         return False, "no socket"
-    import httpx
+    from service import localclient
 
+    denied = "permission denied (the system daemon's socket is root-only: use sudo)"
     try:
-        with httpx.Client(
-            transport=httpx.HTTPTransport(uds=str(path)),
-            base_url="http://localhost",
-            timeout=timeout,
-        ) as client:
-            response = client.get("/readyz")
+        status, _ = localclient.fetch(
+            localclient.Endpoint(path), "/readyz", timeout_s=timeout, max_body=64 * 1024
+        )
+    except localclient.Unreachable as exc:
+        if isinstance(exc.error, PermissionError):
+            return False, denied
+        return False, f"not answering ({type(exc.error).__name__})"
     except PermissionError:
-        return False, "permission denied (the system daemon's socket is root-only: use sudo)"
-    except httpx.HTTPError as exc:
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, PermissionError):
-            return False, "permission denied (the system daemon's socket is root-only: use sudo)"
+        return False, denied
+    except (OSError, localclient.ProtocolError, localclient.TooLarge) as exc:
         return False, f"not answering ({type(exc).__name__})"
-    if response.status_code == 200:
+    if status == 200:
         return True, "ready"
-    return False, f"answering but not ready (HTTP {response.status_code})"
+    return False, f"answering but not ready (HTTP {status})"
 
 
 # ---- what the unit's sandbox hides -----------------------------------------------------------

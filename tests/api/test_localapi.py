@@ -304,3 +304,21 @@ def test_a_connection_waits_at_most_its_timeout_per_read(tmp_path: Path) -> None
         connection.close()
     finally:
         peer.close()
+
+
+def test_service_status_probes_readyz_through_the_one_client(
+    tmp_path: Path, peer: Callable[[Reply], RawPeer]
+) -> None:
+    """``mcpsubctl service status``'s probe of the unit's socket (it used httpx)."""
+    from cli.service_cmds import probe_socket
+
+    assert probe_socket(tmp_path / "none.sock") == (False, "no socket")
+    ready = peer(lambda conn, _req: conn.sendall(_answer(200, b'{"status": "ok"}')))
+    assert probe_socket(ready.path) == (True, "ready")
+    assert ready.requests[0].startswith(b"GET /readyz HTTP/1.1\r\n")
+    starting = peer(lambda conn, _req: conn.sendall(_answer(503, b"{}")))
+    assert probe_socket(starting.path) == (False, "answering but not ready (HTTP 503)")
+    dead = tmp_path / "dead.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unbound:
+        unbound.bind(str(dead))  # bound, never listening: connections are refused
+        assert probe_socket(dead) == (False, "not answering (ConnectionRefusedError)")
