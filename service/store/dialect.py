@@ -7,20 +7,26 @@ writes), the renew that reports what changed, the count of live replicas, the ev
 lock and ``NOTIFY`` (PostgreSQL only: SQLite has one daemon, no one else to order against or
 wake), and the two writes every event goes through: the revision write (one statement on
 PostgreSQL, a round trip saved per read where the database is across a network) and the
-event insert (which NOTIFYs the other replicas on PostgreSQL). Callers hold the
-:class:`Dialect` the store chose when it opened (``Store.dialect``, or :func:`dialect_for`
-for a URL) and never ask which backend is behind it, nor re-derive it from a connection.
+event insert (which NOTIFYs the other replicas on PostgreSQL). Those two, and the other
+statements of a revision, run on the driver itself (:meth:`Dialect.rows`, see
+:mod:`service.store.driver`): sqlite3 on SQLite, asyncpg's prepared statements on
+PostgreSQL. Callers hold the :class:`Dialect` the store chose when it opened
+(``Store.dialect``, or :func:`dialect_for` for a URL) and never ask which backend is behind
+it, nor re-derive it from a connection.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, text
 
+from service import jsonout
+from service.store import driver
 from service.store.database import Database
+from service.store.driver import Sql, sql
 from service.store.records import Event
 
 EVENT_ORDER_KEY = 0x6D637375  # "mcsu"
@@ -37,7 +43,7 @@ once and all but one died with ``IntegrityError … pg_type_typname_nsp_index``.
 WrittenRevision = tuple[int, int, Event]
 """What a revision write returns: (revision id, revision number, its event)."""
 
-FENCED_UPDATE = text(
+FENCED_UPDATE = sql(
     "UPDATE subscriptions SET content_hash = :digest, revision = revision + 1, "
     "read_generation = :generation, last_read_at = :read_at, updated_at = :read_at "
     "WHERE id = :subscription_id AND server_id = :server_id "
@@ -47,16 +53,28 @@ FENCED_UPDATE = text(
     # a separate SELECT for it was a quarter of the transaction's statements
     "RETURNING revision, uri, (SELECT url FROM servers WHERE id = :server_id) AS url"
 )
-INSERT_REVISION = text(
+INSERT_REVISION = sql(
     "INSERT INTO revisions (subscription_id, revision, content_hash, contents, text, generation, "
     "read_at) VALUES (:subscription_id, :revision, :digest, :contents, :text, :generation, :read_at) "
     "RETURNING id"
 )
-INSERT_EVENT = text(
+INSERT_EVENT = sql(
     "INSERT INTO events (type, subscription_id, server_url, uri, revision_id, revision, data, "
     "created_at) VALUES (:type, :subscription_id, :server_url, :uri, :revision_id, :revision, "
     ":data, :created_at) RETURNING id"
 )
+TOUCH = sql(
+    "UPDATE subscriptions SET last_read_at = :read_at WHERE id = :subscription_id "
+    "AND (SELECT generation FROM servers WHERE id = :server_id) = :generation"
+)
+"""An unchanged (or fenced-out) read: only its read time, under the same fence."""
+
+
+def dumps(value: Any) -> str:
+    """The JSON text the store writes (event data, a revision's contents): orjson's compact
+    UTF-8, through the one encoder of :mod:`service.jsonout`."""
+    return jsonout.dumps(value).decode()
+
 
 _RENEW = "UPDATE servers SET lease_until = {now} + :ttl WHERE lease_owner = :me"
 
@@ -72,6 +90,18 @@ class Dialect:
     """The database's clock in seconds since the epoch: replicas on different hosts agree."""
     lock_row = ""
     """Appended to a ``SELECT`` whose rows the transaction goes on to update."""
+    in_ids = "IN (SELECT value FROM json_each(:ids))"
+    """``column {in_ids}``: the column is one of the list bound as ``ids``
+    (:meth:`id_list`); one statement text for any length, so the driver prepares it once."""
+
+    def id_list(self, ids: Sequence[int]) -> Any:
+        """``ids`` as :attr:`in_ids` binds them: a JSON array on SQLite."""
+        return dumps(list(ids))
+
+    def rows(self, conn: Connection, statement: Sql, params: Mapping[str, Any]) -> list[Any]:
+        """Run one of the hot statements on the driver under ``conn``, in its transaction;
+        the rows it returns, as tuples (:mod:`service.store.driver`)."""
+        return driver.sqlite_rows(conn, statement, params)
 
     def order_events(self, conn: Connection) -> None:
         """Make this transaction's event ids commit-ordered; call it first in every
@@ -79,6 +109,9 @@ class Dialect:
 
     def notify(self, conn: Connection, channel: str, payload: str) -> None:
         """Tell the other replicas at commit (``NOTIFY``); nobody to tell on SQLite."""
+
+    insert_event_sql = INSERT_EVENT
+    """The event insert, returning the id (PostgreSQL's also NOTIFYs it)."""
 
     def insert_event(
         self,
@@ -95,8 +128,9 @@ class Dialect:
     ) -> Event:
         """The one event insert (every writer of events calls it, after :meth:`order_events`),
         announced to the other replicas at commit."""
-        event_id = conn.execute(
-            INSERT_EVENT,
+        ((event_id, *_),) = self.rows(
+            conn,
+            self.insert_event_sql,
             {
                 "type": type_,
                 "subscription_id": subscription_id,
@@ -104,11 +138,10 @@ class Dialect:
                 "uri": uri,
                 "revision_id": revision_id,
                 "revision": revision,
-                "data": json.dumps(data or {}, ensure_ascii=False),
+                "data": dumps(data or {}),
                 "created_at": created_at,
             },
-        ).scalar_one()
-        self.notify(conn, EVENTS_CHANNEL, str(event_id))
+        )
         return Event(
             id=int(event_id),
             type=type_,
@@ -131,25 +164,31 @@ class Dialect:
     ) -> WrittenRevision | None:
         """The fenced update, the revision and its event, statement by statement (one
         writer); None when the fence or unchanged content stopped it."""
-        row = conn.execute(FENCED_UPDATE, params).one_or_none()
-        if row is None:
+        updated = self.rows(conn, FENCED_UPDATE, params)
+        if not updated:
             return None
-        revision_id = conn.execute(
+        ((revision, uri, url),) = updated
+        ((revision_id,),) = self.rows(
+            conn,
             INSERT_REVISION,
-            {**params, "revision": row.revision, "contents": contents_json, "text": text_value},
-        ).scalar_one()
+            {**params, "revision": revision, "contents": contents_json, "text": text_value},
+        )
         event = self.insert_event(
             conn,
             "resource.updated",
             float(params["read_at"]),
             subscription_id=int(params["subscription_id"]),
-            server_url=row.url,
-            uri=row.uri,
+            server_url=url,
+            uri=uri,
             revision_id=revision_id,
-            revision=row.revision,
+            revision=revision,
             data=data,
         )
-        return int(revision_id), int(row.revision), event
+        return int(revision_id), int(revision), event
+
+    def touch(self, conn: Connection, params: Mapping[str, Any]) -> None:
+        """A read that wrote no revision: its read time, fenced like the revision write."""
+        self.rows(conn, TOUCH, params)
 
     def migration_lock(self, conn: Connection) -> None:
         """Held by a migrating transaction; SQLite's write lock already serialises them."""
@@ -204,11 +243,27 @@ _CHANGES_SQLITE = text(
 )
 
 
+INSERT_EVENT_PG = sql(
+    # the insert and its NOTIFY in one round trip
+    f"WITH ev AS ({INSERT_EVENT.text}) "
+    f"SELECT ev.id, pg_notify('{EVENTS_CHANNEL}', CAST(ev.id AS TEXT)) FROM ev"
+)
+
+
 class PostgreSQL(Dialect):
     name = "postgresql"
     replicated = True
     now = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
     lock_row = " FOR UPDATE"
+    in_ids = "= ANY(CAST(:ids AS integer[]))"
+
+    def id_list(self, ids: Sequence[int]) -> Any:
+        return list(ids)
+
+    insert_event_sql = INSERT_EVENT_PG
+
+    def rows(self, conn: Connection, statement: Sql, params: Mapping[str, Any]) -> list[Any]:
+        return driver.asyncpg_rows(conn, statement, params)
 
     def order_events(self, conn: Connection) -> None:
         """A sequence hands out ids at INSERT, so two replicas' transactions can commit out
@@ -218,10 +273,10 @@ class PostgreSQL(Dialect):
         visible: a visible id means every lower id is visible or rolled back. Taken *first*
         (before any row lock), no transaction waits for it while holding rows another holder
         could wait for."""
-        conn.execute(ORDER_EVENTS)
+        self.rows(conn, ORDER_EVENTS, {})
 
     def notify(self, conn: Connection, channel: str, payload: str) -> None:
-        conn.execute(_NOTIFY, {"channel": channel, "payload": payload})
+        self.rows(conn, NOTIFY, {"channel": channel, "payload": payload})
 
     def write_revision(
         self,
@@ -232,29 +287,26 @@ class PostgreSQL(Dialect):
         data: dict[str, Any],
     ) -> WrittenRevision | None:
         """The whole revision write as one statement (:data:`RECORD_READ_PG`)."""
-        row = conn.execute(
+        written = self.rows(
+            conn,
             RECORD_READ_PG,
-            {
-                **params,
-                "contents": contents_json,
-                "text": text_value,
-                "data": json.dumps(data, ensure_ascii=False),
-            },
-        ).one_or_none()
-        if row is None:
+            {**params, "contents": contents_json, "text": text_value, "data": dumps(data)},
+        )
+        if not written:
             return None
+        ((event_id, server_url, uri, revision_id, revision, _notified),) = written
         event = Event(
-            id=int(row.id),
+            id=int(event_id),
             type="resource.updated",
             subscription_id=int(params["subscription_id"]),
-            server_url=row.server_url,
-            uri=row.uri,
-            revision_id=int(row.revision_id),
-            revision=int(row.revision),
+            server_url=server_url,
+            uri=uri,
+            revision_id=int(revision_id),
+            revision=int(revision),
             data=data,
             created_at=float(params["read_at"]),
         )
-        return int(row.revision_id), int(row.revision), event
+        return int(revision_id), int(revision), event
 
     def migration_lock(self, conn: Connection) -> None:
         """One migrating process at a time (replicas started together on a fresh database)."""
@@ -317,8 +369,8 @@ class PostgreSQL(Dialect):
         ).all()
 
 
-ORDER_EVENTS = text(f"SELECT pg_advisory_xact_lock({EVENT_ORDER_KEY})")
-_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
+ORDER_EVENTS = sql(f"SELECT pg_advisory_xact_lock({EVENT_ORDER_KEY})")
+NOTIFY = sql("SELECT pg_notify(:channel, :payload)")
 _RENEW_CHANGES_PG = text(
     f"WITH renewed AS ({_RENEW.format(now=PostgreSQL.now)} RETURNING id), "
     "running AS (SELECT unnest(CAST(:running AS integer[])) AS id) "
@@ -326,7 +378,7 @@ _RENEW_CHANGES_PG = text(
     "UNION ALL SELECT id, 0 AS orphan FROM running WHERE id NOT IN (SELECT id FROM renewed)"
 )
 
-RECORD_READ_PG = text(
+RECORD_READ_PG = sql(
     # PostgreSQL: the whole revision write in one statement (one round trip instead of six
     # through the run_sync facade). ``ordered`` is the event-order lock (see order_events):
     # MATERIALIZED and joined into the UPDATE, so it is taken before the UPDATE locks the
@@ -356,6 +408,12 @@ RECORD_READ_PG = text(
 
 SQLITE = Dialect()
 POSTGRESQL = PostgreSQL()
+
+
+def each_dialect(template: str) -> dict[str, Sql]:
+    """A statement whose text differs by backend only where ``template`` says ``{in_ids}``:
+    made once per dialect, looked up by ``Dialect.name``."""
+    return {d.name: sql(template.format(in_ids=d.in_ids)) for d in (SQLITE, POSTGRESQL)}
 
 
 def dialect_for(database: Database) -> Dialect:

@@ -20,6 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FAULT_FILE_ENV = "MCPSUB_TEST_STORAGE_FULL_FILE"
+HEALTH_KEY = "mcpsub.health"
+"""``Connection.info`` key: the :class:`StorageHealth` that statements run on the driver
+itself (:mod:`service.store.driver`) report their storage failures to."""
+FAULT_KEY = "mcpsub.fault_file"
+"""``Connection.info`` key: the test hook's file, for statements run on the driver itself."""
+fault_armed = False
+"""Some engine of this process has the test hook (so the driver looks for its file)."""
 _STORAGE_MARKERS = (
     "database or disk is full",
     "disk i/o error",
@@ -132,7 +139,7 @@ class StorageHealth:
         }
 
 
-def _writes(statement: str) -> bool:
+def writes(statement: str) -> bool:
     """Whether a statement writes: it starts with a write, or it is a ``WITH`` whose parts
     write (PostgreSQL's one-statement revision write, ``dialect.RECORD_READ_PG``)."""
     lowered = statement.lstrip().lower()
@@ -143,7 +150,8 @@ def _writes(statement: str) -> bool:
 
 def install(engine: Any, health: StorageHealth) -> None:
     """Report storage failures of ``engine`` (a sync Engine) to ``health``; add the fault hook
-    when the test environment asks for it."""
+    when the test environment asks for it. Both also reach the statements that bypass
+    SQLAlchemy's execution (:mod:`service.store.driver`) through each connection's ``info``."""
     from sqlalchemy import event
 
     def on_error(context: Any) -> None:
@@ -153,10 +161,20 @@ def install(engine: Any, health: StorageHealth) -> None:
     event.listen(engine, "handle_error", on_error)
     fault_file = os.environ.get(FAULT_FILE_ENV)
     if fault_file:
+        global fault_armed
+        fault_armed = True
+
+    def on_connect(_dbapi_connection: Any, record: Any) -> None:
+        record.info[HEALTH_KEY] = health
+        if fault_file:
+            record.info[FAULT_KEY] = fault_file
+
+    event.listen(engine, "connect", on_connect)
+    if fault_file:
         from sqlalchemy.exc import OperationalError
 
         def fault(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-            if _writes(statement) and os.path.exists(fault_file):
+            if writes(statement) and os.path.exists(fault_file):
                 # Wrapped as SQLAlchemy wraps a driver's error, on either backend.
                 full = sqlite3.OperationalError("database or disk is full")
                 raise OperationalError(statement, None, full)

@@ -17,36 +17,37 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection
 
 from service.safetext import redact_urls
 from service.store import hotpath
-from service.store.dialect import Dialect
+from service.store.dialect import Dialect, each_dialect
+from service.store.driver import sql
 from service.store.records import Event, Revision
 
-CHANGING = text(
+CHANGING = each_dialect(
     "SELECT s.id, s.uri, s.state, v.url FROM subscriptions s JOIN servers v ON v.id = s.server_id "
-    "WHERE s.id IN :ids AND (s.state != :state OR COALESCE(s.state_reason, '') != :reason) "
+    "WHERE s.id {in_ids} AND (s.state != :state OR COALESCE(s.state_reason, '') != :reason) "
     "ORDER BY s.id"
-).bindparams(bindparam("ids", expanding=True))
-SET_STATE = text(
+)
+SET_STATE = each_dialect(
     "UPDATE subscriptions SET state = :state, state_reason = :state_reason, "
-    "state_code = :code, updated_at = :now WHERE id IN :ids RETURNING id"
-).bindparams(bindparam("ids", expanding=True))
-SET_STATE_FENCED = text(
+    "state_code = :code, updated_at = :now WHERE id {in_ids} RETURNING id"
+)
+SET_STATE_FENCED = each_dialect(
     "UPDATE subscriptions SET state = :state, state_reason = :state_reason, "
-    "state_code = :code, updated_at = :now WHERE id IN :ids "
+    "state_code = :code, updated_at = :now WHERE id {in_ids} "
     "AND (SELECT generation FROM servers WHERE servers.id = subscriptions.server_id) = :generation "
     "RETURNING id"
-).bindparams(bindparam("ids", expanding=True))
-OPEN_BUMPED = text(
+)
+OPEN_BUMPED = sql(
     "UPDATE servers SET generation = generation + 1, state = 'open', last_error = NULL, "
     "last_error_code = NULL, backoff_until = NULL, connected_at = :now, updated_at = :now "
     "WHERE id = :id AND generation = :expected RETURNING generation"
 )
 
 
-UNREAD = text("SELECT id FROM subscriptions WHERE server_id = :server_id AND revision = 0")
+UNREAD = sql("SELECT id FROM subscriptions WHERE server_id = :server_id AND revision = 0")
 """A link's subscriptions with no read stored yet, found through the ``(server_id, uri)``
 unique index: a fixed statement, where ``id IN (...)`` was compiled anew for every
 acknowledgement (a sixth of the writer thread's time at a cold start, py-spy)."""
@@ -85,48 +86,49 @@ def set_states(
     if not change.ids:
         return []
     reason = None if change.reason is None else redact_urls(change.reason)
-    rows = conn.execute(
-        CHANGING, {"ids": list(change.ids), "state": change.state, "reason": reason or ""}
-    ).all()
+    rows = dialect.rows(
+        conn,
+        CHANGING[dialect.name],
+        {"ids": dialect.id_list(change.ids), "state": change.state, "reason": reason or ""},
+    )
     if not rows:
         return []
     params = {
-        "ids": [r.id for r in rows],
+        "ids": dialect.id_list([r[0] for r in rows]),
         "state": change.state,
         "state_reason": reason,
         "code": change.code,
         "now": now,
     }
     if generation is None:
-        updated = {int(i) for i in conn.execute(SET_STATE, params).scalars()}
+        updated = dialect.rows(conn, SET_STATE[dialect.name], params)
     else:
-        updated = {
-            int(i)
-            for i in conn.execute(SET_STATE_FENCED, {**params, "generation": generation}).scalars()
-        }
+        fenced = {**params, "generation": generation}
+        updated = dialect.rows(conn, SET_STATE_FENCED[dialect.name], fenced)
+    changed = {int(i) for (i,) in updated}
     return [
         dialect.insert_event(
             conn,
             "subscription.state",
             now,
-            subscription_id=int(row.id),
-            server_url=row.url,
-            uri=row.uri,
+            subscription_id=int(sub_id),
+            server_url=url,
+            uri=uri,
             data={
                 "state": change.state,
                 "reason": reason,
                 "code": change.code,
-                "previous": row.state,
+                "previous": previous,
             },
         )
-        for row in rows
-        if row.id in updated
+        for sub_id, uri, previous, url in rows
+        if sub_id in changed
     ]
 
 
-def unread_ids(conn: Connection, server_id: int, ids: Sequence[int]) -> set[int]:
+def unread_ids(conn: Connection, dialect: Dialect, server_id: int, ids: Sequence[int]) -> set[int]:
     """Those of ``ids`` (subscriptions of link ``server_id``) with no read stored yet."""
-    unread = {int(i) for i in conn.execute(UNREAD, {"server_id": server_id}).scalars()}
+    unread = {int(i) for (i,) in dialect.rows(conn, UNREAD, {"server_id": server_id})}
     return unread.intersection(ids)
 
 
@@ -144,17 +146,17 @@ def acknowledged(
     and nothing was written."""
     dialect.order_events(conn)
     now = time.time()
-    generation = conn.execute(OPEN_BUMPED, {"id": server_id, "expected": expected, "now": now})
-    value = generation.scalar_one_or_none()
-    if value is None:
+    bumped = dialect.rows(conn, OPEN_BUMPED, {"id": server_id, "expected": expected, "now": now})
+    if not bumped:
         return None
+    ((value,),) = bumped
     events: list[Event] = []
     unread: set[int] = set()
     for change in changes:
         if change.unread is None or not change.ids:
             events += set_states(conn, dialect, change, int(value), now)
             continue
-        missing = unread_ids(conn, server_id, change.ids)
+        missing = unread_ids(conn, dialect, server_id, change.ids)
         unread |= missing
         read = [i for i in change.ids if i not in missing]
         events += set_states(

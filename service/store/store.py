@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from service.safetext import redact_urls
 from service.store import catalog, health, hotpath, leases, linkstate, schema
 from service.store.database import Database, database_errors, parse
-from service.store.dialect import LINKS_CHANNEL, dialect_for
+from service.store.dialect import LINKS_CHANNEL, dialect_for, dumps
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
 from service.store.remembered import Answer, Remembered
@@ -517,7 +517,7 @@ class Store:
             server_id,
             generation,
             contents,
-            json.dumps(contents, ensure_ascii=False),
+            dumps(contents),
             text,
             content_hash(contents),
             time.time() if read_at is None else read_at,

@@ -85,7 +85,7 @@ def test_a_new_digest_becomes_a_revision_and_its_event(conn: Connection) -> None
     stored = conn.execute(text("SELECT revision, text, generation FROM revisions")).one()
     assert tuple(stored) == (1, "one", 4)
     row = conn.execute(text("SELECT type, data FROM events WHERE id = :id"), {"id": event.id})
-    assert tuple(row.one()) == ("resource.updated", '{"k": "v"}')
+    assert tuple(row.one()) == ("resource.updated", '{"k":"v"}')
     again = SQLITE.write_revision(conn, params("h2"), "[]", "two", {})
     assert again is not None and again[1] == 2
 
