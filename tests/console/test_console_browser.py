@@ -4,14 +4,17 @@ reload, compare two revisions, see markup as text; and the refusals a browser me
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import httpx
 from playwright.sync_api import expect
 
+from service.safetext import visible
 from tests.console.conftest import shot, subscribe, wait_until
 from tests.support.browser import NARROW
+from tests.support.cli import REPO_ROOT
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
 from tests.webhooks.receiver import Receiver, Step
@@ -260,3 +263,35 @@ def test_events_tail_pauses_and_resumes_from_its_cursor(
     expect(page.locator("#events tbody tr").first).to_contain_text("revision 2")
     expect(page.locator("#live-text")).to_have_text("Live: connected")
     shot(page, screenshots, "events")
+
+
+def test_invisible_characters_in_a_uri_are_shown_escaped(
+    logged_in: Any, daemon: Daemon, lab: LabServer
+) -> None:
+    """Before: ``test://console/a\\u200bb`` showed as ``test://console/ab``, a look-alike of
+    another URI; the CLIs escape it (``safetext.visible``), and now so does the console."""
+    uri = "test://console/a\u200bb\u202ec\u2060d"
+    shown = "test://console/a\\u200bb\\u202ec\\u2060d"
+    assert visible(uri) == shown
+    sub = subscribe(daemon, lab, uri, "text")
+    page = logged_in
+    page.goto(f"{daemon.tcp_url}/ui/subscriptions/{sub['id']}")
+    expect(page.locator("#title")).to_have_text(shown)
+    assert page.title() == f"{shown} · mcpsubd"
+    page.goto(f"{daemon.tcp_url}/ui/events")
+    expect(page.locator("#events")).to_contain_text(shown)
+
+
+def test_the_console_escapes_what_the_clis_escape(logged_in: Any, daemon: Daemon) -> None:
+    """The console's ``visible`` (console.js) and ``safetext.visible`` escape the same code
+    points, checked over all of Unicode in the browser that runs the console."""
+    script = (REPO_ROOT / "service" / "console" / "static" / "console.js").read_text()
+    pattern = re.search(r"const INVISIBLE = (/.*?/gu);", script)
+    assert pattern is not None
+    escaped_in_browser = logged_in.evaluate(
+        "() => { const re = " + pattern.group(1).replace("/gu", "/u") + "; const out = [];"
+        " for (let c = 0; c <= 0x10ffff; c++) {"
+        "   if (re.test(String.fromCodePoint(c))) out.push(c); } return out; }"
+    )
+    escaped_by_cli = [c for c in range(0x110000) if visible(chr(c)) != chr(c)]
+    assert escaped_in_browser == escaped_by_cli

@@ -41,11 +41,23 @@
     const tone = GOOD.has(s) ? "ok" : BAD.has(s) ? "bad" : "warn";
     return el("span", { class: `state state-${tone}`, text: s });
   }
+  // What the CLIs' safetext.visible escapes in one-line values: controls, bidi controls, lone
+  // surrogates, format characters, every space but U+0020, and the fillers and selectors
+  // that render as nothing (U+205F-U+206F whole, unassigned ones too, as safetext does). So
+  // test://a\u200bb cannot pass for test://ab on a page; tests/console checks both agree.
+  const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f-\u206f\u3000\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\u{e0100}-\u{e01ef}\ud800-\udfff]/gu;
+  function visible(text) {
+    return String(text ?? "").replace(INVISIBLE, (ch) => {
+      const code = ch.codePointAt(0);
+      const [prefix, width] = code < 0x100 ? ["x", 2] : code < 0x10000 ? ["u", 4] : ["U", 8];
+      return `\\${prefix}${code.toString(16).padStart(width, "0")}`;
+    });
+  }
   // A URI or URL may wrap after its separators (/ . ? & = - _ : #), never inside a word: the
   // text stays one text node per piece, with a <wbr> after each separator.
   function breakable(text) {
     const node = el("span", { class: "uri" });
-    for (const piece of String(text ?? "").split(/(?<=[/.?&=_:#-])/)) node.append(piece, el("wbr"));
+    for (const piece of visible(text).split(/(?<=[/.?&=_:#-])/)) node.append(piece, el("wbr"));
     return node;
   }
   // One event in words, the same on every page (the subscription page, the Events page).
@@ -336,7 +348,7 @@
         throw error;
       }
       clear($("title")).append(breakable(sub.uri));
-      document.title = `${sub.uri} · mcpsubd`;
+      document.title = `${visible(sub.uri)} · mcpsubd`;
       const list = clear($("summary"));
       fact(list, "URI", breakable(sub.uri));
       fact(list, "Server", breakable(sub.serverUrl));
@@ -432,7 +444,7 @@
       notice("The link reconnects now and reads the resource again.", true);
     }));
     $("unsubscribe").addEventListener("click", (e) => act(e.currentTarget, async () => {
-      if (!confirm(`Stop watching ${sub.uri}?`)) return;
+      if (!confirm(`Stop watching ${visible(sub.uri)}?`)) return;
       await api("DELETE", `/v1/subscriptions/${id}`);
       await showSummary();
     }));
