@@ -562,21 +562,16 @@ class Connection:
 
     def body(self, reader: ResponseReader) -> bytes:
         """The rest of the answer's body (bounded by the reader's ``max_body``)."""
-        parts = []
-        while True:
-            data = reader.data()
-            if data is not None:
-                parts.append(data)
-            elif reader.done:
-                return b"".join(parts)
-            else:
-                self._fill(reader)
+        return b"".join(self._pieces(reader))
 
     def stream(self, reader: ResponseReader, idle_timeout_s: float | None) -> Iterator[bytes]:
         """The body as it arrives, for a stream that has no end; each read waits at most
         ``idle_timeout_s``."""
         self.timeout_s = idle_timeout_s
         self.sock.settimeout(idle_timeout_s)
+        return self._pieces(reader)
+
+    def _pieces(self, reader: ResponseReader) -> Iterator[bytes]:
         while True:
             data = reader.data()
             if data is not None:
