@@ -1,8 +1,8 @@
 """``DaemonClient``: the local API's calls as ``mcpsubctl`` makes them, and their errors.
 
-Every daemon command (``subscribe`` … ``resubscribe``, ``read``, ``events`` and
-``events --follow``, ``wait``, the webhook and delivery commands, ``status --wait-ready``)
-and ``mcpsubctl tail`` reach the daemon through it. Agent scripts call these in loops, so a
+Every daemon command (``subscribe`` … ``resubscribe``, ``status`` and ``--wait-ready``,
+``read``, ``events`` and ``events --follow``, ``wait``, the webhook and delivery commands,
+``ui``) and ``mcpsubctl tail`` reach the daemon through it. Agent scripts call these in loops, so a
 call's start-up is its cost (issue 21 §3): this module imports ``json`` and
 :mod:`service.localclient` (the one client of the local API: where it is, and the bounded
 HTTP/1.1 reader the hook and the stdio face use too), which imports ``_socket``, not
