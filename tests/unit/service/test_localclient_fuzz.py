@@ -255,6 +255,14 @@ def test_the_bounds_are_exact() -> None:
         announced.head()
     with pytest.raises(ProtocolError, match="Content-Length"):  # 21 digits: not a number
         ours(head + b"Content-Length: " + b"1" * 21 + b"\r\n\r\n", [])
+    announced_chunk = ResponseReader(max_body=100)
+    announced_chunk.feed(chunked + b"65\r\n")  # 101 bytes announced: refused before any
+    assert announced_chunk.head()
+    with pytest.raises(TooLarge):
+        announced_chunk.data()
+    assert ours(chunked + b"0" * 15 + b"1\r\nA\r\n0\r\n\r\n", [])[3] == b"A"  # 16 digits
+    with pytest.raises(ProtocolError, match="chunk size"):  # 17: not a size we read
+        ours(chunked + b"0" * 16 + b"1\r\nA\r\n0\r\n\r\n", [])
     assert ours(chunked + b"3\r\nabc\r\n0\r\n\r\n", [], max_body=3)[3] == b"abc"
     with pytest.raises(TooLarge):
         ours(chunked + b"3\r\nabc\r\n1\r\nd\r\n0\r\n\r\n", [], max_body=3)
