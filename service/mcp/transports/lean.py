@@ -461,12 +461,18 @@ class LeanHttp:
         self.address_check = address_check
         self._idle: list[_Connection] = []
         self._closed = False
-        self._request_line = f"POST {self.target} HTTP/1.1\r\nHost: {self.host_header}\r\n"
         self._sendable = bool(
             _TARGET.fullmatch(self.target) and _FIELD_VALUE.fullmatch(self.host_header)
         )
-        self._valid_head: dict[tuple[str, str], None] = {}
-        """Header fields already checked (the same few on every request of a client)."""
+        """Both ASCII without blanks or controls; else every request is refused (a host no
+        resolver takes is found first, by connecting: InvalidUrl)."""
+        self._request_line = (
+            f"POST {self.target} HTTP/1.1\r\nHost: {self.host_header}\r\n".encode("ascii")
+            if self._sendable
+            else b""
+        )
+        self._lines: dict[tuple[str, str], bytes] = {}
+        """Header fields already checked, encoded."""
 
     async def post(
         self, content: bytes, headers: dict[str, str], *, idempotent: bool = True
@@ -503,28 +509,27 @@ class LeanHttp:
     # ---- internals ------------------------------------------------------------------------
     def _request(self, content: bytes, headers: dict[str, str]) -> bytes:
         """The request's bytes. A field that could end its line early (CR, LF, NUL), a name
-        that is not a token, or anything outside ASCII is refused, never sent."""
-        parts = [self._request_line, f"Content-Length: {len(content)}\r\n"]
-        checked = self._valid_head
-        has_auth = False
-        for name, value in headers.items():
-            if (name, value) not in checked:
-                if not (_TOKEN.fullmatch(name) and _FIELD_VALUE.fullmatch(value)):
-                    raise ProtocolViolation(f"cannot send this request: bad header {name!r}")
-                if len(checked) >= 64:
-                    checked.clear()  # a token per request would grow it without end
-                checked[(name, value)] = None
-            has_auth = has_auth or name.lower() == "authorization"
-            parts.append(f"{name}: {value}\r\n")
-        if self.basic_auth and not has_auth:
-            parts.append(f"Authorization: {self.basic_auth}\r\n")
-        parts.append("\r\n")
+        that is not a token, or anything outside ASCII is refused, never sent. A field once
+        checked is kept encoded (the same few on every request of a client)."""
         if not self._sendable:
             raise ProtocolViolation(f"cannot send this request to {redact_urls(self.url)}")
-        try:
-            return "".join(parts).encode("ascii") + content
-        except UnicodeEncodeError as exc:  # the regexes allow ASCII only; kept for mypy's sake
-            raise ProtocolViolation(f"cannot send this request: {exc}") from exc
+        lines = self._lines
+        parts = [self._request_line, b"Content-Length: %d\r\n" % len(content)]
+        for field in headers.items():
+            line = lines.get(field)
+            if line is None:
+                name, value = field
+                if not (_TOKEN.fullmatch(name) and _FIELD_VALUE.fullmatch(value)):
+                    raise ProtocolViolation(f"cannot send this request: bad header {name!r}")
+                if len(lines) >= 64:
+                    lines.clear()  # a token per request would grow it without end
+                line = lines[field] = f"{name}: {value}\r\n".encode("ascii")  # checked: ASCII
+            parts.append(line)
+        if self.basic_auth and not any(name.lower() == "authorization" for name in headers):
+            parts.append(f"Authorization: {self.basic_auth}\r\n".encode("ascii"))
+        parts.append(b"\r\n")
+        parts.append(content)
+        return b"".join(parts)
 
     async def _acquire(self) -> tuple[_Connection, bool]:
         while self._idle:

@@ -404,25 +404,19 @@ def test_malformed_framing_is_refused(answer: bytes) -> None:
     assert error.kind == "read" and malformed_http(error), repr(error.__cause__)
 
 
-def test_an_answer_framed_by_the_close_is_read_and_the_connection_not_kept(make: Make) -> None:
-    answer = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n" + OK_BODY
-
+@pytest.mark.parametrize(
+    ("answer", "close"),
+    [
+        (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n" + OK_BODY, True),
+        (reply(OK_BODY, b"connection: close\r\n"), False),
+    ],
+    ids=["framed-by-the-close", "connection-close"],
+)
+def test_an_answer_that_ends_its_connection_is_read_and_the_connection_not_kept(
+    make: Make, answer: bytes, close: bool
+) -> None:
     async def scenario() -> list[int]:
-        async with serve(_raw(answer, close=True, pieces=3)) as (url, served):
-            lean = make(url)
-            for _ in range(2):
-                assert (await lean.post(b"{}", {})).body == OK_BODY
-            await lean.aclose()
-            return served
-
-    assert asyncio.run(scenario()) == [1, 2]
-
-
-def test_an_answer_saying_close_is_not_kept(make: Make) -> None:
-    answer = reply(OK_BODY, b"connection: close\r\n")
-
-    async def scenario() -> list[int]:
-        async with serve(_raw(answer)) as (url, served):
+        async with serve(_raw(answer, close=close, pieces=3)) as (url, served):
             lean = make(url)
             for _ in range(2):
                 assert (await lean.post(b"{}", {})).body == OK_BODY
