@@ -53,6 +53,30 @@ def default_store_path(
     return base / APP_DIR / DB_NAME
 
 
+def store_signature(path: Path | None = None) -> tuple[int, ...] | None:
+    """What changes whenever the store's rows may have, or None when there is no store: the
+    file's inode, size and modification time, SQLite's file change counter (header bytes
+    24-27, moved by every commit in the store's rollback-journal mode: two writes within one
+    tick of the file system's clock are told apart) and any journal's inode, size and time.
+    Lets a caller that keeps an answer (the daemon's links, :mod:`service.daemon.tokens`)
+    skip opening the database."""
+    path = default_store_path() if path is None else path
+    try:
+        with open(path, "rb") as handle:
+            main = os.fstat(handle.fileno())
+            counter = handle.read(28)[24:]
+    except OSError:
+        return None
+    signature = [main.st_ino, main.st_size, main.st_mtime_ns, int.from_bytes(counter, "big")]
+    for suffix in ("-wal", "-journal"):
+        try:
+            side = os.stat(f"{path}{suffix}")
+        except OSError:
+            continue
+        signature += [side.st_ino, side.st_size, side.st_mtime_ns]
+    return tuple(signature)
+
+
 @dataclass(frozen=True)
 class TokenRow:
     origin: str

@@ -17,6 +17,7 @@ from typing import Any
 
 import structlog
 
+from service.auth.store import store_signature
 from service.daemon import metrics
 from service.daemon.config import Settings
 from service.daemon.leases import LeaseKeeper, LinkOwner
@@ -24,6 +25,7 @@ from service.daemon.link import READS_PER_LINK, ServerLink, TokenProvider
 from service.daemon.statuscache import StatusCache
 from service.daemon.subscribe_batch import SubscribeBatcher
 from service.daemon.takeover import Handover
+from service.daemon.tokens import SharedTokens
 from service.mcp.transports.base import Transport
 from service.mcp.transports.choose import default_tls, make_transport
 from service.store import Store, Subscription
@@ -53,7 +55,12 @@ class Supervisor:
         self.ready = False
         self.links: dict[int, ServerLink] = {}
         self.stats: dict[str, int] = {}
-        self._tokens = token_provider
+        self._tokens = (
+            SharedTokens(token_provider, store_signature, settings.token_check_s)
+            if token_provider is not None
+            else None
+        )
+        """Every link's token look-up: one per origin and re-check interval (service.daemon.tokens)."""
         self._tokens_available = tokens_available
         """Whether ``token_provider`` could find any token now (its store exists): asked once
         per tick for every link (see :meth:`ServerLink.tick`); None: always."""

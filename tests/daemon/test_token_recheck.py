@@ -55,3 +55,79 @@ def test_a_link_is_woken_for_its_token_only_when_a_token_could_have_changed(
         await store.close()
 
     asyncio.run(run())
+
+
+def test_links_of_one_origin_share_one_token_lookup_until_the_store_changes(
+    tmp_path: Path,
+) -> None:
+    """A token store on disk: 1,000 links re-checking every minute opened it 1,000 times a
+    minute. Links of one origin now share one look-up while the file is unchanged; a login or
+    refresh (any write) is seen at the next re-check, as before."""
+    from service.auth.resolve import resolve_token
+    from service.auth.store import TokenStore, now_ms, store_signature
+    from service.daemon.tokens import SharedTokens
+
+    path = tmp_path / "tokens.db"
+    opened: list[str] = []
+
+    async def provider(url: str) -> str | None:
+        opened.append(url)
+        token, _source = await resolve_token(url, 5.0, store_path=path)
+        return token
+
+    def save(token: str) -> None:
+        with TokenStore.create(path) as store:
+            store.save(
+                "http://127.0.0.1:8000",
+                client_id=None,
+                access_token=token,
+                refresh_token=None,
+                expires_at=now_ms() + 3_600_000,
+            )
+
+    async def run() -> None:
+        shared = SharedTokens(provider, lambda: store_signature(path), 60.0)
+        urls = [f"http://127.0.0.1:8000/mcp?link={n}" for n in range(50)]
+        assert await asyncio.gather(*(shared(u) for u in urls)) == [None] * 50
+        assert len(opened) == 50  # no store: nothing to open, nothing kept
+
+        save("first")
+        assert await asyncio.gather(*(shared(u) for u in urls)) == ["first"] * 50
+        assert await shared("http://127.0.0.1:9000/mcp") is None  # another origin: its own
+        assert len(opened) == 52
+
+        save("second")  # same length, same size: the change counter tells them apart
+        assert await asyncio.gather(*(shared(u) for u in urls)) == ["second"] * 50
+        assert len(opened) == 53
+
+        expired = SharedTokens(provider, lambda: store_signature(path), 0.0)
+        await expired(urls[0])
+        await expired(urls[0])  # answers older than the interval are asked again
+        assert len(opened) == 55
+
+    asyncio.run(run())
+
+
+def test_a_failed_token_lookup_is_not_kept(tmp_path: Path) -> None:
+    from service.auth.errors import AuthLoginRequired
+    from service.daemon.tokens import SharedTokens
+
+    calls = 0
+
+    async def provider(url: str) -> str | None:
+        nonlocal calls
+        calls += 1
+        raise AuthLoginRequired("expired", url=url)
+
+    async def run() -> None:
+        shared = SharedTokens(provider, lambda: ("a store",), 60.0)
+        for _ in range(2):
+            results = await asyncio.gather(
+                shared("http://127.0.0.1:1/a"),
+                shared("http://127.0.0.1:1/b"),
+                return_exceptions=True,
+            )
+            assert all(isinstance(r, AuthLoginRequired) for r in results), results
+        assert calls == 2  # one look-up per round for both links, none kept
+
+    asyncio.run(run())
