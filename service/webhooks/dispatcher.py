@@ -1,7 +1,7 @@
 """Deliver the outbox: signed POSTs, retries on a schedule, dead letters, per-target isolation.
 
-The loop is woken by every committed event and by the next due time; it never polls on a
-fixed tick. Each target has its own concurrency limit and a small circuit breaker, so a slow
+The loop is woken by every committed revision (its transaction enqueued the deliveries) and
+by the next due time; it never polls on a fixed tick. Each target has its own concurrency limit and a small circuit breaker, so a slow
 or dead receiver costs its own deliveries time, never another target's. Decisions that can
 be pure are: :func:`attempt_outcome` classifies a response, :func:`next_attempt_time`
 applies the schedule and ``Retry-After``.
@@ -241,14 +241,18 @@ class Dispatcher:
         self.repo.on_target_change.append(self._on_target_change)
 
     def _on_event(self, event: Any) -> None:
+        if getattr(event, "type", None) != "resource.updated":
+            # Only a revision's transaction enqueues deliveries (the store's event sinks); a
+            # cold start of 1,000 links also commits thousands of subscription.state events,
+            # and each ran a pass (issue 29).
+            return
         uri = getattr(event, "uri", None)
-        if uri and getattr(event, "type", None) == "resource.updated":
+        if uri:
             # Its commit superseded the open deliveries of this URI to "latest" targets.
             self._epoch += 1
             self._uri_changed_at[uri] = self._epoch
-            if self._no_targets:
-                return
-        self._wake.set()
+        if not self._no_targets:
+            self._wake.set()
 
     def _on_target_change(self, target_id: int, removed: bool = False) -> None:
         self._no_targets = False

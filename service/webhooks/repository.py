@@ -19,7 +19,8 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, text
 from service import jsonout
 from service.safetext import redact_urls, split_secret
 from service.store import Store, schema
-from service.store.dialect import POSTGRESQL, Dialect
+from service.store.dialect import POSTGRESQL, Dialect, each_dialect
+from service.store.driver import sql
 from service.store.records import Event
 from service.webhooks.outbox import (
     FINAL_STATES,
@@ -39,7 +40,7 @@ T = TypeVar("T")
 
 
 # ---- the dispatcher's hot path: plain SQL compiled once (see service.store.hotpath) ----------
-DUE_WORK = text(
+DUE_WORK = each_dialect(
     "WITH heads AS ("
     " SELECT MIN(id) AS id FROM deliveries WHERE state IN ('pending', 'failed')"
     " GROUP BY target_id, uri"
@@ -48,22 +49,24 @@ DUE_WORK = text(
     "  PARTITION BY d.target_id ORDER BY d.next_attempt_at, d.id) AS rank_in_target"
     " FROM deliveries d JOIN heads h ON h.id = d.id"
     " JOIN webhook_targets t ON t.id = d.target_id"
-    " WHERE d.next_attempt_at <= :now AND t.enabled = 1 AND d.id NOT IN :exclude"
+    " WHERE d.next_attempt_at <= :now AND t.enabled = 1 AND NOT (d.id {in_ids})"
     ") "
+    # the first 14 columns are Delivery's fields, in order (Delivery(*row[:14]))
     "SELECT d.id, d.target_id, d.webhook_id, d.event_id, d.revision_id, d.subscription_id, d.uri,"
     " d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.created_at,"
-    " d.delivered_at, COALESCE(t.url_secret, t.url) AS target_url, t.mode AS target_mode, t.secret, t.previous_secret,"
-    " t.previous_secret_until, t.consecutive_failures, t.allow_private_target,"
-    " v.revision AS rev_number,"
-    " v.content_hash AS rev_hash, v.contents AS rev_contents, v.generation AS rev_generation,"
-    " v.read_at AS rev_read_at, e.server_url AS event_server_url "
+    " d.delivered_at, COALESCE(t.url_secret, t.url), t.mode, t.secret, t.previous_secret,"
+    " t.previous_secret_until, t.consecutive_failures, t.allow_private_target, v.revision,"
+    " v.content_hash, v.contents, v.generation, v.read_at, e.server_url "
     "FROM ranked r JOIN deliveries d ON d.id = r.id"
     " JOIN webhook_targets t ON t.id = d.target_id"
     " LEFT JOIN revisions v ON v.id = d.revision_id"
     " LEFT JOIN events e ON e.id = d.event_id "
     "WHERE r.rank_in_target <= :per_target "
     "ORDER BY d.next_attempt_at, d.id LIMIT :limit"
-).bindparams(bindparam("exclude", expanding=True))
+)
+"""One dispatcher pass, on the driver (:meth:`Dialect.rows`): SQLAlchemy's execution of it
+(an expanding ``IN`` compiled again for every pass, 27 columns a row) cost as much CPU as
+SQLite's own work (issue 29)."""
 CLAIM_DELIVERIES = text(
     f"WITH picked AS (SELECT id FROM deliveries WHERE id IN :ids"
     " AND state IN ('pending', 'failed')"
@@ -72,35 +75,36 @@ CLAIM_DELIVERIES = text(
     f"UPDATE deliveries SET lease_owner = :me, lease_until = {POSTGRESQL.now} + :ttl"
     " FROM picked WHERE deliveries.id = picked.id RETURNING deliveries.id"
 )
-NEXT_DUE = text(
+NEXT_DUE = sql(
     "SELECT MIN(d.next_attempt_at) FROM deliveries d JOIN webhook_targets t"
     " ON t.id = d.target_id WHERE d.state IN ('pending', 'failed') AND t.enabled = 1"
     " AND d.next_attempt_at > :now"
 )
-MARK_DELIVERED = text(
+# An outcome batch's statements, on the driver too.
+MARK_DELIVERED = sql(
     "UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_status = :status,"
     " last_error = NULL, delivered_at = :now, updated_at = :now,"
     " lease_owner = NULL, lease_until = NULL"
     " WHERE id = :id AND state IN ('pending', 'failed')"
 )
-MARK_FAILED = text(
+MARK_FAILED = sql(
     "UPDATE deliveries SET state = :state, attempts = attempts + 1, last_status = :status,"
     " last_error = :error, next_attempt_at = :next_attempt_at, updated_at = :now,"
     " lease_owner = NULL, lease_until = NULL"
     " WHERE id = :id AND state IN ('pending', 'failed')"
 )
-TARGET_OK = text(
+TARGET_OK = sql(
     "UPDATE webhook_targets SET consecutive_failures = 0, failing_since = NULL,"
     " last_success_at = :now WHERE id = :target_id"
 )
-TARGET_FAILED = text(
+TARGET_FAILED = sql(
     "UPDATE webhook_targets SET consecutive_failures = consecutive_failures + 1,"
     " failing_since = COALESCE(failing_since, :now) WHERE id = :target_id"
 )
-TARGET_HEALTH = text(
+TARGET_HEALTH = sql(
     "SELECT consecutive_failures, failing_since FROM webhook_targets WHERE id = :target_id"
 )
-DISABLE_TARGET = text(
+DISABLE_TARGET = sql(
     "UPDATE webhook_targets SET enabled = 0, disabled_reason = :reason, updated_at = :now"
     " WHERE id = :target_id"
 )
@@ -206,6 +210,7 @@ def signing_secrets_of(
 
 def due_work_sync(
     conn: Connection,
+    dialect: Dialect,
     now: float,
     *,
     limit: int,
@@ -215,37 +220,43 @@ def due_work_sync(
 ) -> tuple[list[Work], float | None]:
     """One dispatcher pass: the due heads of every (target, URI) queue with their target,
     secrets, revision and event, bodies built; and the next later due time."""
-    rows = conn.execute(
-        DUE_WORK,
-        {"now": now, "exclude": list(exclude), "per_target": per_target, "limit": limit},
-    ).all()
+    rows = dialect.rows(
+        conn,
+        DUE_WORK[dialect.name],
+        {
+            "now": now,
+            "ids": dialect.id_list(sorted(exclude)),
+            "per_target": per_target,
+            "limit": limit,
+        },
+    )
     work = []
     for row in rows:
-        delivery = delivery_from_row(row)
-        has_revision = row.rev_number is not None
+        delivery = Delivery(*row[:14])
+        (url, mode, secret, previous, previous_until, failures, allow_private) = row[14:21]
+        (number, content_hash, contents, generation, read_at, server_url) = row[21:]
+        has_revision = number is not None
         work.append(
             Work(
                 delivery=delivery,
-                url=row.target_url,
-                mode=row.target_mode,
-                secrets=signing_secrets_of(
-                    row.secret, row.previous_secret, row.previous_secret_until, now
-                ),
+                url=url,
+                mode=mode,
+                secrets=signing_secrets_of(secret, previous, previous_until, now),
                 body=delivery_body(
                     delivery,
-                    server_url=row.event_server_url,
-                    revision=row.rev_number,
-                    content_hash=row.rev_hash if has_revision else None,
-                    generation=row.rev_generation if has_revision else None,
-                    read_at=row.rev_read_at if has_revision else None,
-                    contents_json=row.rev_contents if has_revision else None,
+                    server_url=server_url,
+                    revision=number,
+                    content_hash=content_hash if has_revision else None,
+                    generation=generation if has_revision else None,
+                    read_at=read_at if has_revision else None,
+                    contents_json=contents if has_revision else None,
                     max_body_bytes=max_body_bytes,
                 ),
-                consecutive_failures=int(row.consecutive_failures or 0),
-                allow_private_target=bool(row.allow_private_target),
+                consecutive_failures=int(failures or 0),
+                allow_private_target=bool(allow_private),
             )
         )
-    next_due = conn.execute(NEXT_DUE, {"now": now}).scalar()
+    ((next_due,),) = dialect.rows(conn, NEXT_DUE, {"now": now})
     return work, float(next_due) if next_due is not None else None
 
 
@@ -268,14 +279,15 @@ def apply_outcomes_sync(
         if result.ok:
             delivered.append({"id": delivery.id, "status": result.status or 200, "now": now})
             if target_id not in target_ok:
-                conn.execute(TARGET_OK, {"now": now, "target_id": target_id})
+                dialect.rows(conn, TARGET_OK, {"now": now, "target_id": target_id})
                 target_ok.add(target_id)
                 applied.failures.pop(target_id, None)
             continue
         target_ok.discard(target_id)
         dead = result.next_attempt_at is None or result.disable_target is not None
         error = redact_urls(result.error)[:500]
-        conn.execute(
+        dialect.rows(
+            conn,
             MARK_FAILED,
             {
                 "id": delivery.id,
@@ -288,7 +300,7 @@ def apply_outcomes_sync(
                 "now": now,
             },
         )
-        conn.execute(TARGET_FAILED, {"now": now, "target_id": target_id})
+        dialect.rows(conn, TARGET_FAILED, {"now": now, "target_id": target_id})
         if dead:
             event = dialect.insert_event(
                 conn,
@@ -307,35 +319,39 @@ def apply_outcomes_sync(
             )
             applied.events.append(event)
             applied.dead[delivery.id] = event
-        health = conn.execute(TARGET_HEALTH, {"target_id": target_id}).one_or_none()
-        if health is None:  # removed meanwhile
+        health = dialect.rows(conn, TARGET_HEALTH, {"target_id": target_id})
+        if not health:  # removed meanwhile
             continue
-        applied.failures[target_id] = int(health.consecutive_failures)
+        ((consecutive_failures, failing_since),) = health
+        applied.failures[target_id] = int(consecutive_failures)
         reason = result.disable_target
         if (
             reason is None
             and disable_after_s is not None
-            and health.failing_since is not None
-            and now - float(health.failing_since) > disable_after_s
+            and failing_since is not None
+            and now - float(failing_since) > disable_after_s
         ):
             reason = f"every delivery failed for {disable_after_s / 86400:g} days"
         if reason is not None:
-            conn.execute(DISABLE_TARGET, {"reason": reason, "now": now, "target_id": target_id})
+            dialect.rows(
+                conn, DISABLE_TARGET, {"reason": reason, "now": now, "target_id": target_id}
+            )
             applied.disabled.add(target_id)
             applied.events.append(
                 dialect.insert_event(
                     conn, "webhook.disabled", now, data={"targetId": target_id, "reason": reason}
                 )
             )
-    if delivered:
-        conn.execute(MARK_DELIVERED, delivered)
-    attempts = [_attempt_row(result) for result in results if result.attempt is not None]
-    if attempts:
-        conn.execute(INSERT_ATTEMPT, attempts)
+    for row in delivered:
+        dialect.rows(conn, MARK_DELIVERED, row)
+    # The attempt log: one row per attempt, in the outcome's transaction (docs/webhooks.md).
+    for result in results:
+        if result.attempt is not None:
+            dialect.rows(conn, INSERT_ATTEMPT, _attempt_row(result))
     return applied
 
 
-INSERT_ATTEMPT = text(
+INSERT_ATTEMPT = sql(
     "INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms,"
     " request_headers, ok, status, response_body, error) VALUES (:delivery_id, :attempt,"
     " :started_at, :duration_ms, :request_headers, :ok, :status, :response_body, :error)"
@@ -361,13 +377,25 @@ def _attempt_row(result: AttemptResult) -> dict[str, Any]:
 ANY_ENABLED_TARGET = text("SELECT 1 FROM webhook_targets WHERE enabled = 1 LIMIT 1")
 
 
+@dataclass(frozen=True, slots=True)
+class OutboxSink:
+    """The store's event sink that enqueues deliveries (:func:`enqueue_sync`) on the store's
+    dialect; equal for one dialect, so a store gets one however many repositories it has."""
+
+    dialect: Dialect
+
+    def __call__(self, conn: Connection, event: Event) -> int:
+        return enqueue_sync(conn, event, self.dialect)
+
+
 class WebhookRepository:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._engine = store.engine
         # The outbox row commits in the revision's transaction: the store runs its sinks there.
-        if enqueue_sync not in store.event_sinks:
-            store.event_sinks.append(enqueue_sync)
+        sink = OutboxSink(store.dialect)
+        if sink not in store.event_sinks:
+            store.event_sinks.append(sink)
         self.on_target_change: list[Callable[[int, bool], None]] = []
         """Callbacks ``(target_id, removed) -> None`` after any change of a target made here
         (the dispatcher drops what it read about that target before the change)."""
@@ -394,6 +422,7 @@ class WebhookRepository:
         return await self.run_read(
             lambda conn: due_work_sync(
                 conn,
+                self.store.dialect,
                 now,
                 limit=limit,
                 exclude=excluded,
