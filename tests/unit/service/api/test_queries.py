@@ -1,7 +1,7 @@
 """service.api.queries: the console's and the API's read-only look-ups.
 
-An async SQLite engine on a tmp file, made from the store's schema and filled through the
-store's own writes (catalog and hotpath); the look-ups only need ``store.engine``."""
+A SQLite file in a tmp dir, made from the store's schema and filled through the store's own
+writes (catalog and hotpath); the look-ups only need ``store.engine``, an async engine on it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from service.api import queries
@@ -53,10 +53,15 @@ def fill(conn: Connection) -> None:
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Any]:
+    # The writes go through the store's own statements, which run on the sqlite3 connection
+    # itself (service.store.driver), as the store's writer thread does; the look-ups read
+    # through the async engine, as the API does.
+    writer = create_engine(f"sqlite:///{tmp_path / 'q.db'}")
+    with writer.begin() as conn:
+        schema.metadata.create_all(conn)
+        fill(conn)
+    writer.dispose()
     engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'q.db'}")
-    async with engine.begin() as conn:
-        await conn.run_sync(schema.metadata.create_all)
-        await conn.run_sync(fill)
     yield SimpleNamespace(engine=engine)
     await engine.dispose()
 
