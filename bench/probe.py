@@ -205,7 +205,7 @@ async def _phases_once(url: str) -> dict[str, float]:
         last = now
 
     async with asyncio.timeout(RUN_TIMEOUT_S):
-        # The transport service.probe gets: lean h11 on plain http://.
+        # The transport service.probe gets: the lean one (llhttp) on plain http://.
         async with McpClient(url, client_name="mcpsub-bench") as client:
             mark("client setup")
             await client.discover()

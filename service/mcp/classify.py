@@ -225,9 +225,10 @@ not that the server sent malformed HTTP."""
 
 def malformed_http(exc: BaseException) -> bool:
     """The server's HTTP itself was broken: a response head over the parser's bound (a 1 MB
-    header), an illegal status line, a bad ``Content-Length``. h11, httpcore and httpx each
-    raise a ``RemoteProtocolError`` (matched by name: httpx is imported lazily); one that
-    says the peer closed the connection is a network failure instead (pure)."""
+    header), an illegal status line, a bad ``Content-Length``. h11, httpcore, httpx and the
+    lean transport each raise a ``RemoteProtocolError`` (matched by name: httpx is imported
+    lazily); one that says the peer closed the connection is a network failure instead
+    (pure)."""
     return any(
         type(item).__name__ == "RemoteProtocolError"
         and not any(word in str(item).lower() for word in _PEER_WENT_AWAY)

@@ -67,7 +67,7 @@ HIGH_WATER = 128 * 1024
 2 × its 64 KiB)."""
 MAX_HEAD_BYTES = 16 * 1024
 """A response head (status line and header fields) larger than this is refused: h11's
-default bound, which this transport had before; httpx's h11 keeps it too."""
+default bound, which this transport had before (httpx, through httpcore, allows 100 KiB)."""
 
 __all__ = ["BodyRefused", "LeanHttp", "LeanStream", "RemoteProtocolError", "lean_usable"]
 
