@@ -189,6 +189,9 @@ class _Connection(asyncio.Protocol):
         had_head = self.head_done
         try:
             parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            # 101 to a request that asked for no other protocol: nothing we can read.
+            self._failure = RemoteProtocolError("the server switched protocols unasked (101)")
         except httptools.HttpParserError as exc:
             if self._failure is None:
                 if self.complete:

@@ -395,8 +395,9 @@ def test_a_head_just_under_the_bound_is_read(make: Make) -> None:
         + b"f" * 40
         + b"\r\n{}\r\n0\r\n\r\n",  # a chunk size past 64 bits
         b"HTTP/1.1 200 OK\r\nbad header\r\ncontent-length: 2\r\n\r\n{}",
+        b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n{}",
     ],
-    ids=["status", "content-length", "chunk-size", "chunk-overflow", "field"],
+    ids=["status", "content-length", "chunk-size", "chunk-overflow", "field", "upgrade"],
 )
 def test_malformed_framing_is_refused(answer: bytes) -> None:
     body, error = asyncio.run(_post_once(LeanHttp, _raw(answer, close=True)))
