@@ -65,11 +65,14 @@ from bench.harness import (
 )
 
 URIS = 10
-TARGET_DAEMON_MS = 1.5
-STRETCH_DAEMON_MS = 1.0
-TARGET_PROBE_MS = 1.0
+TARGET_DAEMON_RATIO = 0.3
+TARGET_DAEMON_RATIO_LOADED = 0.4
+"""Issue 29: mcpsubd's CPU per re-read ≤ 0.3× the SDK client's in a quiet run, ≤ 0.4× when
+the load average before the run was 4 or more."""
+LOADED = 4.0
+TARGET_PROBE_RATIO = 0.2
 TARGET_RATE = 1000.0
-TARGET_P99 = {200.0: 50.0, 500.0: 100.0}
+TARGET_P99 = {200.0: 50.0, 500.0: 50.0}
 """p99 change → SSE event at each steady rate (the 1,000/s row is judged on throughput)."""
 
 
@@ -357,15 +360,20 @@ def render(
         ratio = f"{row.per_read_ms / sdk.per_read_ms:.2f}×" if sdk and sdk.reads else "—"
         target = ""
         ok = True
+        ratio_of = row.per_read_ms / sdk.per_read_ms if sdk and sdk.reads else float("nan")
         if row.name == "mcpsubd":
-            per_rev = 1000.0 * row.cpu_s / row.revisions if row.revisions else float("nan")
-            target = f"≤ {TARGET_DAEMON_MS} ms per revision"
-            ok = per_rev <= TARGET_DAEMON_MS
+            try:
+                loaded = float(load_before.split(",")[0]) >= LOADED
+            except ValueError:  # "unknown": judged as a quiet run
+                loaded = False
+            limit = TARGET_DAEMON_RATIO_LOADED if loaded else TARGET_DAEMON_RATIO
+            target = f"≤ {limit:g}× SDK" + (f" (load ≥ {LOADED:g})" if loaded else "")
+            ok = ratio_of <= limit
             if not ok:
-                missed.append("daemon CPU per revision")
+                missed.append("daemon CPU per re-read")
         elif row.name.startswith("probe"):
-            target = f"≤ {TARGET_PROBE_MS} ms"
-            ok = row.per_read_ms <= TARGET_PROBE_MS
+            target = f"≤ {TARGET_PROBE_RATIO:g}× SDK"
+            ok = ratio_of <= TARGET_PROBE_RATIO
             if not ok:
                 missed.append("probe CPU per re-read")
         rows.append(
