@@ -1,6 +1,5 @@
-"""The daemon's local API: REST + SSE over a 0600 unix socket or loopback TCP + token."""
+"""The daemon's REST API (``/v1``): routes over the application layer (``service/app``)."""
 
-from service.api.app import create_app
-from service.api.state import SupervisorLike
+from service.api.app import create_api
 
-__all__ = ["SupervisorLike", "create_app"]
+__all__ = ["create_api"]

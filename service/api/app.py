@@ -1,13 +1,13 @@
-"""Build the local API (FastAPI) around a running supervisor.
+"""Build the REST API (FastAPI, ``/v1``) around a running supervisor.
 
-``create_app`` only wires things: routes read the :class:`~service.api.state.ApiState`
-from ``app.state.api``; the guard in :mod:`service.api.security` wraps everything.
-Serving it (unix socket 0600 or loopback TCP) is :mod:`service.api.server`'s job.
+``create_api`` only wires things: routes read the :class:`~service.api.state.ApiState`
+from ``app.state.api``. It knows neither the MCP face nor the console: the daemon's
+composition root (:mod:`service.daemon.webapp`) adds ``/mcp`` and ``/ui`` to this app and
+wraps it all in the guard (:mod:`service.http.guard`). Serving it is :mod:`service.http.server`'s
+job.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from fastapi import FastAPI
 
@@ -26,26 +26,21 @@ from service.api.routes import (
     system,
     webhooks,
 )
-from service.api.security import DEFAULT_ALLOWED_HOSTS, LocalGuard
-from service.api.sessions import BrowserSessions
-from service.api.state import ApiState, SupervisorLike
+from service.api.state import ApiState
+from service.app.agents import Agents
+from service.app.supervisor import SupervisorLike
 
 
-def create_app(
+def create_api(
     supervisor: SupervisorLike,
+    agents: Agents,
     *,
-    token: str | None,
-    allowed_hosts: Iterable[str] = DEFAULT_ALLOWED_HOSTS,
     keepalive_s: float = 15.0,
     max_wait_ms: int = 600_000,
     max_waiters: int = 256,
     read_timeout_s: float = 10.0,
-    agent_allowed_origins: tuple[str, ...] | None = None,
-    agent_progress_s: float = 5.0,
-    agent_unsubscribe: str = "own",
 ) -> FastAPI:
-    """The API app. ``token`` is required on every request but ``/healthz`` when set
-    (loopback TCP); pass None for the unix socket, whose file mode is the access control."""
+    """The API app: every ``/v1`` route, its error handlers and its OpenAPI document."""
     app = FastAPI(
         title="mcpsubd local API",
         version=__version__,
@@ -61,6 +56,7 @@ def create_app(
     app.state.api = ApiState(
         supervisor=supervisor,
         metrics=Metrics(collector),
+        agents=agents,
         keepalive_s=keepalive_s,
         max_wait_ms=max_wait_ms,
         max_waiters=max_waiters,
@@ -70,35 +66,5 @@ def create_app(
     routers = (subscriptions, history, content, events, system, overview, webhooks, agent, console)
     for module in routers:
         app.include_router(module.router)
-    _mount_face(app, supervisor, agent_allowed_origins, agent_progress_s, agent_unsubscribe)
-    # The console's sessions (login links included) for a token; None on the unix socket.
-    app.state.sessions = BrowserSessions(token) if token is not None else None
-    app.add_middleware(
-        LocalGuard, token=token, allowed_hosts=allowed_hosts, sessions=app.state.sessions
-    )
     app.openapi = lambda: document(app)  # type: ignore[method-assign]
     return app
-
-
-def _mount_face(
-    app: FastAPI,
-    supervisor: SupervisorLike,
-    allowed_origins: tuple[str, ...] | None,
-    progress_s: float,
-    unsubscribe: str = "own",
-) -> None:
-    """The agent face at ``/mcp`` (``service/face``), behind the same guard as the API."""
-    from starlette.routing import Route
-
-    from service.face.handlers import Face
-    from service.face.http import FaceHttp
-    from service.face.inproc import InProcessBackend
-
-    backend = InProcessBackend(supervisor, allowed_origins, unsubscribe)
-    app.state.face_backend = backend
-    app.state.face_http = FaceHttp(Face(backend, progress_every_s=progress_s), app.state.api)
-    app.router.routes.append(
-        Route(
-            "/mcp", app.state.face_http, methods=["GET", "POST", "DELETE"], include_in_schema=False
-        )
-    )

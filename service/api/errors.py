@@ -1,17 +1,12 @@
-"""Errors of the local API: small records with a status, a stable ``errorCode`` and a hint.
-
-Routes raise :class:`ApiError` subclasses; :func:`install_handlers` maps them (and
-FastAPI's validation errors, Starlette's 404/405, anything unexpected) to one JSON shape::
-
-    {"errorCode": "INVALID_URL", "message": "...", "field": "url", "hint": "..."}
-
-``field`` and ``hint`` appear only when known. Tokens and request headers never appear.
+"""How the REST API answers errors: :func:`install_handlers` maps the application's
+:class:`~service.app.errors.ApiError` (and FastAPI's validation errors, Starlette's 404/405,
+database failures, anything unexpected) to the one JSON shape of :mod:`service.app.errors`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any
 
 import structlog
 from fastapi import FastAPI, Request
@@ -21,123 +16,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from service.app.errors import ApiError, StorageFailing, error_body
+
 log = structlog.get_logger("mcpsubd.api")
-
-
-def error_body(
-    code: str, message: str, *, field: str | None = None, hint: str | None = None
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"errorCode": code, "message": message}
-    if field is not None:
-        body["field"] = field
-    if hint is not None:
-        body["hint"] = hint
-    return body
-
-
-class ApiError(Exception):
-    """Base of every domain error a route may raise; never instantiate it directly."""
-
-    status: ClassVar[int] = 400
-    error_code: ClassVar[str] = "BAD_REQUEST"
-    default_hint: ClassVar[str | None] = None
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        field: str | None = None,
-        hint: str | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
-        self.hint = hint if hint is not None else self.default_hint
-        self.extra = extra or {}
-
-    def to_json(self) -> dict[str, Any]:
-        body = error_body(self.error_code, self.message, field=self.field, hint=self.hint)
-        body.update(self.extra)
-        return body
-
-
-class InvalidJson(ApiError):
-    error_code = "INVALID_JSON"
-    default_hint = 'send a JSON object such as {"url": "http://host/mcp", "uri": "scheme:path"}'
-
-
-class InvalidUrl(ApiError):
-    error_code = "INVALID_URL"
-    default_hint = "url must be an absolute http:// or https:// URL with a host"
-
-
-class InvalidUri(ApiError):
-    error_code = "INVALID_URI"
-    default_hint = "uri must be a resource URI with a scheme (e.g. test://x) and no spaces"
-
-
-class InvalidParameter(ApiError):
-    error_code = "INVALID_PARAMETER"
-
-
-class BodyTooLarge(ApiError):
-    status = 413
-    error_code = "BODY_TOO_LARGE"
-
-
-class BodyTimeout(ApiError):
-    status = 408
-    error_code = "REQUEST_TIMEOUT"
-    default_hint = "send the whole body at once"
-
-
-class SubscriptionNotFound(ApiError):
-    status = 404
-    error_code = "SUBSCRIPTION_NOT_FOUND"
-    default_hint = "list the subscriptions with `mcpsubctl list` (GET /v1/subscriptions)"
-
-
-class NotWatched(ApiError):
-    status = 404
-    error_code = "NOT_WATCHED"
-    default_hint = "subscribe first: `mcpsubctl subscribe --url URL --uri URI`"
-
-
-class NoContentYet(ApiError):
-    status = 404
-    error_code = "NO_CONTENT_YET"
-    default_hint = "the daemon has not read this resource yet; retry or use `mcpsubctl wait`"
-
-
-class NotificationTimeout(ApiError):
-    status = 408
-    error_code = "NOTIFICATION_TIMEOUT"
-    default_hint = "no update arrived in time; wait again with after=<the returned after>"
-
-
-class TooBusy(ApiError):
-    status = 503
-    error_code = "TOO_MANY_WAITERS"
-    default_hint = "too many open streams and long-polls; close some and retry"
-
-
-class NotReady(ApiError):
-    status = 503
-    error_code = "NOT_READY"
-    default_hint = "the daemon is still starting; retry in a moment"
-
-
-class StorageFailing(ApiError):
-    """The database refused the write (full disk, I/O error) or did not answer: nothing was
-    stored. The same condition ``/readyz`` and ``/v1/status`` report."""
-
-    status = 503
-    error_code = "STORAGE_FAILING"
-    default_hint = (
-        "nothing was stored; free space in the state directory's filesystem (or bring the "
-        "database back) and retry; `mcpsubctl status` shows the storage state"
-    )
 
 
 _HTTP_CODES = {

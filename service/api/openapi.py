@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from service.api import validate
+from service.app import validate
 from service.eventtypes import EVENT_TYPES
 
 _CONTROL = "\\x00-\\x1f\\x7f-\\x9f"

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from service.api.views import event_json
+from service.app.views import event_json
 from service.jsonout import dumps
 from service.store.eventhub import EventHub
 from service.store.records import Event, Revision

@@ -2,5 +2,5 @@
 fills them from the documented API (``/v1/...``) and follows ``/v1/events/stream``.
 
 It holds no state and has no queries of its own: whatever a page shows, the API answers.
-The API imports it on the first ``/ui`` request (:mod:`service.api.routes.console`).
+Its routes (:mod:`service.console.routes`) load the pages on the first ``/ui`` request.
 """

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
 
-from service.api.sessions import COOKIE, SESSION_MAX_AGE_S, BrowserSessions
+from service.http.sessions import COOKIE, SESSION_MAX_AGE_S, BrowserSessions
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

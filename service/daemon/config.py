@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from service import statepaths
-from service.face.policy import parse_setting as parse_origins
-from service.face.policy import parse_unsubscribe_setting
+from service.app.policy import parse_setting as parse_origins
+from service.app.policy import parse_unsubscribe_setting
 from service.store.database import DatabaseUrlError, parse, redact
 from service.webhooks.dispatcher import WebhookSettings
 

@@ -37,7 +37,6 @@ import structlog
 import uvicorn
 
 from service._version import __version__
-from service.api.connections import ApiLimits, ConnectionTracker, guarded_h11
 from service.daemon import heaptrim, logs, starting
 from service.daemon.config import ConfigError, Settings
 from service.daemon.fdbudget import FdBudget
@@ -47,6 +46,7 @@ from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
 from service.daemon.supervisor import Supervisor
 from service.daemon.wiring import side_services
+from service.http.connections import ApiLimits, ConnectionTracker, guarded_h11
 from service.pathowner import owner_of
 from service.statusline import StatusLine
 from service.store import Store
@@ -423,10 +423,10 @@ class DaemonRun:
     def _api(self) -> tuple[DaemonServer, socket.socket, str]:
         """The API app, its connection limits and descriptor budget, and its bound socket:
         a path that is not a socket is refused (exit 78), a live daemon on it is exit 75."""
-        from service.api.app import create_app
-        from service.api.listener import ConsoleListener
-        from service.api.server import NotASocket, SocketInUse, bind_unix_socket
-        from service.face.policy import parse_setting, parse_unsubscribe_setting
+        from service.app.policy import parse_setting, parse_unsubscribe_setting
+        from service.daemon.webapp import create_app
+        from service.http.listener import ConsoleListener
+        from service.http.server import NotASocket, SocketInUse, bind_unix_socket
 
         settings, store, supervisor = self.settings, self.store, self.supervisor
         tcp = settings.api_tcp

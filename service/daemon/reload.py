@@ -74,8 +74,8 @@ Declared = tuple[str, str]
 
 
 def _validate_entry(where: str, index: int, entry: Any) -> Declared:
-    from service.api import validate
-    from service.api.errors import ApiError
+    from service.app import validate
+    from service.app.errors import ApiError
 
     if not isinstance(entry, dict):
         raise ReloadError(f"{where}: subscriptions[{index}] must be a table with url and uri")

@@ -1,6 +1,6 @@
 """What the face needs from the daemon, as one small interface.
 
-Shapes are the local API's JSON (``service/api/views.py``): a subscription is
+Shapes are the local API's JSON (``service/app/views.py``): a subscription is
 ``subscription_json`` plus an optional ``link`` (the link's status entry); content is
 ``content_json``; events are ``event_json``. Two implementations: ``remote.ApiBackend``
 (``mcpsubctl mcp``, over the local API) and ``inproc.InProcessBackend`` (``/mcp``).
@@ -10,18 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from service.app.errors import AgentError as FaceError
 
-class FaceError(Exception):
-    """A refusal the agent should see: a stable ``code`` and a one-line ``hint``."""
-
-    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.hint = hint
-
-    def to_json(self) -> dict[str, Any]:
-        return {"errorCode": self.code, "message": self.message, "hint": self.hint}
+__all__ = ["FaceBackend", "FaceError"]
 
 
 class FaceBackend(Protocol):

@@ -1,15 +1,17 @@
 """The face over Streamable HTTP at ``/mcp`` on the daemon's API listeners (both eras).
 
-The API's guard (``service/api/security.py``) has already checked Host, Origin and the
+The daemon's guard (``service/http/guard.py``) has already checked Host, Origin and the
 bearer token before a request gets here. Routing, as the Python SDK's dual-era servers do:
 a request whose ``MCP-Protocol-Version`` header is present and not a handshake-era version,
 or whose ``params._meta`` carries a protocol version, is 2026-07-28 (stateless, validated by
 the spec's ladder, §2.3); anything else is the handshake era (``initialize`` mints an
 ``Mcp-Session-Id``; ``GET`` opens the session's notification stream; ``DELETE`` ends it).
 
-Bounds: a body of at most ``MAX_MESSAGE_BYTES`` (413), read within the API's body timeout;
+Bounds: a body of at most ``MAX_MESSAGE_BYTES`` (413), read within the shared body timeout
+(``service/http/limits.py``);
 ``max_sessions`` handshake-era sessions (503), idle ones reaped; listens and pending waits
-count against the API's ``max_waiters`` (the same pool as SSE streams and long-polls); each
+count against the shared ``max_waiters`` (the same pool as the API's SSE streams and
+long-polls); each
 session's or listen's queue holds ``QUEUE_LIMIT`` notifications (a session drops and counts
 the overflow; a listen that overflows is closed without its result, so the client re-listens
 and refetches, as the spec's abrupt end means).
@@ -29,11 +31,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from service.api.errors import BodyTimeout, BodyTooLarge, TooBusy
-from service.api.state import ApiState
+from service.app.errors import BodyTimeout, BodyTooLarge, TooBusy
 from service.face import protocol as p
 from service.face.handlers import Face
 from service.face.session import Session, known
+from service.http.limits import RequestLimits
 from service.jsonout import dumps
 from service.mcp.wire import decode_header_value
 
@@ -65,7 +67,7 @@ class FaceHttp:
     def __init__(
         self,
         face: Face,
-        state: ApiState,
+        state: RequestLimits,
         *,
         max_sessions: int = 256,
         queue_limit: int = QUEUE_LIMIT,
@@ -89,7 +91,7 @@ class FaceHttp:
         if request.method != "POST":
             return Response(status_code=405, headers={"Allow": "GET, POST, DELETE"})
         try:
-            raw = await self._body(request)
+            raw = await self.state.read_body(request, MAX_MESSAGE_BYTES, "message")
         except (BodyTooLarge, BodyTimeout) as exc:
             err = p.RpcError(p.INVALID_REQUEST, exc.message)
             return JSONResponse(p.error(None, err), status_code=exc.status)
@@ -104,19 +106,6 @@ class FaceHttp:
         if modern:
             return await self._modern(request, msg, header)
         return await self._legacy(request, msg)
-
-    async def _body(self, request: Request) -> bytes:
-        limit, chunks, size = MAX_MESSAGE_BYTES, [], 0
-        try:
-            async with asyncio.timeout(self.state.read_timeout_s):
-                async for chunk in request.stream():
-                    size += len(chunk)
-                    if size > limit:
-                        raise BodyTooLarge(f"the message is larger than {limit} bytes")
-                    chunks.append(chunk)
-        except TimeoutError:
-            raise BodyTimeout("the body did not arrive in time") from None
-        return b"".join(chunks)
 
     # ---- 2026-07-28 -------------------------------------------------------------------
     async def _modern(self, request: Request, msg: p.Incoming, header: str | None) -> Response:

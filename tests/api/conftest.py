@@ -9,7 +9,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.api import create_app
+from service.daemon.webapp import create_app
 from tests.api.fakes import FakeSupervisor, make_supervisor, migrated_store
 from tests.api.live import LiveApi
 

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from service.api import create_app
-from service.api.server import bind_loopback, bind_unix_socket, make_server
+from service.daemon.webapp import create_app
+from service.http.server import bind_loopback, bind_unix_socket, make_server
 from tests.api.fakes import FakeSupervisor, make_supervisor
 from tests.support.poll import until_async
 

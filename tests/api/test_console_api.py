@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from service.api import create_app
-from service.api.diffs import MAX_LINES, DiffTooLarge, unified
-from service.api.sessions import (
+from service.app.diffs import MAX_LINES, DiffTooLarge, unified
+from service.daemon.webapp import create_app
+from service.http.sessions import (
     MAX_SESSIONS,
     MAX_TICKETS,
     SESSION_IDLE_S,

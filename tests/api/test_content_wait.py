@@ -147,7 +147,7 @@ async def test_wait_not_watched_and_limits(
 
 
 async def test_wait_too_many_waiters(supervisor: FakeSupervisor) -> None:
-    from service.api import create_app
+    from service.daemon.webapp import create_app
 
     app = create_app(supervisor, token=None, max_waiters=1)
     transport = httpx.ASGITransport(app=app)

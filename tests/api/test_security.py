@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from service.api import create_app
-from service.api.security import bearer_matches, split_host
+from service.daemon.webapp import create_app
+from service.http.guard import bearer_matches, split_host
 from tests.api.fakes import FakeSupervisor
 
 pytestmark = pytest.mark.anyio

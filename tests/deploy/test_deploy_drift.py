@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from service.api.routes import system
-from service.api.security import UNAUTHENTICATED_PATHS
 from service.daemon import main as daemon_main
 from service.daemon.config import Settings, load_settings
+from service.http.guard import UNAUTHENTICATED_PATHS
 from tests.deploy.test_units import parse_unit
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,5 +1,6 @@
-"""The import graph of ``service/`` has no cycles (issue 28 §3): every import counts, those
-under ``TYPE_CHECKING`` and inside functions too, since each says "this module needs that one".
+"""The import graph of ``service/`` has no cycles (issue 28 §3) and keeps its layers (issue 28
+§1, :data:`LAYERS`): every import counts, those under ``TYPE_CHECKING`` and inside functions
+too, since each says "this module needs that one".
 
 Read from the source with ``ast``, nothing is imported. ``from package import name`` is an
 edge to ``package.name`` when that is a module (importing a submodule runs the package's
@@ -13,32 +14,44 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-KNOWN_CYCLES = [
-    # The front ends lean on each other: the API mounts the face and calls it
-    # (routes/agent.py), the face's in-process backend calls the API's validate, errors,
-    # queries and views. Issue 28 §1 moves what they share into an application layer; until
-    # then this one cycle is known and may not grow.
-    {
-        "service.api",
-        "service.api.app",
-        "service.api.openapi",
-        "service.api.routes.agent",
-        "service.api.routes.content",
-        "service.api.routes.events",
-        "service.api.routes.history",
-        "service.api.routes.overview",
-        "service.api.routes.subscriptions",
-        "service.api.routes.system",
-        "service.api.routes.webhooks",
-        "service.face.inproc",
-    },
-]
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("service.app",),
+    ("service.http",),
+    ("service.api", "service.face", "service.console"),
+    ("service.daemon",),
+)
+"""The front-end layering, lowest first (docs/architecture.md, issue 28 §1): the application
+layer, the HTTP concerns the front ends share, the three front ends (the REST API, the MCP
+face, the console), the daemon that composes them. Every other module of ``service/`` (store,
+mcp, webhooks, auth, ...) is below all of them. A module may import its own package and any
+lower layer; never a higher one, never another package of its own layer (the API never
+imports the face or the console, the face never the API)."""
 
 
-def modules() -> dict[str, Path]:
+def layer_of(module: str) -> tuple[int, str]:
+    """(rank, package): rank 0 for the modules below the layers."""
+    for rank, packages in enumerate(LAYERS, start=1):
+        for package in packages:
+            if module == package or module.startswith(package + "."):
+                return rank, package
+    return 0, module
+
+
+def layering_violations(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, deps in sorted(graph.items()):
+        rank, package = layer_of(module)
+        for dep in sorted(deps):
+            dep_rank, dep_package = layer_of(dep)
+            if dep_rank > rank or (dep_rank == rank != 0 and dep_package != package):
+                found.append(f"{module} -> {dep}")
+    return found
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for path in sorted((ROOT / "service").rglob("*.py")):
-        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    for path in sorted((root / "service").rglob("*.py")):
+        name = ".".join(path.relative_to(root).with_suffix("").parts)
         found[name.removesuffix(".__init__")] = path
     return found
 
@@ -104,12 +117,42 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-def test_service_has_no_import_cycles_but_the_known_one() -> None:
-    known = modules()
-    graph = {name: imports(name, path, known) for name, path in known.items()}
-    found = cycles(graph)
-    unexpected = [sorted(c) for c in found if c not in KNOWN_CYCLES]
-    assert unexpected == [], f"import cycles in service/: {unexpected}"
+def graph_of(root: Path) -> dict[str, set[str]]:
+    known = modules(root)
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def test_service_has_no_import_cycles() -> None:
+    found = cycles(graph_of(ROOT))
+    assert found == [], f"import cycles in service/: {[sorted(c) for c in found]}"
+
+
+def test_no_front_end_imports_another_or_a_layer_above() -> None:
+    assert layering_violations(graph_of(ROOT)) == []
+
+
+def test_the_layering_check_finds_a_front_end_importing_another(tmp_path: Path) -> None:
+    """The check itself can fail: the API importing the face (inside a function, even), the
+    face importing the API, the application layer importing the shared HTTP layer."""
+    files = {
+        "service/api/routes.py": "def f():\n    from service.face.backend import FaceError\n",
+        "service/face/inproc.py": "from service.api import views\n",
+        "service/api/views.py": "",
+        "service/face/backend.py": "",
+        "service/app/errors.py": "from service.http import guard\n",
+        "service/http/guard.py": "from service.app.errors import ApiError\n",
+        "service/store/store.py": "from service.daemon import main\n",
+        "service/daemon/main.py": "from service.api import routes\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert layering_violations(graph_of(tmp_path)) == [
+        "service.api.routes -> service.face.backend",
+        "service.app.errors -> service.http.guard",
+        "service.face.inproc -> service.api.views",
+        "service.store.store -> service.daemon.main",
+    ]
 
 
 def test_the_cycle_finder_finds_a_cycle_through_type_checking(tmp_path: Path) -> None:

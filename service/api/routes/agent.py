@@ -2,10 +2,10 @@
 (``mcpsubctl mcp``).
 
 The same as ``POST /v1/subscriptions`` and ``DELETE /v1/subscriptions/{id}``, but within the
-agent policy (``service/face/policy.py``: ``agent_allowed_origins`` for what it may add,
-``agent_unsubscribe`` for what it may remove; what it adds is recorded as ``createdBy:
-"agent"``), and a subscription is answered once its first state is known, so the stdio
-face and ``/mcp`` give one answer.
+agent policy, through the same :class:`service.app.agents.Agents` as ``/mcp``
+(``agent_allowed_origins`` for what it may add, ``agent_unsubscribe`` for what it may remove;
+what it adds is recorded as ``createdBy: "agent"``), and a subscription is answered once its
+first state is known, so the stdio face and ``/mcp`` give one answer.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
-from service.api import validate
-from service.api.errors import InvalidParameter, SubscriptionNotFound
 from service.api.openapi import URI_SCHEMA, URL_SCHEMA
 from service.api.state import api_state
-from service.face.backend import FaceError
+from service.app import validate
+from service.app.errors import AgentError, InvalidParameter, SubscriptionNotFound
 
 router = APIRouter(prefix="/v1/agent", tags=["agent"])
 MAX_URIS = 100
@@ -59,10 +58,9 @@ async def agent_subscribe(request: Request) -> Any:
     uris = body.get("uris")
     if not isinstance(uris, list) or not 1 <= len(uris) <= MAX_URIS:
         raise InvalidParameter(f"uris must be a list of 1 to {MAX_URIS} URIs", field="uris")
-    backend = request.app.state.face_backend
     try:
-        rows = await backend.subscribe(body.get("url"), uris)
-    except FaceError as exc:
+        rows = await state.agents.subscribe(body.get("url"), uris)
+    except AgentError as exc:
         status = 403 if exc.code == "AGENT_ORIGIN_NOT_ALLOWED" else 400
         return JSONResponse(exc.to_json(), status_code=status)
     return {"subscriptions": rows}
@@ -81,10 +79,9 @@ async def agent_unsubscribe(
 ) -> Any:
     """Remove a subscription an agent made; 403 ``NOT_CREATED_BY_AGENT`` for one a person
     made (unless the daemon's ``agent_unsubscribe`` is ``any``)."""
-    backend = request.app.state.face_backend
     try:
-        removed = await backend.unsubscribe(subscription_id)
-    except FaceError as exc:
+        removed = await api_state(request).agents.unsubscribe(subscription_id)
+    except AgentError as exc:
         return JSONResponse(exc.to_json(), status_code=403)
     if removed is None:
         raise SubscriptionNotFound(f"no subscription {subscription_id}")

@@ -1,16 +1,16 @@
-"""Where the web console meets the API: ``/ui`` (handed to :mod:`service.console`, imported on
-the first request, so a daemon nobody browses never loads it) and the one-time login links
-``mcpsubctl ui`` prints."""
+"""The console's part of the REST API: the one-time login links ``mcpsubctl ui`` prints, the
+loopback listener it asks for, and ending every session. The pages themselves (``/ui``) are
+:mod:`service.console`'s."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Request
 
-from service.api.errors import ApiError
-from service.api.sessions import BrowserSessions
 from service.api.state import api_state
+from service.app.errors import ApiError
+from service.http.sessions import BrowserSessions
 
 router = APIRouter()
 
@@ -79,17 +79,3 @@ async def revoke_sessions(request: Request) -> dict[str, Any]:
     if listener is not None and listener.sessions is not None and listener.sessions is not own:
         revoked += listener.sessions.revoke_all()
     return {"revoked": revoked}
-
-
-@router.get("/favicon.ico", include_in_schema=False)
-async def favicon() -> Response:
-    from service.console.pages import favicon  # lazily, as below
-
-    return favicon()
-
-
-@router.api_route("/ui{rest:path}", methods=["GET", "HEAD", "POST"], include_in_schema=False)
-async def console(request: Request, rest: str) -> Response:
-    from service.console.pages import handle  # lazily: a daemon nobody browses never loads it
-
-    return await handle(request, rest)

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from service.api import validate
-from service.api.errors import InvalidParameter, NoContentYet, NotificationTimeout, NotWatched
-from service.api.queries import event_id_for_revision
 from service.api.state import ApiState, api_state
-from service.api.views import content_json, event_json, link_of
+from service.app import validate
+from service.app.errors import InvalidParameter, NoContentYet, NotificationTimeout, NotWatched
+from service.app.queries import event_id_for_revision
+from service.app.views import content_json, event_json, link_of
 from service.store.records import Event, Revision, Subscription
 
 router = APIRouter(prefix="/v1", tags=["content"])

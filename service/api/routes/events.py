@@ -8,11 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from service.api import queries, validate
-from service.api.errors import InvalidParameter
 from service.api.sse import event_stream
 from service.api.state import api_state
-from service.api.views import event_json
+from service.app import queries, validate
+from service.app.errors import InvalidParameter
+from service.app.views import event_json
 from service.eventtypes import EVENT_TYPES, unknown_types
 
 router = APIRouter(prefix="/v1/events", tags=["events"])

@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 
-from service.api import queries, validate
-from service.api.diffs import DiffTooLarge, revision_text, unified
-from service.api.errors import ApiError, SubscriptionNotFound
 from service.api.state import ApiState, api_state
+from service.app import queries, validate
+from service.app.diffs import DiffTooLarge, revision_text, unified
+from service.app.errors import ApiError, SubscriptionNotFound
 from service.store.records import Revision, Subscription
 
 router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 
 from service._version import __version__
-from service.api import queries, validate
-from service.api.errors import InvalidParameter
 from service.api.metrics import uptime
 from service.api.routes.system import STATUS_DEADLINE_S
 from service.api.state import api_state
+from service.app import queries, validate
+from service.app.errors import InvalidParameter
 from service.webhooks.outbox import FINAL_STATES, OPEN_STATES
 
 router = APIRouter(tags=["system"])

@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
-from service.api import queries, validate
-from service.api.errors import InvalidParameter, SubscriptionNotFound
 from service.api.routes.overview import state_filter, text_filter
 from service.api.state import api_state
-from service.api.views import link_of, revision_summary, state_hint, subscription_json
+from service.app import queries, validate
+from service.app.errors import InvalidParameter, SubscriptionNotFound
+from service.app.views import link_of, revision_summary, state_hint, subscription_json
 from service.jsonout import dumps
 
 router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])

@@ -9,9 +9,9 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from service._version import __version__
-from service.api import validate
 from service.api.metrics import uptime
 from service.api.state import api_state
+from service.app import validate
 from service.jsonout import dumps
 from service.webhooks.outbox import FINAL_STATES, OPEN_STATES
 

@@ -16,10 +16,11 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.api import openapi, validate
-from service.api.errors import ApiError, InvalidParameter
+from service.api import openapi
 from service.api.state import ApiState, api_state
-from service.api.views import camel
+from service.app import validate
+from service.app.errors import ApiError, InvalidParameter
+from service.app.views import camel
 from service.netguard import METADATA_HOSTS, address_problem
 from service.safetext import redact_urls
 from service.webhooks.outbox import FINAL_STATES, MODES, OPEN_STATES, Delivery, Target

@@ -1,13 +1,13 @@
 """The pure rules behind issue 22 §3: ambiguous body framing, a URL's Basic credentials, and
-what a host name must be to be stored (service/api/connections.py, service/mcp/transports/lean.py,
-service/api/validate.py)."""
+what a host name must be to be stored (service/http/connections.py, service/mcp/transports/lean.py,
+service/app/validate.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from service.api.connections import ambiguous_framing
-from service.api.validate import host_name_problem
+from service.app.validate import host_name_problem
+from service.http.connections import ambiguous_framing
 from service.mcp.transports.lean import _basic_auth
 
 

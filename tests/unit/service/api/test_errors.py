@@ -11,13 +11,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.exc import OperationalError
 
-from service.api.errors import (
-    ApiError,
-    NotWatched,
-    StorageFailing,
-    error_body,
-    install_handlers,
-)
+from service.api.errors import install_handlers
+from service.app.errors import ApiError, NotWatched, StorageFailing, error_body
 
 
 def make_app() -> FastAPI:

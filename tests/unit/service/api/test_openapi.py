@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.api import validate
-from service.api.errors import ApiError
 from service.api.openapi import SECRET_SCHEMA, TYPE_LIST_PATTERN, URI_SCHEMA, URL_SCHEMA
+from service.app import validate
+from service.app.errors import ApiError
 from service.eventtypes import EVENT_TYPES
 from service.webhooks.signing import InvalidSecret, secret_key
 

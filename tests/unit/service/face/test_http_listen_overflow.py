@@ -8,10 +8,10 @@ import asyncio
 import json
 from typing import Any
 
-from service.api.state import ApiState
 from service.face import protocol as p
 from service.face.handlers import Face
 from service.face.http import FaceHttp
+from service.http.limits import RequestLimits
 
 URI = "test://x"
 
@@ -62,7 +62,7 @@ class MemoryBackend:
 def test_an_unread_listen_overflows_and_ends_without_its_result() -> None:
     async def scenario() -> None:
         backend = MemoryBackend()
-        state = ApiState(supervisor=None, metrics=None, keepalive_s=30)  # type: ignore[arg-type]
+        state = RequestLimits(keepalive_s=30)
         app = FaceHttp(Face(backend), state, queue_limit=3)  # type: ignore[arg-type]
         body = {
             "jsonrpc": "2.0",

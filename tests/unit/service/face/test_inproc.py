@@ -1,16 +1,15 @@
 """service.face.inproc.InProcessBackend: the face's backend inside the daemon, over a real
-migrated SQLite store and the API tests' fake supervisor (tests/api/fakes.py)."""
+migrated SQLite store and the API tests' fake supervisor (tests/api/fakes.py). What an agent
+may remove is tests/unit/service/app/test_agents.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
+from service.app.agents import Agents
 from service.face.backend import FaceError
 from service.face.inproc import InProcessBackend
-from tests.api.fakes import FakeSupervisor, make_supervisor
+from tests.api.fakes import FakeSupervisor
 
 pytestmark = pytest.mark.anyio
 
@@ -22,46 +21,21 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-async def supervisor(tmp_path: Path) -> AsyncIterator[FakeSupervisor]:
-    sup = await make_supervisor(tmp_path / "state.db")
-    try:
-        yield sup
-    finally:
-        await sup.store.close()
-
-
-async def test_bad_input_is_a_face_error_with_the_api_code(supervisor: FakeSupervisor) -> None:
-    backend = InProcessBackend(supervisor, None)
+async def test_bad_input_is_a_face_error_with_the_api_code(fake_supervisor: FakeSupervisor) -> None:
+    backend = InProcessBackend(Agents(fake_supervisor, None))
     with pytest.raises(FaceError) as bad_url:
         await backend.subscribe("ftp://127.0.0.1/x", ["r://a"])
     assert bad_url.value.code == "INVALID_URL" and bad_url.value.hint
     with pytest.raises(FaceError) as bad_uri:
         await backend.subscribe(URL, ["no scheme"])
     assert bad_uri.value.code == "INVALID_URI"
-    assert supervisor.subscribe_calls == 0
+    assert fake_supervisor.subscribe_calls == 0
 
 
-async def test_an_agent_removes_only_what_an_agent_made_unless_widened(
-    supervisor: FakeSupervisor,
-) -> None:
-    ((person, _),) = await supervisor.subscribe_many(URL, ["r://person"])
-    ((agent, _),) = await supervisor.subscribe_many(URL, ["r://agent"], created_by="agent")
-    backend = InProcessBackend(supervisor, None)
-    with pytest.raises(FaceError) as refused:
-        await backend.unsubscribe(person.id)
-    assert refused.value.code == "NOT_CREATED_BY_AGENT"
-    removed = await backend.unsubscribe(agent.id)
-    assert removed is not None and removed["uri"] == "r://agent"
-    assert await backend.unsubscribe(agent.id) is None  # gone
-    widened = InProcessBackend(supervisor, None, unsubscribe="any")
-    assert (await widened.unsubscribe(person.id))["uri"] == "r://person"  # type: ignore[index]
-
-
-async def test_listings_content_and_events(supervisor: FakeSupervisor) -> None:
-    backend = InProcessBackend(supervisor, None)
+async def test_listings_content_and_events(fake_supervisor: FakeSupervisor) -> None:
+    backend = InProcessBackend(Agents(fake_supervisor, None))
     assert await backend.subscriptions() == []
-    ((sub, _),) = await supervisor.subscribe_many(URL, ["r://a"])
+    ((sub, _),) = await fake_supervisor.subscribe_many(URL, ["r://a"])
     rows = await backend.subscriptions()
     assert [(r["id"], r["uri"], r["link"]["serverId"]) for r in rows] == [
         (sub.id, "r://a", sub.server_id)

@@ -71,7 +71,7 @@ def test_the_daemon_loads_httpx_only_for_a_url_that_needs_it() -> None:
     script = (
         "import sys\n"
         "import service.daemon.main, service.webhooks.dispatcher\n"
-        "from service.api.validate import host_name_problem\n"
+        "from service.app.validate import host_name_problem\n"
         "assert host_name_problem('example.com') is None\n"
         "assert host_name_problem('a' * 64 + '.com') is not None\n"
         "print('httpx' in sys.modules)\n"

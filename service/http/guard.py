@@ -1,4 +1,5 @@
-"""DNS-rebinding and token guard for the local API, as one pure ASGI middleware.
+"""DNS-rebinding and token guard for the daemon's whole app (``/v1``, ``/mcp``, ``/ui``), as one
+pure ASGI middleware, added once around it by the composition root (``service/daemon/webapp.py``).
 
 Order of checks (the first failure answers, the app is never reached):
 
@@ -11,7 +12,7 @@ Order of checks (the first failure answers, the app is never reached):
    so a page on another site cannot drive the API even through a rebinding DNS name.
 3. With a token (loopback TCP mode), ``Authorization: Bearer <token>`` on everything except
    ``/healthz`` → 401, compared in constant time. The token is never logged or echoed.
-   A browser shows the console's session cookie instead (:mod:`service.api.sessions`); a
+   A browser shows the console's session cookie instead (:mod:`service.http.sessions`); a
    change (any method but GET/HEAD/OPTIONS) made with the cookie also needs the page's
    ``X-CSRF-Token`` → else 403 ``CSRF_TOKEN_REQUIRED``. Without either, the console's login
    page and assets are served, and a console page redirects to the login page.
@@ -28,8 +29,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.api.errors import error_body
-from service.api.sessions import CSRF_HEADER, BrowserSessions, cookie_value
+from service.app.errors import error_body
+from service.http.sessions import CSRF_HEADER, BrowserSessions, cookie_value
 
 DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "[::1]")
 UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/favicon.ico"})

@@ -1,4 +1,5 @@
-"""JSON shapes of the API: store records in, camelCase dicts out (pure)."""
+"""JSON shapes of the API, which the face shows too: store records in, camelCase dicts out
+(pure)."""
 
 from __future__ import annotations
 
@@ -90,3 +91,8 @@ def link_for(links: list[dict[str, Any]], sub: Subscription) -> dict[str, Any] |
         if link.get("url") == sub.server_url:
             return link
     return None
+
+
+def with_link(sub: Subscription, links: list[dict[str, Any]]) -> dict[str, Any]:
+    """``subscription_json`` plus its link's status entry under ``link`` (the agent's view)."""
+    return {**subscription_json(sub), "link": link_for(links, sub)}

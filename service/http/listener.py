@@ -1,9 +1,9 @@
 """A loopback TCP listener for the console, opened when ``mcpsubctl ui`` asks a daemon that
 serves only its unix socket (a browser cannot reach a unix socket).
 
-It serves the same API (a second app over the same supervisor) with the TCP rules: the
-bearer token of ``api.token``, or the console's cookie. It is opened once, on the first
-request, on a port the kernel picks, and closed with the daemon.
+It serves the same app (a second one over the same supervisor, made the same way) with the
+TCP rules: the bearer token of ``api.token``, or the console's cookie. It is opened once, on
+the first request, on a port the kernel picks, and closed with the daemon.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from service.api.server import bind_loopback, make_server
-from service.api.sessions import BrowserSessions
+from service.http.server import bind_loopback, make_server
+from service.http.sessions import BrowserSessions
 
 START_TIMEOUT_S = 5.0
 GRACEFUL_S = 1
@@ -23,7 +23,7 @@ GRACEFUL_S = 1
 
 class ConsoleListener:
     def __init__(self, make_app: Callable[[str], Any], token: Callable[[], str]) -> None:
-        """``make_app(token)`` builds the API app for a token; ``token()`` reads (or makes)
+        """``make_app(token)`` builds the daemon's app for a token; ``token()`` reads (or makes)
         the daemon's API token."""
         self._make_app = make_app
         self._token = token

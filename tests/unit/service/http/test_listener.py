@@ -1,4 +1,4 @@
-"""service.api.listener.ConsoleListener: the console's loopback listener, opened once on
+"""service.http.listener.ConsoleListener: the console's loopback listener, opened once on
 demand with the daemon's token, closed with the daemon. A tiny app stands in for the API."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from service.api.listener import ConsoleListener
-from service.api.sessions import BrowserSessions
+from service.http.listener import ConsoleListener
+from service.http.sessions import BrowserSessions
 from tests.support.poll import until_async
 
 pytestmark = pytest.mark.anyio

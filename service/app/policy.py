@@ -1,4 +1,5 @@
-"""What an agent may make the daemon do through the face (pure).
+"""What an agent may make the daemon do (pure): the agent policy, applied the same way to
+``/mcp`` and to ``/v1/agent/subscriptions`` (which ``mcpsubctl mcp`` uses).
 
 Resource text reaches a model, and a prompt injection in it could ask the agent to
 ``subscribe`` to any URL: the daemon would then fetch it. So ``subscribe`` through the face
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from service.face.backend import FaceError
+from service.app.errors import AgentError
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 UNSUBSCRIBE_SETTINGS: Final = ("own", "any")
@@ -59,7 +60,7 @@ def parse_setting(value: str) -> tuple[str, ...] | None:
 
 
 def check(url: str, allowed: tuple[str, ...] | None, subscribed_urls: Iterable[str]) -> None:
-    """Raise FaceError ``AGENT_ORIGIN_NOT_ALLOWED`` unless ``url``'s origin is allowed."""
+    """Raise AgentError ``AGENT_ORIGIN_NOT_ALLOWED`` unless ``url``'s origin is allowed."""
     origin = origin_of(url)
     if allowed == ("*",) and origin is not None:
         return
@@ -67,7 +68,7 @@ def check(url: str, allowed: tuple[str, ...] | None, subscribed_urls: Iterable[s
     if origin is not None and origin in pool:
         return
     where = "agent_allowed_origins" if allowed is not None else "the servers already watched"
-    raise FaceError(
+    raise AgentError(
         "AGENT_ORIGIN_NOT_ALLOWED",
         f"agents may subscribe only on {where}; {origin or url!r} is not one of them",
         "a person can add the server with `mcpsubctl subscribe --url URL --uri URI`, or list "
@@ -84,12 +85,12 @@ def parse_unsubscribe_setting(value: str) -> str:
 
 
 def check_unsubscribe(subscription: dict[str, Any], setting: str) -> None:
-    """Raise FaceError ``NOT_CREATED_BY_AGENT`` unless an agent may remove ``subscription``
+    """Raise AgentError ``NOT_CREATED_BY_AGENT`` unless an agent may remove ``subscription``
     (a ``subscription_json`` row): one an agent made, or any under ``agent_unsubscribe =
     any``."""
     if setting == "any" or subscription.get("createdBy") == "agent":
         return
-    raise FaceError(
+    raise AgentError(
         NOT_CREATED_BY_AGENT,
         f"subscription {subscription.get('id')} was made by a person; agents may remove only "
         "what an agent subscribed",

@@ -1,4 +1,4 @@
-"""Input checks for the API (pure): each returns the clean value or raises an ApiError.
+"""Input checks for every front end (pure): each returns the clean value or raises an ApiError.
 
 Every check runs before anything is written: a string the database or a JSON encoder
 cannot take (a lone surrogate such as ``"\\ud800"`` decodes fine from JSON but has no UTF-8
@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from service import safejson
-from service.api.errors import ApiError, InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
+from service.app.errors import ApiError, InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
 from service.netguard import literal_address
 
 MAX_URL_LENGTH = 2048

@@ -1,4 +1,4 @@
-"""Read-only look-ups the API needs and :class:`Store` does not (yet) offer.
+"""Read-only look-ups the front ends need and :class:`Store` does not (yet) offer.
 
 Kept here, in SQLAlchemy Core against the same schema, so the store's interface stays
 narrow; candidates to move into ``Store`` if another caller needs them.

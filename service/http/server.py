@@ -1,5 +1,6 @@
-"""Serve the API: a unix socket created 0600 (uvicorn's own ``uds=`` makes it 0666) or a
-loopback TCP port. The caller owns the event loop and the shutdown."""
+"""Serve the daemon's app (the API, the face, the console): a unix socket created 0600
+(uvicorn's own ``uds=`` makes it 0666) or a loopback TCP port. The caller owns the event loop
+and the shutdown."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""service.api.views: store records in, the API's camelCase JSON out (pure)."""
+"""service.app.views: store records in, the API's camelCase JSON out (pure)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
-from service.api.views import (
+from service.app.views import (
     camel,
     content_json,
     event_json,

@@ -1,4 +1,4 @@
-"""service.api.queries: the console's and the API's read-only look-ups.
+"""service.app.queries: the console's and the API's read-only look-ups.
 
 A SQLite file in a tmp dir, made from the store's schema and filled through the store's own
 writes (catalog and hotpath); the look-ups only need ``store.engine``, an async engine on it."""
@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from service.api import queries
-from service.api.queries import _like
+from service.app import queries
+from service.app.queries import _like
 from service.store import schema
 from service.store.catalog import add_subscriptions
 from service.store.dialect import SQLITE
