@@ -78,7 +78,7 @@ subscriptions = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     # Who made it: "person" (the CLI, the API, the console) or "agent" (the MCP face). An
-    # agent may remove only what an agent made (migration 0011, service/face/policy.py).
+    # agent may remove only what an agent made (migration 0011, service/app/policy.py).
     Column("created_by", String(16), nullable=False, server_default="person"),
     UniqueConstraint("server_id", "uri", name="uq_subscriptions_server_uri"),
     # Ids are never reused (migration 0003): an old event never points at a new object.

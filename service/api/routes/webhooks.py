@@ -7,6 +7,8 @@ deliveries wakes the dispatcher, so a retry or a re-enabled target goes out at o
 
 from __future__ import annotations
 
+import base64
+
 import math
 import time
 from datetime import UTC, datetime
@@ -164,11 +166,19 @@ def secret(value: Any) -> str | None:
     if not isinstance(value, str):
         raise InvalidSecret("secret must be a string", field="secret")
     try:
-        secret_key(value)
+        key = secret_key(value)
     except BadSecret as exc:
         raise InvalidSecret(str(exc), field="secret") from None
     if not value.startswith("whsec_"):
         raise InvalidSecret("the secret must start with whsec_", field="secret")
+    # The base64 decoder ignores a last character's unused bits: "…B==" and "…A==" name one
+    # key. Only the canonical spelling is accepted, as the OpenAPI document says, so that a
+    # secret is one string everywhere (Standard Webhooks libraries write it canonically).
+    if base64.b64encode(key).decode() != value.removeprefix("whsec_"):
+        raise InvalidSecret(
+            "the secret's base64 is not canonical (its last character carries unused bits)",
+            field="secret",
+        )
     return value
 
 

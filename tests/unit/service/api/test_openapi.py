@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.api.openapi import SECRET_SCHEMA, TYPE_LIST_PATTERN, URI_SCHEMA, URL_SCHEMA
+from service.api.routes import webhooks as webhook_routes
 from service.app import validate
 from service.app.errors import ApiError
 from service.eventtypes import EVENT_TYPES
@@ -54,6 +55,9 @@ URLS = [
 ]
 
 
+_B64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
 @pytest.mark.parametrize("url", URLS)
 def test_url_pattern_agrees_with_http_url(url: str) -> None:
     assert schema_accepts(URL_SCHEMA, url) == accepts(validate.http_url, url)
@@ -77,10 +81,25 @@ def test_secret_pattern_agrees_with_the_signing_key(size: int, strip: int) -> No
 
 def test_secret_pattern_refuses_non_canonical_padding_bits() -> None:
     # base64 of 25 bytes ends in two characters and "=="; a last character with low bits
-    # set decodes loosely but is not what the document allows.
+    # set decodes loosely but is not what the document allows, nor what the API accepts.
     canonical = "whsec_" + base64.b64encode(b"\x00" * 25).decode()
     assert schema_accepts(SECRET_SCHEMA, canonical)
-    assert not schema_accepts(SECRET_SCHEMA, canonical[:-3] + "B==")
+    assert accepts(webhook_routes.secret, canonical)
+    loose = canonical[:-3] + "B=="
+    assert not schema_accepts(SECRET_SCHEMA, loose)
+    assert not accepts(webhook_routes.secret, loose)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.binary(min_size=20, max_size=70), last=st.sampled_from(_B64_ALPHABET))
+def test_secret_pattern_agrees_with_the_api(raw: bytes, last: str) -> None:
+    """The document's pattern and the API's check accept the same secrets, canonical
+    padding included (before: the API accepted "…B==" that the document refuses)."""
+    encoded = base64.b64encode(raw).decode()
+    stem = encoded.rstrip("=")
+    changed = "whsec_" + stem[:-1] + last + encoded[len(stem) :]
+    for secret in ("whsec_" + encoded, changed):
+        assert schema_accepts(SECRET_SCHEMA, secret) == accepts(webhook_routes.secret, secret)
 
 
 def test_the_type_list_names_every_event_type_and_nothing_else() -> None:
