@@ -16,7 +16,8 @@ from typing import Literal
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-Dialect = Literal["sqlite", "postgresql"]
+BackendName = Literal["sqlite", "postgresql"]
+"""Which backend a URL names (the statements of each are ``service.store.dialect.Dialect``)."""
 
 
 class DatabaseUrlError(ValueError):
@@ -25,7 +26,7 @@ class DatabaseUrlError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Database:
-    dialect: Dialect
+    dialect: BackendName
     async_url: str
     """With the asyncio driver: ``sqlite+aiosqlite://`` or ``postgresql+asyncpg://``."""
 
