@@ -8,7 +8,6 @@ deliveries wakes the dispatcher, so a retry or a re-enabled target goes out at o
 from __future__ import annotations
 
 import base64
-
 import math
 import time
 from datetime import UTC, datetime
