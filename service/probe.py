@@ -270,7 +270,22 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
                 return result
             _phase(options, f"listening on {', '.join(uris)} (acknowledged)")
             drain = asyncio.create_task(_drain(stream, queue))
-            await _wait_for_change(client, options, result, queue, initial, deadline)
+            try:
+                await _wait_for_change(client, options, result, queue, initial, deadline)
+            except ProtocolViolation as exc:
+                if options.name_violations or exc is not queue.ended or queue.count:
+                    raise
+                # The drop-in: the frame that broke the rules (a second ack) came in a later
+                # piece of the stream than the ack, so open() returned first. It is the same
+                # violation open() raises when both come in one piece, and gets the same
+                # answer; which one happens is only how TCP cut the bytes.
+                result.listen_acknowledged = False
+                result.honored_uris = []
+                result.final_text = None
+                result.route = "timeout"
+                result.error_code = "SUBSCRIPTION_FAILED"
+                result.error_message = f"subscriptions/listen failed: {exc}"
+                result.close_reason = "local"
         except ListenEnded as exc:
             result.route = result.route if result.route == "subscription" else "timeout"
             result.error_code = exc.error_code

@@ -30,6 +30,7 @@ with one resource, ``hostile://<mode>/doc``; ``<mode>`` picks the misbehaviour:
 ``sse-read``        reads answer ``text/event-stream`` with one event of OVERSIZE_MB MiB
 ``hang-read``       reads are never answered (the connection stays open, silent)
 ``second-ack``      listen streams send the acknowledgement twice
+``second-ack-late`` the same, the second 0.2 s after the first (another read for the client)
 ``wrong-ack-id``    the acknowledgement carries another subscriptionId (reads behave)
 ``wrong-listen-id`` the listen is answered with a JSON-RPC error for another request id
 ``huge-header``     every answer carries a HUGE_HEADER_KB KiB response header
@@ -317,6 +318,10 @@ class Hostile:
         )
         writer.write(frame(ack))
         if mode == "second-ack":
+            writer.write(frame(ack))
+        elif mode == "second-ack-late":  # the same, in a later TCP segment than the first
+            await writer.drain()
+            await asyncio.sleep(0.2)
             writer.write(frame(ack))
         await writer.drain()
         doc_uri = f"hostile://{mode}/doc"
