@@ -46,17 +46,24 @@ def text_problem(value: str) -> str | None:
     return None
 
 
-def http_url(value: Any, field: str = "url", error: type[ApiError] = InvalidUrl) -> str:
-    """An absolute http(s) URL with a host, a port in 1..65535 when given, and no fragment."""
+def one_word(value: Any, field: str, limit: int, error: type[ApiError], kind: str) -> str:
+    """The checks a URL and a URI share: a non-empty string of at most ``limit`` characters,
+    with no control character and no whitespace."""
     if not isinstance(value, str) or not value:
-        raise error(f"{field} is required and must be a string", field=field)
-    if len(value) > MAX_URL_LENGTH:
-        raise error(f"{field} is longer than {MAX_URL_LENGTH} characters", field=field)
+        raise error(f"{field} is required and must be {kind}", field=field)
+    if len(value) > limit:
+        raise error(f"{field} is longer than {limit} characters", field=field)
     problem = text_problem(value)
     if problem:
         raise error(f"{field} {problem}", field=field)
     if any(ch.isspace() for ch in value):
         raise error(f"{field} must not contain whitespace", field=field)
+    return value
+
+
+def http_url(given: Any, field: str = "url", error: type[ApiError] = InvalidUrl) -> str:
+    """An absolute http(s) URL with a host, a port in 1..65535 when given, and no fragment."""
+    value = one_word(given, field, MAX_URL_LENGTH, error, "a string")
     try:
         parts = urlsplit(value)
         port = parts.port  # raises ValueError on a bad port
@@ -114,16 +121,8 @@ def host_address(url: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | No
     return literal_address(urlsplit(url).hostname or "")
 
 
-def resource_uri(value: Any, field: str = "uri") -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidUri(f"{field} is required and must be a non-empty string", field=field)
-    if len(value) > MAX_URI_LENGTH:
-        raise InvalidUri(f"{field} is longer than {MAX_URI_LENGTH} characters", field=field)
-    problem = text_problem(value)
-    if problem:
-        raise InvalidUri(f"{field} {problem}", field=field)
-    if any(ch.isspace() for ch in value):
-        raise InvalidUri(f"{field} must not contain whitespace", field=field)
+def resource_uri(given: Any, field: str = "uri") -> str:
+    value = one_word(given, field, MAX_URI_LENGTH, InvalidUri, "a non-empty string")
     if ":" not in value:
         raise InvalidUri(f"{field} must have a scheme (contain ':')", field=field)
     return value
