@@ -37,7 +37,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from service.safetext import redact_urls
-from service.store import catalog, health, hotpath, leases, linkstate, schema
+from service.store import catalog, health, hotpath, leases, linkstate, pgpool, schema
 from service.store.database import Database, database_errors, parse
 from service.store.dialect import LINKS_CHANNEL, dialect_for, dumps
 from service.store.health import StorageHealth
@@ -152,6 +152,7 @@ class Store:
         if database.is_postgresql:
             store = cls(create_async_engine(database.async_url, pool_pre_ping=True), None, database)
             health.install(store.engine.sync_engine, store.health)
+            pgpool.install(store.engine.sync_engine)
             return store
         engine = create_async_engine(database.async_url)
         sync_engine = create_engine(
