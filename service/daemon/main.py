@@ -377,9 +377,10 @@ class DaemonRun:
         sock: socket.socket | None = getattr(self, "sock", None)
         if sock is not None:
             sock.close()
-            if not self.settings.api_tcp:
+            socket_path = self.settings.api_socket  # None: a TCP listener
+            if socket_path is not None:
                 with contextlib.suppress(OSError):
-                    (self.settings.api_socket or self.settings.state_dir / "api.sock").unlink()
+                    socket_path.unlink()
         with contextlib.suppress(Exception):
             await self.store.close()
 
@@ -391,7 +392,9 @@ class DaemonRun:
         except database_errors() as exc:
             log.error("database unavailable", database=settings.db_display, error=describe(exc))
             raise StartupFailed(EXIT_DB_UNAVAILABLE) from exc
-        store = Store.open(settings.db_url)
+        # A replica frozen inside a transaction stalls the others' writes for at most a
+        # lease TTL (PostgreSQL; see Store.open).
+        store = Store.open(settings.db_url, idle_in_transaction_s=settings.lease_ttl_s)
         store.health.recovery_s = settings.storage_recovery_s
         return store
 
@@ -462,11 +465,15 @@ class DaemonRun:
                 "storage_recoveries_total": lambda: store.health.recoveries_total,
             }
         )
-        path = settings.api_socket or settings.state_dir / "api.sock"
-        if not tcp:
+        path = settings.api_socket  # None exactly when ``tcp`` is set (unix:// or tcp:// only)
+        if path is not None:
             self._check_socket_path(path)
         try:
-            sock = bind_tcp(*tcp) if tcp else bind_unix_socket(path, backlog=256)
+            if tcp is not None:
+                sock = bind_tcp(*tcp)
+            else:
+                assert path is not None  # the settings take unix:// or tcp:// (http://) only
+                sock = bind_unix_socket(path, backlog=256)
         except NotASocket as exc:
             log.error("cannot listen", error=f"{exc}; hint: name a socket path with --api")
             raise StartupFailed(EXIT_CONFIG) from exc

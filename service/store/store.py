@@ -146,11 +146,28 @@ class Store:
         so the store imports nothing above it."""
 
     @classmethod
-    def open(cls, url: str) -> Store:
-        """``url``: any form :func:`service.store.database.parse` accepts."""
+    def open(cls, url: str, *, idle_in_transaction_s: float | None = None) -> Store:
+        """``url``: any form :func:`service.store.database.parse` accepts.
+
+        ``idle_in_transaction_s`` (PostgreSQL): the server ends a session of ours that sits
+        inside a transaction this long without a statement. A replica frozen in the middle of
+        a transaction (SIGSTOP, a suspended VM, a debugger) otherwise holds its row locks and
+        the event-order lock (:meth:`Dialect.order_events`) for as long as it is frozen, and
+        every other replica's event write waits behind it: the whole cluster stalls. Our
+        transactions send their statements back to back, so only a frozen process reaches it.
+        """
         database = parse(url)
         if database.is_postgresql:
-            store = cls(create_async_engine(database.async_url, pool_pre_ping=True), None, database)
+            connect_args: dict[str, Any] = {}
+            if idle_in_transaction_s is not None:
+                timeout_ms = str(max(1, round(idle_in_transaction_s * 1000)))
+                connect_args["server_settings"] = {
+                    "idle_in_transaction_session_timeout": timeout_ms
+                }
+            engine = create_async_engine(
+                database.async_url, pool_pre_ping=True, connect_args=connect_args
+            )
+            store = cls(engine, None, database)
             health.install(store.engine.sync_engine, store.health)
             pgpool.install(store.engine.sync_engine)
             return store
