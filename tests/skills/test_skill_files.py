@@ -220,3 +220,15 @@ def test_bash_completion_offers_the_agents() -> None:
     )
     done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["claude-code", "codex"]
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_the_prompt_hook_is_described_in_its_own_words(folder: Path) -> None:
+    """The skills tell the model what the hook's context looks like (so that it recognises a
+    change that arrived while no turn ran): quoted as the hook writes it, in both forms."""
+    from cli.agent_hook import SINCE_PROMPT, SINCE_SESSION
+
+    text = " ".join((folder / "SKILL.md").read_text().split())
+    assert "`mcpsubctl hook claude-code`" in text
+    assert f"`mcpsub: N resource changes {SINCE_PROMPT}`" in text
+    assert f"`{SINCE_SESSION}`" in text
