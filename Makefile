@@ -35,7 +35,19 @@ setup: $(VENV)/.synced  ## install the locked dependencies into .venv
 run: setup  ## the demo: a lab server, mcpsubd and a change to watch
 	$(PY) -m cli.demo
 
-test: setup  ## the whole test suite (PYTEST_WORKERS, PYTEST_ARGS)
+# The install tests (tests/deploy/test_wheel.py, tests/demo/test_install_doc.py) install a wheel
+# built from the clone with uv, offline: uv's cache must hold the index pages and wheels of its
+# dependencies, and `uv sync --frozen` (which fetches the lock's files by URL) records no index
+# pages. One online install from the clone into a throwaway venv puts them there, once per lock;
+# on a fresh machine those tests failed with "aiosqlite was not found in the cache".
+$(VENV)/.install-cache: pyproject.toml uv.lock | $(VENV)/.synced
+	rm -rf .tools/install-cache-venv
+	$(UV) venv --quiet .tools/install-cache-venv
+	$(UV) pip install --quiet --python .tools/install-cache-venv/bin/python .
+	rm -rf .tools/install-cache-venv
+	@touch $@
+
+test: setup $(VENV)/.install-cache  ## the whole test suite (PYTEST_WORKERS, PYTEST_ARGS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 lint: setup  ## ruff lint, ruff format --check, mypy
