@@ -47,7 +47,6 @@ from service.mcp.errors import (
     ListenLost,
     McpError,
     ProtocolUnsupported,
-    TransportError,
 )
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
 from service.mcp.transports.base import Transport
@@ -905,6 +904,10 @@ class ServerLink:
             del self.refreshers[uri]
 
     async def _read(self, uri: str) -> dict[str, Any]:
+        """One ``resources/read``. The client bounds the whole exchange by the request timeout
+        on the timer its exchanges share (:mod:`service.mcp.deadline`) and raises a
+        ``TransportError`` of kind ``timeout`` (``REQUEST_TIMEOUT``); a second
+        ``asyncio.timeout`` of the same length here armed and cancelled a timer per read."""
         # The token resolved for this session; a new session resolves (and refreshes) again.
         client = McpClient(
             self.url,
@@ -913,11 +916,7 @@ class ServerLink:
             transport=self._transport,
             timeout=self._settings.request_timeout_s,
         )
-        try:
-            async with asyncio.timeout(self._settings.request_timeout_s):
-                return await client.read_resource(uri)
-        except TimeoutError as exc:
-            raise TransportError(f"resources/read {uri} timed out", kind="timeout") from exc
+        return await client.read_resource(uri)
 
     def _is_unread(self, target: ReadTarget) -> bool:
         return target.subscription_id in self._unread
