@@ -233,16 +233,43 @@ def render_agents(data: dict[str, Any], meta: str) -> str:
         lines.append(f"Not measured: {q(mon.get('error', 'not run'))}")
     else:
         lat = [v for v in mon["latencies"] if v is not None]
-        event = re.search(r"<event>(.*?)</event>", mon["modelSaw"])
+        event = re.search(r"<event>(.*?)</event>", mon["modelSaw"], re.S)
+        total = len(mon["latencies"])
+        summaries = sum(mon.get("summarySeen", []))
+        command = mon.get("command", f"mcpsubctl tail --uri '{scenarios.URI}'")
         lines.append(
             "`claude -p --allowedTools mcp__mcpsub Monitor 'Bash(mcpsubctl tail:*)'`: the model "
-            "starts the Monitor tool with `mcpsubctl tail --uri 'test://agents/board'` and ends "
-            f"its turn; {len(lat)} of {len(mon['latencies'])} changes (1 s apart) each woke it "
-            f"with a new model request: change → request p50 {fmt_s(lat)} s, max "
-            f"{max(lat) if lat else float('nan'):.2f} s. The model saw a system reminder "
-            "(an automated background-task event, not user input) holding "
-            f"`<event>{q(event.group(1) if event else '', 300)}</event>`."
+            f"starts the Monitor tool with `{command}` (what skills/pr-review-subscribe and "
+            "skills/watch-resource tell Claude Code to run; the cursor is the daemon's newest "
+            "event after the subscribe) and ends its turn. Each change's first line is "
+            "`board: vN MARKER-…`, so its tail line should end with "
+            '`first_change(server data)="+board: vN MARKER-…"`.'
         )
+        lines += [
+            "",
+            *markdown_table(
+                [
+                    "changes (1 s apart)",
+                    "woke the model (the line's `revision=N` in a new request)",
+                    "that request held the first changed line (the summary)",
+                    "change → request p50 s",
+                    "max s",
+                ],
+                [
+                    [
+                        str(total),
+                        f"{len(lat)} / {total}",
+                        f"{summaries} / {total}",
+                        fmt_s(lat),
+                        f"{max(lat):.2f}" if lat else "–",
+                    ]
+                ],
+                "rllrr",
+            ),
+            "",
+            "The model saw a system reminder (an automated background-task event, not user "
+            f"input) holding `<event>{q(event.group(1) if event else '', 300)}</event>`.",
+        ]
     ch = claude.get("channel", {})
     lines += ["", "### Claude Code Channels (`mcpsubctl mcp --channel`)", ""]
     if "error" in ch or not ch:

@@ -242,25 +242,38 @@ SCENARIOS["channel"] = channel
 
 
 # ---- tail under Claude Code's Monitor tool -------------------------------------------------------
+def holds(body: Any, needle: str) -> bool:
+    """Some string in a request body (a tool result, a system reminder) holds ``needle``
+    as the model reads it (not JSON-escaped, unlike the raw body)."""
+    return bool(said(body, needle))
+
+
 def monitor(cli: str = "claude-code", changes: int = 3) -> dict[str, Any]:
-    """Claude Code ``-p``: the model starts ``mcpsubctl tail`` under the Monitor tool and ends
-    its turn; each change should wake it with the tail line. Measured: change → the model's
-    next request holding that line. The lab ends the run after the last one."""
+    """Claude Code ``-p``: the model starts what the skills name (``mcpsubctl tail --uri URI
+    --after CURSOR --summary``, the cursor being the daemon's newest event after the
+    subscribe) under the Monitor tool and ends its turn; each change should wake it with the
+    tail line. Each change's first line carries its marker, so the line's summary is
+    ``first_change(server data)="+board: vN MARKER-…"``. Measured per change: change → the
+    model's next request holding the line's ``revision=N``, and whether that request also
+    held the summary (the marker line). The lab ends the run after the last one."""
     world = World()
     changed: dict[int, float] = {}
     marks = [marker(i) for i in range(changes)]
-    command = f"mcpsubctl tail --uri '{URI}'"
+    lines = [f"board: v{i + 1} {mark}" for i, mark in enumerate(marks)]
     steps: list[dict[str, Any]] = [
         {
             "tool": "Monitor",
             "exact": "Monitor",
-            "args": {"description": "mcpsub changes", "timeout_ms": 120000, "command": command},
+            "args": {"description": "mcpsub changes", "timeout_ms": 120000, "command": ""},
         },
         {"say": "Watching the board."},
     ]
     world.model.script = Script(steps)
     with world:
         world.subscribe()
+        cursor = world.last_event_id()
+        command = f"mcpsubctl tail --uri '{URI}' --after {cursor} --summary"
+        steps[0]["args"]["command"] = command
         agent = make_agent(world, cli, Transport())
         agent.allowed = ["Monitor", "Bash(mcpsubctl tail:*)"]
         files = agent.configure()
@@ -270,8 +283,8 @@ def monitor(cli: str = "claude-code", changes: int = 3) -> dict[str, Any]:
         events_seen: list[Logged | None] = []
         if started is not None:
             time.sleep(2.0)  # the tail is running by then (it prints nothing until a change)
-            for i, mark in enumerate(marks):
-                changed[i] = world.put(f"board: v{i + 1}\nstate: {mark}")
+            for i, line in enumerate(lines):
+                changed[i] = world.put(f"{line}\nstate: changed")
                 revision = f"revision={i + 2}"
                 hit = world.model.wait_for(
                     lambda e, r=revision, t=changed[i]: e.main and e.t > t and r in e.raw, 20
@@ -279,19 +292,29 @@ def monitor(cli: str = "claude-code", changes: int = 3) -> dict[str, Any]:
                 events_seen.append(hit)
                 time.sleep(1.0)
         ran = agent.finish(proc, t0, 30, stop=True)
+        summaries = [f'first_change(server data)="+{line}"' for line in lines]
         latencies = [
             round(hit.t - changed[i], 4) if hit else None for i, hit in enumerate(events_seen)
         ]
+        summary_seen = [
+            bool(hit and holds(hit.body, summaries[i])) for i, hit in enumerate(events_seen)
+        ]
         last = next((h for h in reversed(events_seen) if h), None)
+        last_i = events_seen.index(last) if last else 0
         return {
             "scenario": "monitor",
             "cli": cli,
             "label": agent.label,
             "config": files,
+            "command": command,
             "run": ran_facts(ran),
             "monitorStarted": started is not None,
+            "changes": changes,
+            "eventSeen": [hit is not None for hit in events_seen],
+            "summarySeen": summary_seen,
             "latencies": latencies,
-            "modelSaw": said(last.body, "revision=") if last else "",
+            "expectedSummary": summaries[last_i] if last else "",
+            "modelSaw": said(last.body, f"revision={last_i + 2}") if last else "",
         }
 
 
