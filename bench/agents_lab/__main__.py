@@ -1,6 +1,6 @@
 """``python -m bench.agents_lab``: the agent lab.
 
-* ``report [--changes N] [--dump FILE | --load FILE]``: every scenario, one CLI at a time,
+* ``report [--changes N] [--dump FILE | --load FILE] [--note TEXT]``: every scenario, one CLI at a time,
   into results/agents.md and results/compatibility.md (bench/agents_lab/report.py);
 * ``scenario NAME --cli CLI [--transport stdio|http] [--changes N] [--mode oneshot|resume]``:
   one scenario (bench/agents_lab/scenarios.py), its facts as one JSON object on stdout.
@@ -36,11 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     rep.add_argument("--dump", type=Path, help="also save the raw facts (JSON)")
     rep.add_argument("--load", type=Path, help="render a saved run instead of running")
+    rep.add_argument(
+        "--note", default="", help="a sentence for the results header (what else ran alongside)"
+    )
     args = parser.parse_args(argv)
     if args.command == "report" and args.load is not None:
         from bench.agents_lab import report
 
-        return report.main(args.changes, args.out_dir, load=args.load)
+        return report.main(args.changes, args.out_dir, load=args.load, note=args.note)
     try:
         netns.reexec_inside()
     except netns.NetnsError as exc:
@@ -51,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         from bench.agents_lab import report
 
-        return report.main(args.changes, args.out_dir, dump=args.dump)
+        return report.main(args.changes, args.out_dir, dump=args.dump, note=args.note)
     if args.command == "scenario":
         run = scenarios.SCENARIOS[args.name]
         kwargs: dict[str, object] = {"cli": args.cli}

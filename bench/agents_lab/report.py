@@ -445,8 +445,15 @@ def render_compat(data: dict[str, Any], meta: str) -> str:
     return "\n".join(lines)
 
 
-def main(changes: int, out_dir: Path, dump: Path | None = None, load: Path | None = None) -> int:
-    """Run everything (or, ``load``, re-render a run saved with ``dump``) into ``out_dir``."""
+def main(
+    changes: int,
+    out_dir: Path,
+    dump: Path | None = None,
+    load: Path | None = None,
+    note: str = "",
+) -> int:
+    """Run everything (or, ``load``, re-render a run saved with ``dump``) into ``out_dir``;
+    ``note`` (what else ran on the machine, say) ends the header line of both blocks."""
     started = datetime.datetime.now(datetime.UTC)
     load_before = load_average()
     if load is not None:
@@ -470,6 +477,8 @@ def main(changes: int, out_dir: Path, dump: Path | None = None, load: Path | Non
     )
     if dump is not None:
         dump.write_text(json.dumps({"meta": meta, "data": data}, indent=1, default=str))
+    if note:
+        meta = f"{meta} {note.strip()}"
     splice(out_dir / "agents.md", render_agents(data, meta))
     splice(out_dir / "compatibility.md", render_compat(data, meta))
     print(f"agents-lab: wrote {out_dir / 'agents.md'} and {out_dir / 'compatibility.md'}")
