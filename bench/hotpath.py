@@ -228,7 +228,10 @@ async def side_daemon(
             await asyncio.wait_for(follower.connected.wait(), 10.0)
             initial = {predict_hash(u, "v0") for u in uris}
             if not await follower.wait_for(initial, 30.0):
-                raise RuntimeError("mcpsubd: first reads of the side-by-side URIs never arrived")
+                raise RuntimeError(
+                    "mcpsubd: first reads of the side-by-side URIs never arrived\n"
+                    + daemon.output()
+                )
             profiler = Profiler(spy, daemon.pid, tmp / "hotpath-side.pyspy") if spy else None
             try:
                 if profiler is not None:
