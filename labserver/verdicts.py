@@ -31,6 +31,7 @@ MODERN: Final = "2026-07-28"
 UPDATED: Final = "notifications/resources/updated"
 # Named-mistake thresholds (documented in docs/labserver.md).
 POLL_READS: Final = 2  # unprompted re-reads of one URI (no listen or notification between)
+SESSION_STARTS: Final = frozenset({"server/discover", "initialize"})  # a new client session
 RELISTEN_COUNT: Final = 5  # listens opened ...
 RELISTEN_WINDOW: Final = 1.0  # ... within this many seconds = a tight re-listen loop
 ACK_IGNORE_SECONDS: Final = 2.0  # stream kept open this long after an ack that dropped a URI
@@ -482,12 +483,17 @@ def _named_mistakes(
     now: float,
 ) -> list[Mistake]:
     found: list[Mistake] = []
-    # Polling: a read of a URI with no listen opened and no update for it since the last read.
+    # Polling: a read of a URI with no listen opened and no update for it since the last read
+    # of the same session. A session starts with discovery (``server/discover``, or a 2025-era
+    # ``initialize``): a new process run by the same client (seed 000's "repeated probes each
+    # see the update") starts over, and its first read is owed to nobody.
     prompted: dict[str, bool] = {}
     unprompted: list[Evidence] = []
     for entry in entries:
         event = entry.get("event")
-        if event == "listen.opened":
+        if event == "mcp.request" and entry.get("method") in SESSION_STARTS:
+            prompted = {}
+        elif event == "listen.opened":
             prompted = {uri: True for uri in prompted}
         elif event == "notification.sent" and entry.get("method") == UPDATED:
             prompted[str(entry.get("uri"))] = True

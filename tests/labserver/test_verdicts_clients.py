@@ -83,6 +83,19 @@ def test_our_probe_and_drop_in_pass_every_item(lab: LabServer) -> None:
     assert "❌" not in report
 
 
+def test_repeated_drop_in_runs_are_sessions_not_polling(lab: LabServer) -> None:
+    # Seed 000: "repeated probes each see the update". Three runs, one lab, one clientInfo.
+    for _ in range(3):
+        done = run_cli("mcp-resource-subscriber", "--url", lab.url, "--json")
+        assert done.code == 0, done.stderr
+        assert '"version": 2' in done.stdout or "reviewed" in done.stdout
+    client = verdict(lab, "mcp-resource-subscribe-probe-client 0.1.0")
+    assert client["mistakes"] == [], client["mistakes"]
+    assert client["outcome"] == "passed"
+    reads = [e for e in lab.log() if e["event"] == "resources.read"]
+    assert [r["version"] for r in reads].count(2) >= 3  # each run saw the update
+
+
 def test_official_python_sdk_client_passes(lab: LabServer) -> None:
     run_script("sdk_python.py", lab.url)
     clients = lab.http.get("/lab/report").json()["clients"]

@@ -291,3 +291,22 @@ def test_a_partly_honored_stream_is_worth_keeping() -> None:
     )
     (verdict,) = judge(log.entries, log.t + 2 * ACK_IGNORE_SECONDS)
     assert verdict.mistakes == []
+
+
+def test_a_new_session_reads_first_without_polling() -> None:
+    # Seed 000: "repeated probes each see the update". Each run is a new process that
+    # discovers, reads, listens and re-reads: its first read follows the previous run's
+    # re-read with no listen between, yet it is not a polling read.
+    log = Log()
+    for _ in range(3):
+        full_cycle(log)
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.mistakes == []
+    assert verdict.outcome == "passed"
+    # Without a new discovery the same reads are a loop.
+    loop = Log()
+    loop.request("server/discover")
+    for _ in range(3):
+        loop.read()
+    (polling,) = judge(loop.entries, loop.t)
+    assert [m.id for m in polling.mistakes] == ["polling"]
