@@ -200,10 +200,14 @@ def _call(args: list[str]) -> int:
         return seed_call_exit_code(code)
 
     def fail(code: str, message: str, hint: str | None = None) -> int:
+        from service.mcp.classify import NETWORK_HINTS
+
         sys.stderr.write(f"call failed: {message}\n")
         if hint:
             sys.stderr.write(f"hint: {hint}\n")
-        return finish(code, None, hint, True)
+        # Seed 000: `recommended-next-action` is null except on network-level errors; parsers
+        # written for the TypeScript CLI branch on that null. Other hints stay on stderr.
+        return finish(code, None, hint if code in NETWORK_HINTS else None, True)
 
     try:
         url = option(args, "url") or env.get("MCP_PROBE_URL") or None

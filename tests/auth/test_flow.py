@@ -74,6 +74,7 @@ def test_acceptance_login_cache_refresh_revoke_logout(auth: AuthHarness) -> None
     called = auth.call(lab)
     assert called.code == 2
     assert called.field("error-code") == "AUTH_LOGIN_REQUIRED"
+    assert called.field("recommended-next-action") == "null"  # seed 000: null in call mode
     assert "hint: run `" in called.stderr
 
     # 5. --logout removes the row; the store file stays.

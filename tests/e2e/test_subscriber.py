@@ -424,11 +424,34 @@ def test_call_tool_error_exit_1(lab_server: LabServer) -> None:
 
 
 def test_call_unknown_tool_is_rejected_exit_3(lab_server: LabServer) -> None:
+    # Seed 000: recommendedNextAction is null except on network-level errors; the hint is
+    # on stderr.
     result = run_cli(PROG, "call", "--url", lab_server.url, "--tool", "nope", "--json")
     assert result.code == 3
     assert result.json["errorCode"] == "TOOL_REQUEST_REJECTED"
-    assert "--tool" in result.json["recommendedNextAction"]
+    assert result.json["recommendedNextAction"] is None
+    assert "hint: " in result.stderr and "--tool" in result.stderr
     assert result.json["content"] is None
+    lines = run_cli(PROG, "call", "--url", lab_server.url, "--tool", "nope")
+    assert (lines.code, lines.field("error-code")) == (3, "TOOL_REQUEST_REJECTED")
+    assert lines.field("recommended-next-action") == "null"
+
+
+def test_call_auth_failed_has_no_next_action() -> None:
+    with LabServer({"MCP_TEST_AUTH_TOKEN": "right"}) as lab:
+        for extra in (["--json"], []):
+            result = run_cli(
+                PROG, "call", "--url", lab.url, "--tool", "echo_tool", *extra,
+                env={"MCP_PROBE_AUTH_TOKEN": "wrong"},
+            )  # fmt: skip
+            assert result.code == 2, result
+            if extra:
+                assert result.json["errorCode"] == "AUTH_FAILED"
+                assert result.json["recommendedNextAction"] is None
+            else:
+                assert result.field("error-code") == "AUTH_FAILED"
+                assert result.field("recommended-next-action") == "null"
+            assert "hint: " in result.stderr
 
 
 @pytest.mark.parametrize(
