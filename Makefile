@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE :=
 # Tests run in parallel; set PYTEST_WORKERS=0 to run them in one process.
 PYTEST_WORKERS ?= auto
 
-.PHONY: help setup run test lint fmt bench bench-quick compat agents-lab clean
+.PHONY: help setup run test test-deps node-deps lint fmt bench bench-quick compat agents-lab clean
 .DEFAULT_GOAL := help
 
 # A bare `make` lists the targets: each target's line, with its `## text` when it has one.
@@ -47,8 +47,54 @@ $(VENV)/.install-cache: pyproject.toml uv.lock | $(VENV)/.synced
 	rm -rf .tools/install-cache-venv
 	@touch $@
 
+# The whole suite, after installing what needs no root: the locked Python dependencies, uv's
+# install cache, and both npm trees when npm is here. The tests themselves never go to the
+# network; what is still missing skips, and the run's last line names each skipped group and
+# the command that brings it (tests/support/skips.py).
 test: setup $(VENV)/.install-cache  ## the whole test suite (PYTEST_WORKERS, PYTEST_ARGS)
+	@$(MAKE) --no-print-directory node-deps || echo "make node-deps failed: the tests that need the npm trees skip"
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+# The pinned npm trees: bench/compat (node 22, the TypeScript SDKs, the Inspector and the
+# conformance suite: tests/face/test_face_node_clients.py, `make compat`) and bench/agents_lab
+# (the agent CLIs: tests/agents, `make agents-lab`), each installed again only when its lock
+# changes. `npm install --no-save` for the agent lab, not `npm ci`: opencode-ai names optional
+# per-platform packages that the registry does not serve (404), and `npm ci` refuses a lock
+# without them; `npm install` installs the locked tree and writes nothing.
+NPM_TREES := bench/compat/node_modules/.compat-installed bench/agents_lab/node_modules/.agents-lab-installed
+
+node-deps:  ## the npm trees the tests use (needs node and npm; no root)
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory $(NPM_TREES); \
+	else echo "npm is not installed: the npm trees are not (make test-deps brings node and npm)"; fi
+
+bench/compat/node_modules/.compat-installed: bench/compat/package-lock.json
+	cd bench/compat && npm ci --no-audit --no-fund
+	@touch $@
+
+bench/agents_lab/node_modules/.agents-lab-installed: bench/agents_lab/package-lock.json
+	cd bench/agents_lab && npm install --no-save --no-audit --no-fund
+	@touch $@
+
+# The Debian packages some tests need (root): PostgreSQL's server binaries, zsh (the generated
+# completion run by a real zsh), Chromium (the console's browser tests, through Playwright,
+# never its own browser download), node and npm, util-linux and iproute2 (the agent lab's
+# private loopback-only network namespaces, `setpriv`), tmux (Claude Code decides on channels
+# only in an interactive session, which the lab runs in a private tmux server). Only what is
+# missing is installed; .ci/run calls this target.
+test-deps:  ## the Debian packages some tests need (root; only what is missing)
+	@missing=(); \
+	compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || command -v pg_ctl >/dev/null || missing+=(postgresql); \
+	command -v zsh >/dev/null || missing+=(zsh); \
+	command -v chromium >/dev/null || missing+=(chromium); \
+	command -v npm >/dev/null || missing+=(nodejs npm); \
+	command -v unshare >/dev/null && command -v setpriv >/dev/null || missing+=(util-linux); \
+	command -v ip >/dev/null || missing+=(iproute2); \
+	command -v tmux >/dev/null || missing+=(tmux); \
+	if (($${#missing[@]})); then \
+		echo "installing $${missing[*]} (Debian packages)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq "$${missing[@]}" >/dev/null; \
+	else echo "every Debian package the tests use is installed"; fi
 
 lint: setup  ## ruff lint, ruff format --check, mypy
 	$(VENV)/bin/ruff check .
@@ -82,8 +128,7 @@ compat: setup  ## MCP clients and the conformance suite against the lab
 # The agent lab: the pinned agent CLIs (bench/agents_lab/package.json) against a scripted model,
 # each inside a private loopback-only network namespace (needs root for `unshare -n`); writes
 # its blocks of results/agents.md and results/compatibility.md.
-agents-lab: setup  ## real agent CLIs against a scripted model, offline (root)
-	cd bench/agents_lab && npm install --no-save --no-audit --no-fund
+agents-lab: setup bench/agents_lab/node_modules/.agents-lab-installed  ## real agent CLIs against a scripted model, offline (root)
 	$(PY) -m bench.agents_lab report --dump /tmp/agents-lab.json
 
 clean:  ## remove .venv, .tools and caches

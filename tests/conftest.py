@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import children
+from tests.support import children, skips
 from tests.support.lab import lab_server, lab_server_factory  # noqa: F401
 from tests.support.postgres import (  # noqa: F401
     database_url,
@@ -42,3 +42,20 @@ def no_process_left() -> Iterator[None]:
     if left:
         shown = "\n  ".join(children.stop(left))
         pytest.fail(f"{len(left)} process(es) left running by the tests (stopped now):\n  {shown}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's last line: each group of skipped tests and the one command that brings it
+    (tests/support/skips.py). Printed after pytest's counts, by the controller only."""
+    if hasattr(config, "workerinput"):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    reasons = [
+        str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        for report in reporter.stats.get("skipped", [])
+    ]
+    line = skips.summary(reasons)
+    if line:
+        reporter.write_line(line, yellow=True)

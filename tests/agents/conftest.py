@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from bench.agents_lab import netns
+from tests.support import skips
 
 LAB = Path(__file__).resolve().parents[2] / "bench" / "agents_lab"
 BINARIES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
@@ -26,13 +27,12 @@ SCENARIO_TIMEOUT_S = 240
 def unavailable(cli: str, needs: tuple[str, ...] = ()) -> str | None:
     for program in needs:
         if shutil.which(program) is None:
-            return f"`{program}` is not installed (.ci/run installs it)"
+            return skips.because("agent-lab", f"`{program}` is not installed")
     binary = LAB / "node_modules" / ".bin" / BINARIES[cli]
     if not binary.exists():
-        return (
-            f"{binary} is missing: run `npm install --no-save` in bench/agents_lab (.ci/run does)"
-        )
-    return netns.missing()
+        return skips.because("npm-trees", f"{binary} is missing")
+    reason = netns.missing()
+    return skips.because("agent-lab", reason) if reason else None
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli import service_cmds
+from tests.support import skips
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEMD = REPO / "deploy" / "systemd"
@@ -83,7 +84,9 @@ def test_systemd_unit_has_the_required_keys(scope: str) -> None:
         assert unit["Install"]["WantedBy"] == ["default.target"]
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze")
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason=skips.because("systemd", "no systemd-analyze")
+)
 @pytest.mark.parametrize("scope", ["system", "user"])
 def test_systemd_analyze_verify(scope: str, tmp_path: Path) -> None:
     # Rendered the way `service install` renders it, so ExecStart names a real program.

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import skips
 from tests.support.cli import CliResult, cli_env, finish, run_cli, spawn_cli
 from tests.support.daemon import Daemon
 from tests.support.lab import LabServer
@@ -118,7 +119,7 @@ def run_as_other_user(program: str, *args: str, env: dict[str, str]) -> CliResul
     if AS_ROOT:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
-            pytest.skip("running as root without setpriv: cannot drop to another user")
+            skips.unavailable("agent-lab", "running as root without setpriv (util-linux)")
         command = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
     proc = subprocess.run(
         command,

@@ -10,17 +10,16 @@ installs node and npm, so in CI these tests run and never skip):
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import skips
 from tests.support.cli import BIN
 from tests.support.daemon import Daemon
 
@@ -30,23 +29,11 @@ DOC = "test://face/doc"
 
 @pytest.fixture(scope="session")
 def node22() -> Path:
-    """Node 22 from the pinned npm packages (installed once, as ``make compat`` does)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("compat_run", COMPAT / "run.py")
-    assert spec is not None and spec.loader is not None
-    run = importlib.util.module_from_spec(spec)
-    sys.modules["compat_run"] = run  # its dataclasses look their module up
-    spec.loader.exec_module(run)
-    with (COMPAT / "package.json").open() as lock:  # one `npm ci` for all test workers
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        node, note = run.npm_setup()
-    if node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must have node and npm (.ci/run installs them): {note}")
-        pytest.skip(note)
+    """Node 22 from the pinned npm packages, which ``make test`` installs before the run
+    (``make node-deps``): a test never goes to the network for them."""
     path = COMPAT / "node_modules" / ".bin" / "node"
-    assert path.exists(), "bench/compat/node_modules has no node 22: run `make compat` once"
+    if not (COMPAT / "node_modules" / ".compat-installed").exists() or not path.exists():
+        skips.unavailable("npm-trees", "bench/compat's pinned packages are not installed")
     return path
 
 

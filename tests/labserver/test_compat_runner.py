@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bench.compat import run as compat
+from tests.support import skips
 from tests.support.lab import LabServer
 
 
@@ -78,7 +79,7 @@ TS_CLIENT = compat.HERE / "node_modules" / "@modelcontextprotocol" / "client"
 
 @pytest.mark.skipif(
     shutil.which("node") is None or not TS_CLIENT.exists(),
-    reason="the pinned TypeScript SDK is installed by `make compat` (needs node)",
+    reason=skips.because("npm-trees", "the pinned TypeScript SDK (bench/compat)"),
 )
 def test_typescript_sdk_client_verdicts(lab_server_factory: Any) -> None:
     lab: LabServer = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "0.2"})

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import skips
+
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -43,10 +45,7 @@ def chromium_path() -> str | None:
 def browser() -> Iterator[Any]:
     executable = chromium_path()
     if executable is None:
-        reason = "Chromium is not installed (apt-get install chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests cannot run in CI: {reason}", pytrace=False)
-        pytest.skip(reason)
+        skips.unavailable("chromium", "Chromium is not installed")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -34,6 +34,7 @@ import asyncpg
 import pytest
 
 from service.store.migrate import upgrade
+from tests.support import skips
 
 T = TypeVar("T")
 BACKENDS = ("sqlite", "postgresql")
@@ -191,9 +192,7 @@ class PgCluster:
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"PostgreSQL tests cannot run in CI: {reason}", pytrace=False)
-    pytest.skip(f"PostgreSQL not available: {reason}")
+    skips.unavailable("postgresql", f"PostgreSQL not available: {reason}")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import children
+from tests.support import children, skips
 from tests.support.cli import REPO_ROOT
 
 CASES = Path(__file__).with_name("children_cases.py")
@@ -68,7 +68,9 @@ def test_a_process_left_running_fails_the_run(tmp_path: Path) -> None:
         children.stop({pid for pid in started if children._alive(pid)})
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and subreapers: Linux")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason=skips.because("linux", "/proc and subreapers")
+)
 def test_descendants_sees_an_orphan_and_skips_zombies() -> None:
     from tests.unit.children_cases import orphan
 

@@ -20,6 +20,7 @@ import pytest
 from cli.completion import _zsh_function, _zsh_text, render
 from cli.ctl import build_parser
 from cli.parsertree import command_tree, walk
+from tests.support import skips
 
 TREE = command_tree(build_parser())
 SCRIPT = render("zsh", build_parser())
@@ -114,7 +115,7 @@ def _complete(tmp_path: Path, *lines: str) -> list[set[str]]:
     return found
 
 
-@pytest.mark.skipif(ZSH is None, reason="zsh not installed")
+@pytest.mark.skipif(ZSH is None, reason=skips.because("zsh", "zsh is not installed"))
 def test_zsh_parses_the_script(tmp_path: Path) -> None:
     assert ZSH is not None
     path = tmp_path / "_mcpsubctl"
@@ -123,7 +124,7 @@ def test_zsh_parses_the_script(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.skipif(ZSH is None, reason="zsh not installed")
+@pytest.mark.skipif(ZSH is None, reason=skips.because("zsh", "zsh is not installed"))
 def test_zsh_completes_commands_flags_and_values(tmp_path: Path) -> None:
     webh, rot, types, states, follow, status, shells, add = _complete(
         tmp_path,
