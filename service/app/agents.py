@@ -16,6 +16,7 @@ from service.app import firststate, policy, validate
 from service.app.errors import AgentError, ApiError
 from service.app.supervisor import SupervisorLike
 from service.app.views import subscription_json, with_link
+from service.store.store import KeptForCreator
 
 POLL_S = 0.25
 
@@ -68,6 +69,14 @@ class Agents:
         sub = await self.supervisor.store.get_subscription(subscription_id)
         if sub is None:
             return None
-        policy.check_unsubscribe(subscription_json(sub), self.unsubscribe_setting)
-        removed = await self.supervisor.unsubscribe(subscription_id)
+        row = subscription_json(sub)
+        policy.check_unsubscribe(row, self.unsubscribe_setting)
+        # The look above is advice for the error; the delete itself re-checks the creator, so
+        # a person's takeover between the two keeps the subscription.
+        only = None if self.unsubscribe_setting == "any" else "agent"
+        try:
+            removed = await self.supervisor.unsubscribe(subscription_id, created_by=only)
+        except KeptForCreator:
+            policy.check_unsubscribe({**row, "createdBy": "person"}, self.unsubscribe_setting)
+            raise  # not reached: the check above refuses a person's subscription
         return None if removed is None else subscription_json(removed)

@@ -299,9 +299,13 @@ class Supervisor:
         (:mod:`service.daemon.subscribe_batch`)."""
         return await self._batcher.subscribe_many(url, uris, created_by)
 
-    async def unsubscribe(self, subscription_id: int) -> Subscription | None:
+    async def unsubscribe(
+        self, subscription_id: int, *, created_by: str | None = None
+    ) -> Subscription | None:
+        """``created_by``: remove it only if that one still made it (``Store.remove_subscription``
+        raises ``KeptForCreator`` otherwise)."""
         async with self._lock:
-            sub = await self.store.remove_subscription(subscription_id)
+            sub = await self.store.remove_subscription(subscription_id, created_by=created_by)
             if sub is None:
                 return None
             link = self.links.get(sub.server_id)

@@ -117,6 +117,15 @@ EventSink = Callable[[Connection, Event], object]
 """Runs inside the transaction that commits an event (e.g. the webhook outbox)."""
 
 
+class KeptForCreator(Exception):
+    """A conditional removal found the subscription made by someone else (a person took it
+    over): nothing was deleted."""
+
+    def __init__(self, subscription_id: int) -> None:
+        super().__init__(f"subscription {subscription_id} is no longer the asker's to remove")
+        self.subscription_id = subscription_id
+
+
 class Store:
     def __init__(
         self, engine: AsyncEngine, sync_engine: Engine | None, database: Database | None = None
@@ -256,7 +265,14 @@ class Store:
         self.publish(added)
         return [[(subs[i], created) for i, created in outcome.ids] for outcome in outcomes]
 
-    async def remove_subscription(self, subscription_id: int) -> Subscription | None:
+    async def remove_subscription(
+        self, subscription_id: int, *, created_by: str | None = None
+    ) -> Subscription | None:
+        """Delete a subscription (None: there is none). ``created_by``: only if its creator is
+        still that one, judged by the DELETE itself, so a person's takeover that commits
+        between an agent's look and its delete keeps the row (PostgreSQL re-checks the
+        condition on the row it waited for); else :class:`KeptForCreator`."""
+
         def transaction(conn: Connection) -> tuple[Any, list[Event]]:
             row = conn.execute(
                 select(*SUBSCRIPTION_COLUMNS)
@@ -265,9 +281,18 @@ class Store:
             ).one_or_none()
             if row is None:
                 return None, []
-            conn.execute(
-                delete(schema.subscriptions).where(schema.subscriptions.c.id == subscription_id)
-            )
+            condition = schema.subscriptions.c.id == subscription_id
+            if created_by is not None:
+                condition &= schema.subscriptions.c.created_by == created_by
+            if conn.execute(delete(schema.subscriptions).where(condition)).rowcount != 1:
+                still = conn.execute(
+                    select(schema.subscriptions.c.id).where(
+                        schema.subscriptions.c.id == subscription_id
+                    )
+                ).first()
+                if still is None:
+                    return None, []  # removed meanwhile by another replica
+                raise KeptForCreator(subscription_id)
             # The replica holding this link re-reads its URI set.
             self.dialect.notify(conn, LINKS_CHANNEL, str(row.server_id))
             removed = self.dialect.insert_event(

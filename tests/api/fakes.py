@@ -53,8 +53,10 @@ class FakeSupervisor:
             link["uris"].append(uri)
             link["honoredUris"].append(uri)
 
-    async def unsubscribe(self, subscription_id: int) -> Subscription | None:
-        return await self.store.remove_subscription(subscription_id)
+    async def unsubscribe(
+        self, subscription_id: int, *, created_by: str | None = None
+    ) -> Subscription | None:
+        return await self.store.remove_subscription(subscription_id, created_by=created_by)
 
     def link_status(self) -> list[dict[str, Any]]:
         return list(self._links.values())

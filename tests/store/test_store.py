@@ -11,6 +11,7 @@ from service.store import Event, Store
 from service.store.database import DatabaseUrlError, parse, redact
 from service.store.linkstate import StateChange
 from service.store.migrate import MIGRATIONS_DIR, current
+from service.store.store import KeptForCreator
 from service.webhooks.repository import WebhookRepository
 from tests.support.store import bump_generation
 
@@ -384,3 +385,18 @@ async def test_an_acknowledged_listen_is_one_fenced_transaction(store: Store) ->
     assert seen == []
     assert await store.set_subscription_state([a.id], "error", "x", generation=gen + 1) == []
     assert len(await store.set_subscription_state([a.id], "error", "x", generation=gen + 2)) == 1
+
+
+async def test_a_removal_for_one_creator_keeps_what_another_took_over(store: Store) -> None:
+    """The creator is judged by the DELETE itself (an agent's unsubscribe racing a person's
+    takeover: tests/hostile/test_face_takeover_race.py)."""
+    made = (await store.add_subscriptions(URL, ["test://shared"], created_by="agent"))[0][0]
+    await store.add_subscription(URL, "test://shared")  # the person takes it over
+    with pytest.raises(KeptForCreator):
+        await store.remove_subscription(made.id, created_by="agent")
+    kept = await store.get_subscription(made.id)
+    assert kept is not None and kept.created_by == "person"
+    assert [e.type for e in await store.events_after(0)] == ["subscription.created"]
+    other = (await store.add_subscriptions(URL, ["test://own"], created_by="agent"))[0][0]
+    removed = await store.remove_subscription(other.id, created_by="agent")
+    assert removed is not None and removed.id == other.id
