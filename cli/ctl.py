@@ -335,10 +335,13 @@ def _input_error(args: argparse.Namespace) -> tuple[str, str] | None:
     failure to retry; a missing CA file is a usage error that names the file.
     """
     from service.failures import INVALID_URL_HINT, url_problem
+    from service.safetext import redact_urls
 
     problem = url_problem(args.url)
     if problem is not None:
-        return "INVALID_URL", f"--url {args.url!r} is not usable: {problem}; {INVALID_URL_HINT}"
+        # The hint is printed on stdout too (recommended-next-action): the URL as shown.
+        hint = f"--url {args.url!r} is not usable: {problem}; {INVALID_URL_HINT}"
+        return "INVALID_URL", redact_urls(hint)
     ca_cert = getattr(args, "ca_cert", None)
     if ca_cert and not os.path.isfile(ca_cert):
         return "USAGE_ERROR", f"--ca-cert {ca_cert}: no such file (pass the CA's PEM file)"

@@ -57,7 +57,9 @@ SECRET_QUERY_PARAMETERS = frozenset(
         "apikey",
         "auth",
         "authorization",
+        "bearer",
         "client_secret",
+        "code",
         "credential",
         "credentials",
         "jwt",
@@ -65,13 +67,18 @@ SECRET_QUERY_PARAMETERS = frozenset(
         "pass",
         "passwd",
         "password",
+        "pat",
         "pwd",
+        "refresh",
+        "refresh_token",
         "secret",
         "session",
+        "session_id",
         "sessionid",
         "sid",
         "sig",
         "signature",
+        "ticket",
         "token",
         "x-amz-credential",
         "x-amz-signature",
@@ -80,8 +87,14 @@ SECRET_QUERY_PARAMETERS = frozenset(
     }
 )
 """URL parameter names whose value is a credential by convention (compared ignoring case,
-after percent-decoding). The maintained list: add a name here when a service is found
-putting a credential under it; docs/api.md ("Credentials in a URL") lists the rule."""
+after percent-decoding). The maintained list, the one every surface uses (answers, events,
+tables, the log, both CLIs' output and stderr, the face, the database URL ``mcpsubd``
+prints): add a name here when a service is found putting a credential under it, and to
+docs/api.md ("Credentials in a URL"). OAuth's ``code``, ``refresh``/``refresh_token`` and
+``bearer``; GitHub's ``pat``; session ids; the console's login ``ticket``; the signed-URL
+schemes' signatures (S3 ``X-Amz-Signature``/``X-Amz-Credential``, GCS ``X-Goog-*``, the
+``sig`` of an Azure SAS, whose ``sv`` is only its version and stays shown). A name already
+caught by :data:`SECRET_NAME_PARTS` is listed anyway when services use it as it is."""
 SECRET_NAME_PARTS = ("token", "secret", "password", "passwd", "key", "credential")
 """A parameter whose name contains one of these (``X-Session-Token``, ``hmac_key``,
 ``oauth_client_secret``) is a credential too, whatever the service calls it."""
@@ -92,7 +105,10 @@ _PATTERNS = {
     "userinfo": r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*@",
     "parameter": r"([?&;#])([^=&;#?/\s\"'<>]+)=([^&;#\s\"'<>]+)",
     "path_parameter": r"(;)([^=;/?#\s\"'<>]+)=([^;/?#\s\"'<>]+)",
-    "url_with_parameters": r"(?i)\b[a-z][a-z0-9+.-]*://[^\s\"'<>?#;]*[?#;][^\s\"'<>]*",
+    "url_with_parameters": (
+        r"(?i)(?:\b[a-z][a-z0-9+.-]*://|(?<![\w/.:])/)[^\s\"'<>?#;]*[?#;][^\s\"'<>]*"
+    ),
+    "credentials": r"(?i)\b(basic|bearer)(\s+)([A-Za-z0-9._~+/-]+=*)(?![\w\"=.~+/-])",
 }
 
 
@@ -139,7 +155,69 @@ def redact_urls(text: str) -> str:
         text = _pattern("userinfo").sub(r"\1***@", text)
     if "=" in text:
         text = _pattern("url_with_parameters").sub(_redact_parameters, text)
+    if "asic" in text or "earer" in text or "ASIC" in text or "EARER" in text:
+        text = _pattern("credentials").sub(_cut_credentials, text)
     return text
+
+
+def _cut_credentials(match: re.Match[str]) -> str:
+    """``Basic <base64>`` and ``Bearer <token>`` (as a peer echoes an ``Authorization``
+    header) keep their scheme and lose the credentials. A lower-case word after the scheme is
+    prose ("Bearer token expired", "basic authentication"), not a credential."""
+    value = match.group(3)
+    if value.isalpha() and value.islower():
+        return match.group()
+    return f"{match.group(1)}{match.group(2)}***"
+
+
+MIN_KNOWN_SECRET = 4
+"""A credential shorter than this is not searched for in free text (:func:`redact_known`):
+it would match ordinary words; in a URL the parameter and userinfo rules still hide it."""
+
+
+def url_credentials(url: str) -> list[str]:
+    """What ``url`` carries that is secret, as a peer might echo it: the userinfo (whole,
+    each part, percent-decoded too, and the ``Basic`` credentials made of it) and the value
+    of every secret parameter (:func:`is_secret_parameter`), as written and decoded. Pure."""
+    from base64 import b64encode
+    from urllib.parse import unquote, urlsplit
+
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return found
+    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    if userinfo:
+        user, _, password = userinfo.partition(":")
+        found += [userinfo, user, password, unquote(user), unquote(password)]
+        pair = f"{unquote(user)}:{unquote(password)}".encode()
+        found.append(b64encode(pair).decode("ascii"))
+    cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
+    for name, text in (("path_parameter", url[:cut]), ("parameter", url[cut:])):
+        for match in _pattern(name).finditer(text):
+            if is_secret_parameter(match.group(2)):
+                found += [match.group(3), unquote(match.group(3))]
+    return found
+
+
+def known_secrets(*values: str | None) -> tuple[str, ...]:
+    """The strings :func:`redact_known` cuts: each value given (a token, a webhook secret
+    and its key), longest first so a secret that contains another goes whole, without the
+    ones shorter than :data:`MIN_KNOWN_SECRET`. Pure."""
+    unique = {value for value in values if value and len(value) >= MIN_KNOWN_SECRET}
+    return tuple(sorted(unique, key=len, reverse=True))
+
+
+def redact_known(text: str, secrets: tuple[str, ...]) -> str:
+    """Text a peer sent (an error message, an HTTP error body, a receiver's answer), with
+    every credential the daemon knows for that peer (``secrets``, :func:`known_secrets`)
+    replaced by ``***``, then :func:`redact_urls`: a server that echoes its request cannot
+    make a surface show what the request carried."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, "***")
+    return redact_urls(text)
 
 
 def is_secret_parameter(name: str) -> bool:

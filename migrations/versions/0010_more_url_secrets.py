@@ -16,67 +16,18 @@ Downgrade keeps the rewritten rows: 0009's schema is the same, and the full URLs
 ``url_secret`` where the wire reads them.
 """
 
-import sqlalchemy as sa
 from alembic import op
 
-from service.safetext import redact_urls, split_secret
-from service.store.catalog import secret_credential_key
+from service.store.reredact import rewrite
 
 revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-MAYBE_SECRET = "({column} LIKE '%@%' OR {column} LIKE '%=%')"
-REDACTED = (
-    ("events", "id", "server_url"),
-    ("events", "id", "data"),
-    ("servers", "id", "last_error"),
-    ("subscriptions", "id", "state_reason"),
-    ("deliveries", "id", "last_error"),
-    ("delivery_attempts", "id", "error"),
-)
-
 
 def upgrade() -> None:
-    conn = op.get_bind()
-    where = MAYBE_SECRET.format(column="COALESCE(url_secret, url)")
-    rows = conn.execute(
-        sa.text(f"SELECT id, url, url_secret, credential_key FROM servers WHERE {where}")
-    ).all()
-    for row in rows:
-        shown, secret = split_secret(row.url_secret or row.url)
-        if shown == row.url:
-            continue
-        key = row.credential_key or (secret_credential_key(secret) if secret else "")
-        conn.execute(
-            sa.text(
-                "UPDATE servers SET url = :url, url_secret = :secret, credential_key = :key "
-                "WHERE id = :id"
-            ),
-            {"url": shown, "secret": secret, "key": key, "id": row.id},
-        )
-    rows = conn.execute(
-        sa.text(f"SELECT id, url, url_secret FROM webhook_targets WHERE {where}")
-    ).all()
-    for row in rows:
-        shown, secret = split_secret(row.url_secret or row.url)
-        if shown != row.url:
-            conn.execute(
-                sa.text(
-                    "UPDATE webhook_targets SET url = :url, url_secret = :secret WHERE id = :id"
-                ),
-                {"url": shown, "secret": secret, "id": row.id},
-            )
-    for table, key, column in REDACTED:
-        where = MAYBE_SECRET.format(column=column)
-        for row in conn.execute(sa.text(f"SELECT {key}, {column} FROM {table} WHERE {where}")):
-            shown = redact_urls(row[1])
-            if shown != row[1]:
-                conn.execute(
-                    sa.text(f"UPDATE {table} SET {column} = :value WHERE {key} = :key"),
-                    {"value": shown, "key": row[0]},
-                )
+    rewrite(op.get_bind())
 
 
 def downgrade() -> None:

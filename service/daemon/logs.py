@@ -10,7 +10,8 @@ Three sources end up on stderr, and each is routed through the same processors:
   turned into ``logging`` records by hooks installed here.
 
 Every entry passes :func:`plain_values` (an enum member is written as its value) and
-:func:`redact` (``user:password@`` in URLs becomes ``***@``) and, at
+:func:`redact` (``service.safetext.redact_urls``: ``user:password@`` in URLs becomes
+``***@``, secret parameters ``***``, echoed ``Basic``/``Bearer`` credentials are cut) and, at
 warning and above, a :class:`RepeatLimiter`: the same error repeated within
 ``REPEAT_WINDOW_S`` is logged once, and the next one after the window says how many were
 dropped (an accept loop failing with EMFILE thousands of times a second must not fill the
@@ -125,7 +126,7 @@ def plain_values(_logger: Any, _method_name: str, event_dict: Any) -> Any:
 
 def redact(_logger: Any, _method_name: str, event_dict: Any) -> Any:
     for key, value in event_dict.items():
-        if isinstance(value, str) and ("@" in value or "=" in value):
+        if isinstance(value, str):  # redact_urls looks for its cues itself
             event_dict[key] = redact_urls(value)
     return event_dict
 

@@ -16,6 +16,8 @@ from typing import Literal
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from service.safetext import redact_urls
+
 BackendName = Literal["sqlite", "postgresql"]
 """Which backend a URL names (the statements of each are ``service.store.dialect.Dialect``)."""
 
@@ -56,11 +58,14 @@ def parse(url: str) -> Database:
 
 
 def redact(url: str) -> str:
-    """The URL with its password replaced by ``***``: safe for logs and messages."""
+    """The URL as ``mcpsubd`` shows it (logs, "migrating …", "database unavailable"): the
+    product's one rule, :func:`service.safetext.redact_urls`, so a password in the userinfo
+    and one given as a parameter (``?password=…``, which libpq accepts) are both hidden."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        make_url(url)
     except ArgumentError:
         return "<invalid database url>"
+    return redact_urls(url)
 
 
 _BASE_ERRORS: tuple[type[BaseException], ...] = (OSError, SQLAlchemyError)

@@ -290,6 +290,21 @@ def test_a_stored_target_with_an_unencodable_host_fails_by_name_not_with_500(
     assert not _errors(d), _errors(d)
 
 
+@pytest.mark.parametrize("form", [(), ("--json",)])
+def test_an_unusable_url_is_not_printed_whole_in_the_next_action(form: tuple[str, ...]) -> None:
+    """Before: ``recommended-next-action`` (``recommendedNextAction``) quoted the URL as
+    given, though ``phase-summary`` and stderr showed it redacted."""
+    url = "http://u:sekrit9x@host:99999/mcp?token=sekrit10x"
+    result = run_cli("mcpsubctl", *form, "probe", "--url", url, "--uri", "test://x")
+    assert result.code == 2, result
+    assert "sekrit" not in result.stdout + result.stderr, result
+    if form:
+        action = json.loads(result.stdout)["recommendedNextAction"]
+    else:
+        action = result.stdout.split("recommended-next-action ", 1)[1].splitlines()[0]
+    assert "'http://***@host:99999/mcp?token=***' is not usable" in action, action
+
+
 FACE_META = {"_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}
 
 
@@ -326,22 +341,57 @@ def _face_stdio(d: Daemon, name: str, arguments: dict[str, Any]) -> str:
         peer.close()
 
 
+SERVER_NAMES = {
+    # Issue 27 §1. Before: only ``api_key``, ``token``, ``access_token``, ``key`` and ``sig``
+    # were redacted, and only after a ``?``.
+    "older": ("password", "Secret", "client_secret", "APIKEY", "auth", "X-Session-Token"),
+    # The names added to the maintained list since (OAuth, session ids, personal access
+    # tokens, login tickets, the signed-URL schemes), any case.
+    "newer": (
+        "bearer",
+        "CODE",
+        "session_id",
+        "SessionId",
+        "pat",
+        "refresh",
+        "ticket",
+        "Signature",
+        "X-Amz-Credential",
+        "X-Goog-Signature",
+    ),
+}
+HOOK_NAMES = {
+    "older": (";token", "?pwd"),
+    "newer": (";sig", "?refresh_token", "&X-Amz-Signature"),
+}
+"""What a webhook target's URL carries: ``;name`` in its path, ``?name``/``&name`` after."""
+
+
+@pytest.mark.parametrize("names", ["older", "newer"])
 def test_secrets_under_other_parameter_names_are_used_on_the_wire_and_never_shown(
-    database_url: str, daemon_factory: Any, lab_server_factory: Any, receiver: Receiver
+    database_url: str,
+    daemon_factory: Any,
+    lab_server_factory: Any,
+    receiver: Receiver,
+    names: str,
 ) -> None:
-    """Issue 27 §1. Before: only ``api_key``, ``token``, ``access_token``, ``key`` and ``sig``
-    were redacted, and only after a ``?``: ``?password=``, ``secret``, ``client_secret``,
-    ``apikey``, ``auth`` and a path's ``;token=`` showed in clear in /v1/subscriptions,
-    events, /v1/links, webhook targets, the CLIs, the face and the log."""
-    secrets = [f"hush{n}q" for n in range(8)]
+    """Every name of the maintained list hides its value in /v1/subscriptions, events,
+    /v1/links, webhook targets, the CLIs, the face and the log, and the wire still has it."""
+    server_names, hook_names = SERVER_NAMES[names], HOOK_NAMES[names]
+    secrets = [f"hush{n}q" for n in range(len(server_names) + len(hook_names))]
     lab = lab_server_factory()
     put(lab, "test://leak2", "v1")
     d = daemon_factory(env=WEBHOOKS_FAST)
-    server = (
-        f"{lab.url}?password={secrets[0]}&Secret={secrets[1]}&client_secret={secrets[2]}"
-        f"&APIKEY={secrets[3]}&auth={secrets[4]}&X-Session-Token={secrets[5]}&page=1"
+    query = "&".join(
+        f"{name}={secret}" for name, secret in zip(server_names, secrets, strict=False)
     )
-    hook_path = f"/hook;token={secrets[6]}?pwd={secrets[7]}&x=1"
+    server = f"{lab.url}?{query}&page=1"
+    hook_secrets = secrets[len(server_names) :]
+    hook_path = (
+        "/hook"
+        + "".join(f"{n}={v}" for n, v in zip(hook_names, hook_secrets, strict=True))
+        + "&x=1"
+    )
     hook = f"http://127.0.0.1:{receiver.port}{hook_path}"
     shown: list[str] = []
 
@@ -379,15 +429,14 @@ def test_secrets_under_other_parameter_names_are_used_on_the_wire_and_never_show
         shown.append(call(d, "read", {"uri": "test://leak2"}))
 
     listed = d.api("GET", "/v1/subscriptions").json()["subscriptions"][0]
-    assert listed["serverUrl"] == (
-        f"{lab.url}?password=***&Secret=***&client_secret=***&APIKEY=***&auth=***"
-        "&X-Session-Token=***&page=1"
-    )
+    shown_query = "&".join(f"{name}=***" for name in server_names)
+    assert listed["serverUrl"] == f"{lab.url}?{shown_query}&page=1"
     target = d.api("GET", "/v1/webhooks").json()["webhooks"][0]
-    assert target["url"] == f"http://127.0.0.1:{receiver.port}/hook;token=***?pwd=***&x=1"
+    shown_path = "/hook" + "".join(f"{name}=***" for name in hook_names) + "&x=1"
+    assert target["url"] == f"http://127.0.0.1:{receiver.port}{shown_path}"
     assert d.stop() == 0
     shown.extend(d.lines)
-    assert any("password=***" in line for line in d.lines)  # the log names the server URL
+    assert any(shown_query in line for line in d.lines)  # the log names the server URL
     leaked = [(secret, text[:300]) for text in shown for secret in secrets if secret in text]
     assert not leaked, leaked
     stored = [

@@ -19,7 +19,7 @@ def test_migrate_on_postgresql_prints_no_password(pg_cluster: PgCluster, tmp_pat
     )
     assert result.code == 0, result.stderr
     assert "hunter2" not in result.stdout + result.stderr
-    assert "postgres:***@" in result.stdout
+    assert "postgresql://***@" in result.stdout  # the one URL rule: the userinfo goes whole
     assert current(url) is not None
     assert not (tmp_path / "mcpsub.db").exists(), "no SQLite file when PostgreSQL is chosen"
 
@@ -28,7 +28,12 @@ def test_migrate_on_postgresql_prints_no_password(pg_cluster: PgCluster, tmp_pat
     ("url", "code", "message"),
     [
         ("mysql://u:hunter2@127.0.0.1/x", 78, "unsupported backend 'mysql'"),
-        ("postgresql://u:hunter2@127.0.0.1:1/x", 69, "cannot migrate postgresql://u:***@"),
+        ("postgresql://u:hunter2@127.0.0.1:1/x", 69, "cannot migrate postgresql://***@"),
+        (  # libpq takes the password as a parameter too
+            "postgresql://u@127.0.0.1:1/x?password=hunter2",
+            69,
+            "cannot migrate postgresql://***@127.0.0.1:1/x?password=***",
+        ),
     ],
 )
 def test_bad_or_unreachable_database_is_one_line_and_a_code(
@@ -44,9 +49,11 @@ def test_bad_or_unreachable_database_is_one_line_and_a_code(
         assert "Traceback" not in result.stderr and "hunter2" not in result.stderr
 
 
-def test_daemon_without_its_database_exits_69(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "url", ["postgresql://u:hunter2@127.0.0.1:1/x", "postgresql://u@127.0.0.1:1/x?password=hunter2"]
+)
+def test_daemon_without_its_database_exits_69(tmp_path: Path, url: str) -> None:
     """systemd restarts on 69 (the database may come back); the log names it, no password."""
-    url = "postgresql://u:hunter2@127.0.0.1:1/x"
     result = run_cli("mcpsubd", "--state-dir", str(tmp_path), "--database-url", url)
     assert result.code == 69
     assert "database unavailable" in result.stderr and "***@127.0.0.1:1/x" in result.stderr

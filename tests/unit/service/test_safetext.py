@@ -12,12 +12,16 @@ from cli.event_cmds import event_line
 from service.daemon.config import ConfigError, load_settings
 from service.daemon.logs import RepeatLimiter
 from service.safetext import (
+    SECRET_QUERY_PARAMETERS,
     SafeStream,
+    known_secrets,
+    redact_known,
     redact_urls,
     safe_stderr,
     shown,
     split_secret,
     terminal_safe,
+    url_credentials,
 )
 
 
@@ -87,6 +91,69 @@ def test_keep_lines_keeps_newlines_and_tabs_only() -> None:
 )
 def test_redact_urls(raw: str, redacted: str) -> None:
     assert redact_urls(raw) == redacted
+
+
+NEWLY_SECRET = (
+    "bearer",
+    "code",
+    "session_id",
+    "sessionid",
+    "pat",
+    "refresh",
+    "refresh_token",
+    "ticket",
+    "sig",
+    "signature",
+    "X-Amz-Signature",
+    "X-Amz-Credential",
+    "X-Goog-Signature",
+)
+
+
+@pytest.mark.parametrize("name", NEWLY_SECRET)
+@pytest.mark.parametrize("spelling", [str.lower, str.upper, str.title])
+def test_every_listed_name_is_secret_in_any_case(name: str, spelling: object) -> None:
+    """The maintained list: each name's value is hidden, whatever its case, on every surface
+    (they all call redact_urls: answers, tables, the log, the CLIs, the face, db_display)."""
+    assert callable(spelling)
+    shown_name = spelling(name)
+    raw = f"http://h/p?page=2&{shown_name}=V4LUE#x"
+    assert redact_urls(raw) == f"http://h/p?page=2&{shown_name}=***#x"
+    assert name.casefold() in SECRET_QUERY_PARAMETERS
+
+
+def test_azure_sas_keeps_its_version_and_hides_its_signature() -> None:
+    sas = "https://a.blob.core.windows.net/c/b?sv=2022-11-02&se=2030-01-01&sp=r&SIG=abc%2Bdef%3D"
+    assert redact_urls(sas).endswith("?sv=2022-11-02&se=2030-01-01&sp=r&SIG=***")
+
+
+@pytest.mark.parametrize(
+    ("raw", "redacted"),
+    [
+        # A peer echoing the request: a path without a scheme is judged as a URL.
+        ("internal error at /mcp?token=SEKRIT", "internal error at /mcp?token=***"),
+        ("auth=Basic dTpTRUtSSVQ= rest", "auth=Basic *** rest"),
+        ("Authorization: Bearer eyJhbGciOi.x-y_z", "Authorization: Bearer ***"),
+        ("authorization: bearer SEKRIT2", "authorization: bearer ***"),
+        # Prose and challenges stay readable.
+        ("the Bearer token expired", "the Bearer token expired"),
+        ("basic authentication failed", "basic authentication failed"),
+        ('Bearer realm="mcp", error="invalid_token"', 'Bearer realm="mcp", error="invalid_token"'),
+    ],
+)
+def test_echoed_credentials_are_cut(raw: str, redacted: str) -> None:
+    assert redact_urls(raw) == redacted
+
+
+def test_known_secrets_of_a_url_are_cut_from_peer_text() -> None:
+    url = "http://alice:s%40cret@h/mcp?token=T0KEN&page=1"
+    secrets = known_secrets(*url_credentials(url), "bearer-value-1", "ab")
+    echo = (
+        "denied alice:s%40cret s@cret YWxpY2U6c0BjcmV0 T0KEN bearer-value-1 page=1 ab "
+        "at /mcp?token=T0KEN"
+    )
+    assert redact_known(echo, secrets) == ("denied *** *** *** *** *** page=1 ab at /mcp?token=***")
+    assert "ab" not in secrets  # too short to look for in free text
 
 
 def test_split_secret() -> None:
