@@ -30,6 +30,7 @@ from service.actions import is_non_terminal
 from service.mcp import wire
 from service.mcp.client import ListenStream, McpClient
 from service.mcp.errors import (
+    HttpStatusError,
     JsonRpcError,
     ListenClosed,
     ListenEnded,
@@ -161,6 +162,14 @@ def text_of(result: dict[str, Any], uri: str) -> str:
     raise ResourceNotText(f"Expected text resource content for {uri}")
 
 
+def subscribe_offered(capabilities: Any) -> bool:
+    """The server's ``resources`` capability says it honors resource subscriptions (pure).
+
+    Only an explicit ``true`` counts (seed 003): ``resources/list`` working, or the
+    capability being absent, says nothing about subscriptions."""
+    return isinstance(capabilities, dict) and capabilities.get("subscribe") is True
+
+
 def uri_matcher(uris: list[str], exact: bool) -> Callable[[str], bool]:
     wanted = set(uris)
     if exact:
@@ -229,6 +238,17 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
         initial = {u: text_of(await bounded(client.read_resource(u)), u) for u in uris}
         result.initial_text = initial[uris[0]] or None
 
+        if not subscribe_offered(result.capabilities):
+            # Seed 003: subscription support is `resources.subscribe` explicitly true; a
+            # client must not send a listen the server did not offer and hope.
+            result.route = "timeout"
+            result.error_code = "SUBSCRIPTION_NOT_HONORED"
+            result.error_message = (
+                "the server does not advertise resources.subscribe: it cannot honor a "
+                "subscription, so none was requested"
+            )
+            return result
+
         deadline = overall or _Deadline(options.timeout_s)
         queue = NotificationQueue(uri_matcher(uris, options.exact_uri_match))
         stream = client.listen({"resourceSubscriptions": list(uris)})
@@ -238,8 +258,18 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
                 _phase(options, f"opening the listen stream for {', '.join(uris)}")
                 async with asyncio.timeout(deadline.remaining()):
                     await stream.open()
-            except (TimeoutError, JsonRpcError, ProtocolViolation, TransportError) as exc:
-                if isinstance(exc, JsonRpcError) and exc.error_code == "AUTH_FAILED":
+            except (
+                TimeoutError,
+                JsonRpcError,
+                HttpStatusError,
+                ProtocolViolation,
+                TransportError,
+            ) as exc:
+                # A refusal is a refusal whether it came as JSON-RPC or as a proxy's
+                # plain-text 503 (a publisher at its stream limit, seed 001).
+                if isinstance(exc, (JsonRpcError, HttpStatusError)) and (
+                    exc.error_code == "AUTH_FAILED"
+                ):
                     raise
                 if isinstance(exc, ProtocolViolation) and options.name_violations:
                     # The ack may have arrived before the frame that broke the rules.

@@ -94,6 +94,8 @@ def test_sub_resource_notification_is_reported_and_read(lab_server_factory) -> N
     [
         ({"dishonorUris": [REVIEW]}, "SUBSCRIPTION_NOT_HONORED", 8),
         ({"refuseListen": True}, "SUBSCRIPTION_FAILED", 8),
+        ({"failMethods": {"subscriptions/listen": 503}}, "SUBSCRIPTION_FAILED", 8),
+        ({"advertiseSubscribe": False}, "SUBSCRIPTION_NOT_HONORED", 8),
         ({"legacyMode": "method-not-found"}, "PROTOCOL_UNSUPPORTED", 4),
         ({"authToken": "s3cret"}, "AUTH_FAILED", 3),
         ({"failMethods": {"server/discover": 503}}, "SERVER_ERROR", 4),

@@ -218,12 +218,42 @@ def test_subscription_not_honored(lab_server: LabServer) -> None:
     assert data["route"] == "timeout"
 
 
+def _listens(lab: LabServer) -> list[dict[str, object]]:
+    return [
+        e
+        for e in lab.log()
+        if e.get("event") == "mcp.request" and e.get("method") == "subscriptions/listen"
+    ]
+
+
 def test_subscription_not_honored_when_subscribe_not_advertised(lab_server: LabServer) -> None:
+    # Seed 003: a server whose resources.subscribe is not true is not asked to listen; the
+    # answer is SUBSCRIPTION_NOT_HONORED at once, in the drop-in and in mcpsubctl probe.
     lab_server.configure(advertiseSubscribe=False)
     result = probe(lab_server, "--uri", REVIEW)
     assert result.code == 1
     assert result.field("capabilities") == '{"subscribe":false,"listChanged":false}'
     assert result.field("error-code") == "SUBSCRIPTION_NOT_HONORED"
+    assert result.field("listen-acknowledged") == "false"
+    data = probe(lab_server, "--uri", REVIEW, "--json").json
+    assert (data["route"], data["errorCode"]) == ("timeout", "SUBSCRIPTION_NOT_HONORED")
+    assert (data["listenAcknowledged"], data["honoredUris"]) == (False, [])
+    assert data["initialText"].startswith("status: pending")
+    ctl = run_cli("mcpsubctl", "probe", "--url", lab_server.url, "--uri", REVIEW, "--json")
+    assert (ctl.code, ctl.json["errorCode"]) == (8, "SUBSCRIPTION_NOT_HONORED")
+    assert "resources.subscribe" in ctl.stderr + ctl.json.get("message", "")
+    assert _listens(lab_server) == []
+
+
+def test_plain_text_503_on_listen_is_a_refused_subscription(lab_server: LabServer) -> None:
+    lab_server.configure(failMethods={"subscriptions/listen": 503})
+    result = probe(lab_server, "--uri", REVIEW, "--json")
+    assert result.code == 1, result
+    data = result.json
+    assert (data["route"], data["errorCode"]) == ("timeout", "SUBSCRIPTION_FAILED")
+    assert data["listenAcknowledged"] is False
+    assert "HTTP 503" in result.stderr
+    assert _listens(lab_server), "the listen was sent and refused"
 
 
 def test_subscription_failed_when_listen_refused(lab_server: LabServer) -> None:

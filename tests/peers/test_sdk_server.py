@@ -127,30 +127,27 @@ def sdk_server_without_listen() -> Iterator[PeerServer]:
         yield server
 
 
-def test_sdk_server_without_listen_is_subscription_failed(
+def test_sdk_server_without_listen_is_not_asked_to_listen(
     sdk_server_without_listen: PeerServer,
 ) -> None:
+    """The SDK server without a listen handler advertises no ``resources.subscribe``: seed 003
+    says a client then sends no subscription request; both CLIs say SUBSCRIPTION_NOT_HONORED
+    at once instead of provoking the server's -32601."""
     url = sdk_server_without_listen.url
     result = run_cli(PROG, "--url", url, "--uri", URI, "--json", "--timeout-ms", "5000")
     assert result.code == 1, result
     data = result.json
-    assert data["errorCode"] == "SUBSCRIPTION_FAILED"
+    assert data["errorCode"] == "SUBSCRIPTION_NOT_HONORED"
     assert data["route"] == "timeout"
     assert data["listenAcknowledged"] is False
+    assert data["closeReason"] is None
     assert data["initialText"] == "status: pending\nversion: 1\n"
-    assert "-32601" in result.stderr
+    assert "resources.subscribe" in result.stderr
     ctl = run_cli(
         "mcpsubctl", "probe", "--url", url, "--uri", URI, "--json", "--timeout-ms", "5000"
     )
     assert ctl.code == 8, ctl
-    assert ctl.json["errorCode"] == "SUBSCRIPTION_FAILED"
-
-
-def test_refused_listen_has_no_close_reason(sdk_server_without_listen: PeerServer) -> None:
-    url = sdk_server_without_listen.url
-    result = run_cli(PROG, "--url", url, "--uri", URI, "--json", "--timeout-ms", "5000")
-    assert result.json["errorCode"] == "SUBSCRIPTION_FAILED"
-    assert result.json["closeReason"] is None
+    assert ctl.json["errorCode"] == "SUBSCRIPTION_NOT_HONORED"
 
 
 # ---- (b) 2025-era-only servers -----------------------------------------------------------------
