@@ -1,81 +1,47 @@
-"""``mcpsubctl``'s exit codes, one per class of failure (``docs/cli.md`` keeps the same table).
+"""``mcpsubctl``'s exit codes, one per class of failure, read from the one table of codes
+(:mod:`service.errorcodes`; ``docs/cli.md`` shows the same table, and a test keeps them equal).
 
-A module of its own, with no imports, because every command needs the table and the
-daemon commands must not pay for the classifier (:mod:`service.failures` imports the MCP
-client's error tree) just to turn ``DAEMON_UNAVAILABLE`` into 10.
+A module of its own because every command needs the table and the daemon commands must not
+pay for the classifier (:mod:`service.failures` imports the MCP client's error tree) just to
+turn ``DAEMON_UNAVAILABLE`` into 10.
 """
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_TOOL_ERROR = 1
-EXIT_USAGE = 2
-EXIT_AUTH = 3
-EXIT_PROTOCOL = 4
-EXIT_NETWORK = 5
-EXIT_TIMEOUT = 6
-EXIT_NOT_FOUND = 7
-EXIT_NOT_HONORED = 8
-EXIT_DISCONNECTED = 9
-EXIT_DAEMON_UNAVAILABLE = 10
-EXIT_NOT_MCPSUBD = 11
-"""``--api`` (or ``MCPSUB_API``) reaches something, and it is not mcpsubd."""
-EXIT_INTERNAL = 70
+from service.errorcodes import (
+    CODES,
+    EXIT_AUTH,
+    EXIT_DAEMON_UNAVAILABLE,
+    EXIT_DISCONNECTED,
+    EXIT_INTERNAL,
+    EXIT_NETWORK,
+    EXIT_NOT_FOUND,
+    EXIT_NOT_HONORED,
+    EXIT_NOT_MCPSUBD,
+    EXIT_OK,
+    EXIT_PROTOCOL,
+    EXIT_TIMEOUT,
+    EXIT_TOOL_ERROR,
+    EXIT_USAGE,
+)
+from service.errorcodes import exit_code as ctl_exit_code
 
-CTL_EXIT_CODES: dict[str, int] = {
-    "SERVER_URL_UNKNOWN": EXIT_USAGE,
-    "USAGE_ERROR": EXIT_USAGE,
-    "INVALID_ARGS": EXIT_USAGE,
-    "TOOL_NAME_REQUIRED": EXIT_USAGE,
-    "RESOURCE_URI_REQUIRED": EXIT_USAGE,
-    "AUTH_LOGIN_REQUIRED": EXIT_AUTH,
-    "AUTH_TIMEOUT": EXIT_AUTH,
-    "AUTH_REFRESH_FAILED": EXIT_AUTH,
-    "AUTH_FAILED": EXIT_AUTH,
-    "PROTOCOL_UNSUPPORTED": EXIT_PROTOCOL,
-    "ENDPOINT_NOT_FOUND": EXIT_NOT_FOUND,
-    "PROTOCOL_ERROR": EXIT_PROTOCOL,
-    "RESPONSE_TOO_LARGE": EXIT_PROTOCOL,
-    "TOOL_REQUEST_REJECTED": EXIT_PROTOCOL,
-    "SERVER_ERROR": EXIT_PROTOCOL,
-    "CONNECTION_REFUSED": EXIT_NETWORK,
-    "DNS_LOOKUP_FAILED": EXIT_NETWORK,
-    "TLS_CERT_UNTRUSTED": EXIT_NETWORK,
-    "TLS_HANDSHAKE_FAILED": EXIT_NETWORK,
-    "NETWORK_ERROR": EXIT_NETWORK,
-    "NOTIFICATION_TIMEOUT": EXIT_TIMEOUT,
-    "REQUEST_TIMEOUT": EXIT_TIMEOUT,
-    "RESOURCE_NOT_FOUND": EXIT_NOT_FOUND,
-    "SUBSCRIPTION_NOT_HONORED": EXIT_NOT_HONORED,
-    "SUBSCRIPTION_FAILED": EXIT_NOT_HONORED,
-    "SUBSCRIPTION_DISCONNECTED": EXIT_DISCONNECTED,
-    "SUBSCRIPTION_CLOSED": EXIT_DISCONNECTED,
-    "TOOL_ERROR": EXIT_TOOL_ERROR,
-    "DAEMON_UNAVAILABLE": EXIT_DAEMON_UNAVAILABLE,
-    "NOT_READY": EXIT_DAEMON_UNAVAILABLE,
-    "STORAGE_FAILING": EXIT_DAEMON_UNAVAILABLE,
-    "NOT_MCPSUBD": EXIT_NOT_MCPSUBD,
-    "SUBSCRIPTION_NOT_FOUND": EXIT_NOT_FOUND,
-    "NOT_WATCHED": EXIT_NOT_FOUND,
-    "NO_CONTENT_YET": EXIT_NOT_FOUND,
-    "INVALID_URL": EXIT_USAGE,
-    "INVALID_URI": EXIT_USAGE,
-    "INVALID_JSON": EXIT_USAGE,
-    "INVALID_PARAMETER": EXIT_USAGE,
-    "API_TOKEN_REQUIRED": EXIT_AUTH,
-    "PERMISSION_DENIED": EXIT_AUTH,
-    "HOST_NOT_ALLOWED": EXIT_AUTH,
-    "ORIGIN_NOT_ALLOWED": EXIT_AUTH,
-    "WEBHOOK_NOT_FOUND": EXIT_NOT_FOUND,
-    "DELIVERY_NOT_FOUND": EXIT_NOT_FOUND,
-    "INVALID_SECRET": EXIT_USAGE,
-    "PRIVATE_TARGET": EXIT_USAGE,
-    "DUPLICATE_HEADER": EXIT_USAGE,
-    "WEBHOOK_TEST_FAILED": EXIT_NETWORK,
-    "CALL_FAILED": EXIT_PROTOCOL,
-    "INTERNAL_ERROR": EXIT_INTERNAL,
-}
+__all__ = [
+    "CTL_EXIT_CODES",
+    "EXIT_AUTH",
+    "EXIT_DAEMON_UNAVAILABLE",
+    "EXIT_DISCONNECTED",
+    "EXIT_INTERNAL",
+    "EXIT_NETWORK",
+    "EXIT_NOT_FOUND",
+    "EXIT_NOT_HONORED",
+    "EXIT_NOT_MCPSUBD",
+    "EXIT_OK",
+    "EXIT_PROTOCOL",
+    "EXIT_TIMEOUT",
+    "EXIT_TOOL_ERROR",
+    "EXIT_USAGE",
+    "ctl_exit_code",
+]
 
-
-def ctl_exit_code(code: str | None) -> int:
-    return EXIT_OK if code is None else CTL_EXIT_CODES.get(code, EXIT_INTERNAL)
+CTL_EXIT_CODES: dict[str, int] = {code: row.exit for code, row in CODES.items()}

@@ -16,6 +16,7 @@ import argparse
 import os
 import sys
 
+from cli.exitcodes import ctl_exit_code as exit_code
 from cli.skills import AGENTS
 
 TYPE_CHECKING = False  # typing costs more than the rest of a call: not imported at run time
@@ -27,14 +28,6 @@ if TYPE_CHECKING:
     from cli.skills import Agent, Existing, Manifest, Skill, Step
 
 EXIT_OK = 0
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
-EXIT_CODES = {
-    "SKILL_MODIFIED": EXIT_REFUSED,
-    "SKILLS_DIR_UNWRITABLE": EXIT_REFUSED,
-    "SKILLS_MISSING": EXIT_REFUSED,
-    "USAGE_ERROR": EXIT_USAGE,
-}
 NEXT_STEP = {
     "claude-code": "claude mcp add --scope user mcpsub -- mcpsubctl mcp",
     "codex": "codex mcp add mcpsub -- mcpsubctl mcp   # or accept Codex's offer to add it",
@@ -267,7 +260,7 @@ def _fail(args: argparse.Namespace, error: SkillsError) -> int:
 
         if machine_lines_wanted(False, getattr(args, "lines", False)):
             _emit(f"error-code {error.code}\nrecommended-next-action {error.hint}")
-    return EXIT_CODES[error.code]
+    return exit_code(error.code)
 
 
 # ---- commands -------------------------------------------------------------------------------

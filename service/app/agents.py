@@ -42,7 +42,7 @@ class Agents:
             url = validate.server_url(raw_url)
             uris = [validate.resource_uri(u) for u in raw_uris]
         except ApiError as exc:
-            raise AgentError(exc.error_code, exc.message, exc.hint) from None
+            raise AgentError.of(exc) from None
         subs = await store.list_subscriptions()
         policy.check(url, self.allowed, (s.server_url for s in subs))
         added = await self.supervisor.subscribe_many(url, uris, created_by="agent")

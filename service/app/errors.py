@@ -8,12 +8,16 @@ face turns them into tool errors. One JSON shape::
     {"errorCode": "INVALID_URL", "message": "...", "field": "url", "hint": "..."}
 
 ``field`` and ``hint`` appear only when known. Tokens and request headers never appear.
-:class:`AgentError` is what the agent policy refuses with (the face's ``FaceError``).
+:class:`AgentError` is what the agent policy refuses with (the face's ``FaceError``). Both
+read a code's HTTP status and default hint from the one table, :mod:`service.errorcodes`: a
+new error class names its ``error_code`` and nothing else.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+from service import errorcodes
 
 
 def error_body(
@@ -28,11 +32,19 @@ def error_body(
 
 
 class ApiError(Exception):
-    """Base of every domain error a route may raise; never instantiate it directly."""
+    """Base of every domain error a route may raise; never instantiate it directly. A subclass
+    names its ``error_code``; its ``status`` and ``default_hint`` come from the code's row."""
 
     status: ClassVar[int] = 400
     error_code: ClassVar[str] = "BAD_REQUEST"
     default_hint: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "status" not in cls.__dict__:
+            cls.status = errorcodes.http_status(cls.error_code)
+        if "default_hint" not in cls.__dict__:
+            cls.default_hint = errorcodes.default_hint(cls.error_code)
 
     def __init__(
         self,
@@ -56,17 +68,14 @@ class ApiError(Exception):
 
 class InvalidJson(ApiError):
     error_code = "INVALID_JSON"
-    default_hint = 'send a JSON object such as {"url": "http://host/mcp", "uri": "scheme:path"}'
 
 
 class InvalidUrl(ApiError):
     error_code = "INVALID_URL"
-    default_hint = "url must be an absolute http:// or https:// URL with a host"
 
 
 class InvalidUri(ApiError):
     error_code = "INVALID_URI"
-    default_hint = "uri must be a resource URI with a scheme (e.g. test://x) and no spaces"
 
 
 class InvalidParameter(ApiError):
@@ -74,73 +83,65 @@ class InvalidParameter(ApiError):
 
 
 class BodyTooLarge(ApiError):
-    status = 413
     error_code = "BODY_TOO_LARGE"
 
 
 class BodyTimeout(ApiError):
-    status = 408
     error_code = "REQUEST_TIMEOUT"
-    default_hint = "send the whole body at once"
 
 
 class SubscriptionNotFound(ApiError):
-    status = 404
     error_code = "SUBSCRIPTION_NOT_FOUND"
-    default_hint = "list the subscriptions with `mcpsubctl list` (GET /v1/subscriptions)"
 
 
 class NotWatched(ApiError):
-    status = 404
     error_code = "NOT_WATCHED"
-    default_hint = "subscribe first: `mcpsubctl subscribe --url URL --uri URI`"
 
 
 class NoContentYet(ApiError):
-    status = 404
     error_code = "NO_CONTENT_YET"
-    default_hint = "the daemon has not read this resource yet; retry or use `mcpsubctl wait`"
 
 
 class NotificationTimeout(ApiError):
-    status = 408
     error_code = "NOTIFICATION_TIMEOUT"
-    default_hint = "no update arrived in time; wait again with after=<the returned after>"
 
 
 class TooBusy(ApiError):
-    status = 503
     error_code = "TOO_MANY_WAITERS"
-    default_hint = "too many open streams and long-polls; close some and retry"
 
 
 class NotReady(ApiError):
-    status = 503
     error_code = "NOT_READY"
-    default_hint = "the daemon is still starting; retry in a moment"
 
 
 class StorageFailing(ApiError):
     """The database refused the write (full disk, I/O error) or did not answer: nothing was
     stored. The same condition ``/readyz`` and ``/v1/status`` report."""
 
-    status = 503
     error_code = "STORAGE_FAILING"
-    default_hint = (
-        "nothing was stored; free space in the state directory's filesystem (or bring the "
-        "database back) and retry; `mcpsubctl status` shows the storage state"
-    )
 
 
 class AgentError(Exception):
     """A refusal the agent should see: a stable ``code`` and a one-line ``hint`` (``hint`` is
-    always in its JSON, null when unknown). The face calls it ``FaceError``."""
+    always in its JSON: the code's default when the raiser names none, else null). The face
+    calls it ``FaceError``; ``error_code`` is the same as ``code``, the name the other error
+    classes use."""
 
     def __init__(self, code: str, message: str, hint: str | None = None) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = self.error_code = code
         self.message = message
-        self.hint = hint
+        self.hint = hint if hint is not None else errorcodes.default_hint(code)
+
+    @classmethod
+    def of(cls, exc: ApiError) -> AgentError:
+        """The same refusal, for an agent."""
+        return cls(exc.error_code, exc.message, exc.hint)
+
+    @property
+    def status(self) -> int:
+        """The HTTP status the REST API answers it with."""
+        return errorcodes.http_status(self.code)
 
     def to_json(self) -> dict[str, Any]:
         return {"errorCode": self.code, "message": self.message, "hint": self.hint}

@@ -61,8 +61,7 @@ async def agent_subscribe(request: Request) -> Any:
     try:
         rows = await state.agents.subscribe(body.get("url"), uris)
     except AgentError as exc:
-        status = 403 if exc.code == "AGENT_ORIGIN_NOT_ALLOWED" else 400
-        return JSONResponse(exc.to_json(), status_code=status)
+        return JSONResponse(exc.to_json(), status_code=exc.status)
     return {"subscriptions": rows}
 
 
@@ -82,7 +81,7 @@ async def agent_unsubscribe(
     try:
         removed = await api_state(request).agents.unsubscribe(subscription_id)
     except AgentError as exc:
-        return JSONResponse(exc.to_json(), status_code=403)
+        return JSONResponse(exc.to_json(), status_code=exc.status)
     if removed is None:
         raise SubscriptionNotFound(f"no subscription {subscription_id}")
     return removed

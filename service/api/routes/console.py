@@ -16,12 +16,7 @@ router = APIRouter()
 
 
 class ConsoleNeedsToken(ApiError):
-    status = 409
     error_code = "CONSOLE_NEEDS_TCP"
-    default_hint = (
-        "this listener takes no token (the unix socket): run `mcpsubctl ui`, which asks the "
-        "daemon for a loopback TCP listener"
-    )
 
 
 @router.post(
@@ -40,9 +35,7 @@ async def login_link(request: Request) -> dict[str, Any]:
 
 
 class NoConsoleListener(ApiError):
-    status = 409
     error_code = "CONSOLE_LISTENER_UNAVAILABLE"
-    default_hint = "run `mcpsubctl ui` against the daemon's own socket"
 
 
 @router.post(

@@ -24,14 +24,11 @@ RevisionNumber = Annotated[int, Path(ge=1, le=validate.MAX_ID, description="revi
 
 
 class RevisionNotFound(ApiError):
-    status = 404
     error_code = "REVISION_NOT_FOUND"
-    default_hint = "list the kept revisions with GET /v1/subscriptions/{id}/revisions"
 
 
 class DiffRefused(ApiError):
     error_code = "DIFF_TOO_LARGE"
-    default_hint = "read both revisions (GET …/revisions/{revision}) and compare them locally"
 
 
 async def _subscription(state: ApiState, subscription_id: int) -> Subscription:

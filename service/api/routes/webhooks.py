@@ -41,28 +41,19 @@ DeliveryId = Annotated[int, Path(alias="id", ge=1, le=validate.MAX_ID, descripti
 
 
 class WebhookNotFound(ApiError):
-    status = 404
     error_code = "WEBHOOK_NOT_FOUND"
-    default_hint = "list the targets with `mcpsubctl webhook list` (GET /v1/webhooks)"
 
 
 class DeliveryNotFound(ApiError):
-    status = 404
     error_code = "DELIVERY_NOT_FOUND"
-    default_hint = "list the deliveries with `mcpsubctl deliveries list` (GET /v1/deliveries)"
 
 
 class PrivateTarget(ApiError):
     error_code = "PRIVATE_TARGET"
-    default_hint = (
-        "link-local and cloud-metadata targets are refused; pass allowPrivateTarget: true "
-        "(`mcpsubctl webhook add --allow-private-target`) if you really mean it"
-    )
 
 
 class InvalidSecret(ApiError):
     error_code = "INVALID_SECRET"
-    default_hint = "pass whsec_ followed by the base64 of 24 to 64 random bytes, or omit it"
 
 
 # ---- JSON shapes (pure) ---------------------------------------------------------------------
