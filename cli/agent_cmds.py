@@ -198,7 +198,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
             except DaemonUnavailable as exc:
                 reason = exc.message
             except DaemonError as exc:
-                if exc.status in FATAL_STATUSES:
+                if exc.status in FATAL_STATUSES or exc.error_code == "SOCKET_NOT_TRUSTED":
                     return _fail(args, exc.error_code, exc.message, exc.hint)
                 reason = exc.message
             if away is None:

@@ -437,6 +437,10 @@ class Api:
                 self.endpoint, target, timeout_s=REQUEST_TIMEOUT_S, max_body=MAX_RESPONSE
             )
         except localclient.Unreachable as exc:
+            if isinstance(exc.error, localclient.NotTrusted):
+                raise HookProblem(
+                    f"SOCKET_NOT_TRUSTED: {exc.error.message}; hint: {exc.error.hint}"
+                ) from None
             raise HookProblem(
                 f"the daemon is not reachable at {self.display} ({exc}); "
                 "no changes reported (start it with `mcpsubd`)"

@@ -30,7 +30,7 @@ EXIT_CODE_TABLE = """\
 exit codes: 0 ok, 1 tool error, 2 usage, 3 auth, 4 protocol, 5 network, 6 timeout,
             7 resource not found, 8 subscription not honored/refused,
             9 subscription disconnected/closed, 10 daemon unavailable,
-            11 --api is not mcpsubd, 70 internal,
+            11 --api is not mcpsubd, 12 API socket not trusted, 70 internal,
             130 interrupted (Ctrl-C; the --follow modes exit 0)"""
 
 

@@ -60,7 +60,11 @@ def _answers(endpoint: Any) -> bool:
 
     try:
         status, _ = localclient.fetch(endpoint, "/healthz", timeout_s=2.0, max_body=64 * 1024)
-    except (localclient.Unreachable, OSError, localclient.ProtocolError, localclient.TooLarge):
+    except localclient.Unreachable as exc:
+        if isinstance(exc.error, localclient.NotTrusted):
+            raise exc.error from None  # not a daemon to start: another user's socket
+        return False
+    except (OSError, localclient.ProtocolError, localclient.TooLarge):
         return False
     return status == 200
 
@@ -260,8 +264,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _say(str(exc))
         return 2
+    from service.localclient import NotTrusted
+
     autostart = False
-    if not _answers(endpoint):
+    try:
+        answers = _answers(endpoint)
+    except NotTrusted as exc:  # every tool call then says SOCKET_NOT_TRUSTED
+        _say(f"{exc.message}; hint: {exc.hint}")
+        answers = True
+    if not answers:
         if args.no_autostart or endpoint.socket is None or endpoint.explicit:
             _say(f"no daemon answers on {endpoint.display}; {endpoint.start_hint()}")
         else:

@@ -30,6 +30,7 @@ from service.localclient import (
     Connection,
     Endpoint,
     Gone,
+    NotTrusted,
     ProtocolError,
     ResponseReader,
     TooLarge,
@@ -200,11 +201,15 @@ class DaemonClient:
         """Connect, or wait (once) for a daemon that is starting; raises DaemonUnavailable."""
         try:
             sock = connect(self.endpoint)
+        except NotTrusted as exc:
+            raise _not_trusted(exc) from None
         except OSError as exc:
             if not self.wait_for_start():
                 raise self._unavailable(exc) from None
             try:
                 sock = connect(self.endpoint)
+            except NotTrusted as again:
+                raise _not_trusted(again) from None
             except OSError as again:
                 raise self._unavailable(again) from None
         self._connection = Connection(sock)
@@ -458,6 +463,11 @@ NOT_MCPSUBD_HINT = (
     "check --api / MCPSUB_API: mcpsubd's socket (unix://<state dir>/api.sock) or the "
     "http://127.0.0.1:PORT it logs at start"
 )
+
+
+def _not_trusted(exc: NotTrusted) -> DaemonError:
+    """The socket may be another user's: nothing was sent (``SOCKET_NOT_TRUSTED``)."""
+    return DaemonError(0, NotTrusted.error_code, exc.message, exc.hint, {})
 
 
 def sse_frame(

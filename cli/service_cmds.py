@@ -36,6 +36,7 @@ TEMPLATES = {
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_DAEMON_UNAVAILABLE = 10
+EXIT_SOCKET_NOT_TRUSTED = 12
 
 
 class ServiceError(Exception):
@@ -206,8 +207,13 @@ def write_unit(path: Path, text: str) -> str:
     return "updated" if existed else "created"
 
 
-def probe_socket(path: Path, timeout: float = 2.0) -> tuple[bool, str]:
-    """Does a daemon answer ``GET /readyz`` on ``path``? (answers, detail)."""
+NOT_TRUSTED = "SOCKET_NOT_TRUSTED"
+
+
+def probe_socket(path: Path, timeout: float = 2.0, *, explicit: bool = False) -> tuple[bool, str]:
+    """Does a daemon answer ``GET /readyz`` on ``path``? (answers, detail). ``explicit``: a
+    socket named by the person or the system unit's, which root's or its service user's
+    process may serve (``service.localclient``'s rule)."""
     if not path.exists():
         return False, "no socket"
     from service import localclient
@@ -215,9 +221,14 @@ def probe_socket(path: Path, timeout: float = 2.0) -> tuple[bool, str]:
     denied = "permission denied (the system daemon's socket is root-only: use sudo)"
     try:
         status, _ = localclient.fetch(
-            localclient.Endpoint(path), "/readyz", timeout_s=timeout, max_body=64 * 1024
+            localclient.Endpoint(path, explicit=explicit),
+            "/readyz",
+            timeout_s=timeout,
+            max_body=64 * 1024,
         )
     except localclient.Unreachable as exc:
+        if isinstance(exc.error, localclient.NotTrusted):
+            return False, f"{NOT_TRUSTED}: {exc.error.message}; hint: {exc.error.hint}"
         if isinstance(exc.error, PermissionError):
             return False, denied
         return False, f"not answering ({type(exc.error).__name__})"
@@ -392,7 +403,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         except (ServiceError, OSError):
             current = None
     socket = Path(args.socket) if args.socket else target.socket
-    answers, detail = probe_socket(socket)
+    answers, detail = probe_socket(socket, explicit=bool(args.socket) or not target.user)
     result: dict[str, Any] = {
         "manager": target.kind,
         "scope": "user" if target.user else "system",
@@ -418,6 +429,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             ctl = "systemctl --user" if target.user else "systemctl"
             journal = "journalctl --user" if target.user else "journalctl"
             _print(f"hint: {ctl} status mcpsubd; {journal} -u mcpsubd -e")
+    if detail.startswith(NOT_TRUSTED):
+        return EXIT_SOCKET_NOT_TRUSTED
     return EXIT_OK if answers else EXIT_DAEMON_UNAVAILABLE
 
 

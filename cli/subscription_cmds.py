@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 DEFAULT_READY_WAIT_MS = 30_000.0
 READY_POLL_S = 0.1
+FINAL_CODES = ("SOCKET_NOT_TRUSTED", "NOT_MCPSUBD")
+"""What ``status --wait-ready`` does not wait out: what serves the socket is not the daemon."""
 DEFAULT_SUBSCRIBE_WAIT_MS = 30_000.0
 FIRST_STATE_POLL_S = (0.02, 0.25)
 """Polling interval while waiting for a subscription's first state (grows to the cap)."""
@@ -320,6 +322,8 @@ def _wait_ready(client: DaemonClient, args: argparse.Namespace) -> dict[str, Any
                 last = DaemonError(503, "NOT_READY", "the daemon is not ready yet", None, st)
             except (DaemonUnavailable, DaemonError) as exc:
                 last = exc
+                if isinstance(exc, DaemonError) and exc.error_code in FINAL_CODES:
+                    break  # waiting longer changes nothing
                 if isinstance(exc, DaemonError) and exc.status == 401 and client.reread_token():
                     continue  # the daemon wrote its token after we started: try it now
             if time.monotonic() >= deadline:

@@ -27,6 +27,8 @@ EXIT_DISCONNECTED = 9
 EXIT_DAEMON_UNAVAILABLE = 10
 EXIT_NOT_MCPSUBD = 11
 """``--api`` (or ``MCPSUB_API``) reaches something, and it is not mcpsubd."""
+EXIT_SOCKET_NOT_TRUSTED = 12
+"""The API socket's directory, or the process serving it, is another user's: nothing sent."""
 EXIT_INTERNAL = 70
 
 
@@ -184,6 +186,7 @@ CODES: dict[str, Code] = {
         "raise the open-file limit (LimitNOFILE=, ulimit -n) or watch fewer servers",
     ),
     "NOT_MCPSUBD": Code(EXIT_NOT_MCPSUBD),
+    "SOCKET_NOT_TRUSTED": Code(EXIT_SOCKET_NOT_TRUSTED),
     # ---- the client's own programs ------------------------------------------------------
     "SERVICE_ERROR": Code(EXIT_TOOL_ERROR),
     "SKILL_MODIFIED": Code(EXIT_TOOL_ERROR),

@@ -27,6 +27,15 @@ or ``http://127.0.0.1:PORT``, ``tcp://127.0.0.1:PORT`` taken as the same); else 
 dir's socket by :mod:`service.statepaths`' rule (the daemon's own), or the systemd user
 unit's when only that one exists. Over TCP the bearer token is ``MCPSUB_API_TOKEN`` or the
 state dir's ``api.token`` (:func:`service.statepaths.read_token`); it is never printed.
+
+Who is at the socket (docs/operations.md, "Who the clients talk to"): before one byte is
+sent, the socket's directory must be a real directory of this user's that no one else can
+write (:func:`trusted_peers`), and the process at the other end of the connection must run
+as this user (:func:`check_peer`: ``SO_PEERCRED``, ``LOCAL_PEERCRED``). A socket named with
+``--api`` / ``MCPSUB_API`` may also be root's (a system daemon the user was told to use), or
+a service user's in a directory root made for it (systemd's ``RuntimeDirectory=``); the
+rule's socket is only ever the user's own. Anything else is :class:`NotTrusted`
+(``SOCKET_NOT_TRUSTED``).
 """
 
 from __future__ import annotations
@@ -83,6 +92,18 @@ class Unreachable(Exception):
     def __init__(self, error: OSError) -> None:
         super().__init__(error.strerror or str(error) or type(error).__name__)
         self.error = error
+
+
+class NotTrusted(OSError):
+    """The socket's directory, or the process serving it, is not this user's: nothing was
+    sent. An ``OSError`` so that a caller that only knows "unreachable" still sends nothing."""
+
+    error_code = "SOCKET_NOT_TRUSTED"
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
 
 
 # ---- where the API is -------------------------------------------------------------------------
@@ -512,14 +533,108 @@ def _connect_tcp(host: str, port: int, timeout_s: float) -> _socket.socket:
     raise error or OSError(f"no address for {host}")
 
 
+# ---- who is at the socket ----------------------------------------------------------------------
+def trusted_peers(socket: str, *, explicit: bool) -> tuple[int, ...]:
+    """Before connecting to ``socket``: the uids that may serve it, or :class:`NotTrusted`
+    when its directory is one another user made or can write (they could have put their own
+    socket there). A directory that cannot be looked at raises its OSError (the connect would
+    fail the same way)."""
+    me = os.geteuid()
+    directory = os.path.dirname(os.path.abspath(socket))
+    owners = (me, 0) if explicit else (me,)
+    problem = statepaths.socket_dir_problem(directory, owners)
+    if problem is None:
+        return owners
+    text, owner = problem
+    if explicit and text == statepaths.OTHER_OWNER and _made_by_root(directory):
+        return (me, 0, owner)  # a system unit's RuntimeDirectory=, handed to its user
+    if owner != me and _out_of_reach(socket):
+        # Another user's daemon this user may not talk to anyway (a system unit's socket,
+        # MCPSUB_STATE_DIR at someone's state): "permission denied", naming whose it is.
+        raise PermissionError(13, "Permission denied", socket)
+    name = _user_name(owner)
+    if text.startswith("is writable") and owner == me:
+        hint = f"{directory} is yours: make it writable only by you (chmod 700 {directory})"
+    else:
+        hint = (
+            f"{directory} is {name}'s: have it removed (by {name} or root), or name a socket "
+            "of your own with --api unix:///PATH (docs/operations.md)"
+        )
+    raise NotTrusted(f"not connecting to {socket}: its directory {directory} {text} ({name})", hint)
+
+
+def _out_of_reach(socket: str) -> bool:
+    """Whether this user may not connect to an existing ``socket`` (nothing could be sent)."""
+    try:
+        os.stat(socket)
+    except PermissionError:
+        return True
+    except OSError:
+        return False  # none there yet: the name is still another user's to fill
+    return not os.access(socket, os.R_OK | os.W_OK)
+
+
+def _made_by_root(directory: str) -> bool:
+    """Whether only root could have made ``directory`` (its parent is root's, and no one
+    else may write there)."""
+    problem = statepaths.socket_dir_problem(os.path.dirname(directory), (0,))
+    return problem is None
+
+
+def peer_uid(sock: _socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected unix socket; None on a system
+    with no way to ask (only the directory check then stands)."""
+    import sys
+
+    if sys.platform.startswith("linux"):
+        # struct ucred {pid_t pid; uid_t uid; gid_t gid;}
+        raw = sock.getsockopt(_socket.SOL_SOCKET, getattr(_socket, "SO_PEERCRED", 17), 12)
+    elif sys.platform == "darwin" or "bsd" in sys.platform:
+        # LOCAL_PEERCRED at level SOL_LOCAL (0), what getpeereid(3) reads: struct xucred
+        # {u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16];}
+        raw = sock.getsockopt(0, getattr(_socket, "LOCAL_PEERCRED", 1), 76)
+    else:
+        return None
+    if len(raw) < 8:
+        raise OSError(f"the peer's credentials are {len(raw)} bytes")
+    return int.from_bytes(raw[4:8], sys.byteorder)
+
+
+def check_peer(sock: _socket.socket, socket: str, peers: tuple[int, ...]) -> None:
+    """:class:`NotTrusted` unless the process serving ``socket`` runs as one of ``peers``."""
+    uid = peer_uid(sock)
+    if uid is None or uid in peers:
+        return
+    name = _user_name(uid)
+    directory = os.path.dirname(os.path.abspath(socket))
+    try:
+        holder = _user_name(os.lstat(directory).st_uid)
+    except OSError:
+        holder = "unknown"
+    raise NotTrusted(
+        f"not talking to {socket}: the process serving it runs as {name}, not as you",
+        f"{directory} is {holder}'s; stop what {name} runs there, or name your own daemon's "
+        "socket with --api unix:///PATH (docs/operations.md)",
+    )
+
+
+def _user_name(uid: int) -> str:
+    from service.pathowner import user_name
+
+    return user_name(uid)
+
+
 def connect(endpoint: Endpoint, timeout_s: float = CONNECT_TIMEOUT_S) -> _socket.socket:
-    """A new connection to the API; raises OSError (the caller says "unavailable")."""
+    """A new connection to the API; raises OSError (the caller says "unavailable"), of which
+    :class:`NotTrusted` when the socket may be another user's (nothing was sent)."""
     if endpoint.socket is None:
         return _connect_tcp(endpoint.host, endpoint.port, timeout_s)
+    peers = trusted_peers(endpoint.socket, explicit=endpoint.explicit)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout_s)
         sock.connect(endpoint.socket)
+        check_peer(sock, endpoint.socket, peers)
     except BaseException:
         sock.close()
         raise
@@ -621,12 +736,18 @@ class AsyncConnection:
     async def open(
         cls, endpoint: Endpoint, timeout_s: float = CONNECT_TIMEOUT_S
     ) -> AsyncConnection:
-        """Raises OSError (``TimeoutError`` after ``timeout_s``)."""
+        """Raises OSError (``TimeoutError`` after ``timeout_s``; :class:`NotTrusted`)."""
         import asyncio
 
         async with asyncio.timeout(timeout_s):
             if endpoint.socket is not None:
+                peers = trusted_peers(endpoint.socket, explicit=endpoint.explicit)
                 reader, writer = await asyncio.open_unix_connection(endpoint.socket)
+                try:
+                    check_peer(writer.get_extra_info("socket"), endpoint.socket, peers)
+                except BaseException:
+                    writer.close()
+                    raise
             else:
                 reader, writer = await asyncio.open_connection(endpoint.host, endpoint.port)
         return cls(reader, writer)

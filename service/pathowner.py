@@ -16,10 +16,15 @@ def owner_of(path: Path) -> str | None:
             uid = candidate.stat().st_uid
         except OSError:
             continue
-        try:
-            import pwd
-
-            return pwd.getpwuid(uid).pw_name
-        except (ImportError, KeyError):
-            return f"uid {uid}"
+        return user_name(uid)
     return None
+
+
+def user_name(uid: int) -> str:
+    """``alice``, or ``uid 1234`` for a uid with no name (a container, a dynamic user)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return f"uid {uid}"

@@ -10,8 +10,12 @@ store follow (docs/operations.md, "Where things live").
   ``HOME`` is enough) cannot be bound or connected to, so the socket goes to a short private
   directory named after the state dir instead: ``$XDG_RUNTIME_DIR/mcpsub-UID-DIGEST/api.sock``
   (DIGEST: 16 hex digits of the SHA-256 of the state dir's absolute path), or under ``/tmp``
-  when ``XDG_RUNTIME_DIR`` is unset or itself too long. The daemon makes that directory 0700
-  and refuses one that is not its user's own directory; the clients compute the same path.
+  when ``XDG_RUNTIME_DIR`` is unset or itself too long. Anyone can compute that name, so who
+  holds it is checked on both sides (:func:`socket_dir_problem`): the daemon makes the
+  directory 0700 and refuses one that is not its user's own, and keeps it between runs
+  (removing it would let another user claim the name before the next start); a client
+  refuses to connect through a directory that is not its user's, and checks the peer's
+  credentials too (:mod:`service.localclient`).
 * **The API token** (the TCP listener's bearer token): ``<state dir>/api.token``, which the
   daemon writes; a client takes ``MCPSUB_API_TOKEN`` first.
 * The systemd user unit's socket, ``$XDG_RUNTIME_DIR/mcpsubd/api.sock``, is where clients look
@@ -148,6 +152,28 @@ def _exists(path: str) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+OTHER_OWNER = "belongs to another user"
+
+
+def socket_dir_problem(directory: str, owners: tuple[int, ...]) -> tuple[str, int] | None:
+    """Why a socket in ``directory`` could be another user's (None: it cannot), with the
+    directory's owner: a link (whoever made it chose where it leads), not a directory, owned
+    by a uid not in ``owners``, or writable by group or others (they could put their own
+    socket at the name). Raises OSError when the directory cannot be looked at."""
+    import stat
+
+    info = os.lstat(directory)
+    if stat.S_ISLNK(info.st_mode):
+        return "is a link, not a directory", info.st_uid
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory", info.st_uid
+    if info.st_uid not in owners:
+        return OTHER_OWNER, info.st_uid
+    if info.st_mode & 0o022:
+        return f"is writable by other users (mode {stat.S_IMODE(info.st_mode):04o})", info.st_uid
+    return None
 
 
 class UnusableDir(Exception):

@@ -31,6 +31,7 @@ from service.localclient import (
     AsyncConnection,
     Closed,
     Endpoint,
+    NotTrusted,
     ProtocolError,
     TooLarge,
     query,
@@ -154,6 +155,8 @@ class ApiBackend:
                 status, reason, raw = await self._exchange(
                     self.endpoint.request(method, target, data)
                 )
+            except NotTrusted:
+                raise
             except _FAILED:
                 if not (wait_for_start and await self._started()):
                     raise
@@ -161,6 +164,8 @@ class ApiBackend:
                 status, reason, raw = await self._exchange(
                     self.endpoint.request(method, target, data)
                 )
+        except NotTrusted as exc:
+            raise FaceError(exc.error_code, exc.message, exc.hint) from None
         except _FAILED as exc:
             raise FaceError(
                 "DAEMON_UNAVAILABLE",

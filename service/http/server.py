@@ -14,6 +14,9 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI
 
+from service import statepaths
+from service.pathowner import user_name
+
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
@@ -26,13 +29,24 @@ class NotASocket(SocketInUse):
     left alone, never replaced (a mistyped ``--api`` must not cost a file)."""
 
 
+class UntrustedDir(OSError):
+    """The socket's directory is a link, or another user's, or others may write there: they
+    could replace the socket between two runs, or pose as the daemon before it starts."""
+
+
 def bind_unix_socket(path: Path, backlog: int = 128) -> socket.socket:
     """A listening unix socket at ``path``, mode 0600, in a directory we make 0700.
 
-    A stale socket file (nothing listening) is replaced; a live one raises SocketInUse;
-    anything else raises NotASocket and stays as it was.
+    A directory that is not ours (or root's), is a link, or is writable by others raises
+    UntrustedDir (the clients would refuse it too). A stale socket file (nothing listening)
+    is replaced; a live one raises SocketInUse; anything else raises NotASocket and stays
+    as it was.
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    problem = statepaths.socket_dir_problem(str(path.parent), (os.geteuid(), 0))
+    if problem is not None:
+        text, owner = problem
+        raise UntrustedDir(f"its directory {path.parent} {text} ({user_name(owner)})")
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise NotASocket(f"{path} exists and is not a socket")
