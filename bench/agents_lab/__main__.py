@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--changes", type=int, default=1)
     one.add_argument("--mode", default="oneshot", choices=["oneshot", "resume"])
     one.add_argument("--flag", default="development", choices=["development", "channels"])
+    one.add_argument("--session", action="store_true", help="agentrun: continue a session")
+    one.add_argument("--via", default="trigger", choices=["trigger", "pipe"])
     rep = sub.add_parser("report", help="run every scenario; write results/")
     rep.add_argument("--changes", type=int, default=20)
     rep.add_argument(
@@ -49,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     except netns.NetnsError as exc:
         print(f"agents lab: {exc}", file=sys.stderr)
         return 3
-    from bench.agents_lab import scenarios
+    from bench.agents_lab import scenarios, triggered
+
+    scenarios.SCENARIOS.update(triggered.SCENARIOS)
 
     if args.command == "report":
         from bench.agents_lab import report
@@ -64,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             kwargs.update(mode=args.mode)
         elif args.name == "channel":
             kwargs.update(flag=args.flag)
+        elif args.name == "agentrun":
+            kwargs.update(session=args.session, via=args.via)
         facts = run(**kwargs)
         json.dump(facts, sys.stdout, indent=1)
         print()
