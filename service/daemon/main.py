@@ -426,28 +426,18 @@ class DaemonRun:
     def _api(self) -> tuple[DaemonServer, socket.socket, str]:
         """The API app, its connection limits and descriptor budget, and its bound socket:
         a path that is not a socket is refused (exit 78), a live daemon on it is exit 75."""
-        from service.app.policy import parse_setting, parse_unsubscribe_setting
-        from service.daemon.webapp import create_app
+        from service.daemon.webapp import AppSettings, build_app, guarded
         from service.http.listener import ConsoleListener
         from service.http.server import NotASocket, SocketInUse, bind_unix_socket
 
         settings, store, supervisor = self.settings, self.store, self.supervisor
         tcp = settings.api_tcp
-        token = api_token(settings) if tcp else None
-        self.app = app = create_app(
-            supervisor,
-            token=token,
-            read_timeout_s=settings.api_header_timeout_s,
-            agent_allowed_origins=parse_setting(settings.agent_allowed_origins),
-            agent_progress_s=settings.agent_progress_s,
-            agent_unsubscribe=parse_unsubscribe_setting(settings.agent_unsubscribe),
-        )
+        app_settings = AppSettings.of(settings)
+        self.app = app = build_app(supervisor, app_settings)  # one app for every listener
+        served = guarded(app, app_settings, api_token(settings) if tcp else None)
         if not tcp:  # `mcpsubctl ui` may ask for a loopback TCP listener a browser can reach
             app.state.api.console_listener = ConsoleListener(
-                lambda t: create_app(
-                    supervisor, token=t, read_timeout_s=settings.api_header_timeout_s
-                ),
-                lambda: api_token(settings),
+                lambda token: guarded(app, app_settings, token), lambda: api_token(settings)
             )
         limits, tracker = api_limits(settings, self.open_files)
         budget = FdBudget(
@@ -494,7 +484,7 @@ class DaemonRun:
         host, port = sock.getsockname()[:2] if tcp else ("", 0)
         api = f"http://{host}:{port}" if tcp else f"unix://{path}"
         config = uvicorn.Config(
-            app,
+            served,
             lifespan="off",
             access_log=False,
             log_config=None,

@@ -3,56 +3,91 @@ face (``/mcp``, :mod:`service.face`) and the console (``/ui``, :mod:`service.con
 one app, over one supervisor and one agent policy (:class:`service.app.agents.Agents`),
 with one pool of waiter slots, behind the Host/Origin/token guard (:mod:`service.http.guard`).
 
-The three front ends never import each other; this is the one place that knows all three
-(:class:`service.daemon.main.DaemonRun` calls it for the API socket and the console's
-loopback listener; the API tests call it for the same app).
+The three front ends never import each other; this is the one place that knows all three.
+:class:`service.daemon.main.DaemonRun` builds the app once (:func:`build_app`, from one
+:class:`AppSettings`) and serves it on each listener behind that listener's guard
+(:func:`guarded`): the API socket without a token, the console's loopback listener with the
+API token. So both answer with one agent policy, one ``Agents`` and one pool of waiter slots.
+The API tests call :func:`create_app`, the same app with its guard as middleware.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from service.api import create_api
 from service.app.agents import Agents
+from service.app.policy import parse_setting, parse_unsubscribe_setting
 from service.app.supervisor import SupervisorLike
 from service.console import routes as console_routes
+from service.daemon.config import Settings
 from service.http.guard import DEFAULT_ALLOWED_HOSTS, LocalGuard
 from service.http.sessions import BrowserSessions
 
 
-def create_app(
-    supervisor: SupervisorLike,
-    *,
-    token: str | None,
-    allowed_hosts: Iterable[str] = DEFAULT_ALLOWED_HOSTS,
-    keepalive_s: float = 15.0,
-    max_wait_ms: int = 600_000,
-    max_waiters: int = 256,
-    read_timeout_s: float = 10.0,
-    agent_allowed_origins: tuple[str, ...] | None = None,
-    agent_progress_s: float = 5.0,
-    agent_unsubscribe: str = "own",
-) -> FastAPI:
-    """The daemon's app. ``token`` is required on every request but ``/healthz`` when set
-    (loopback TCP); pass None for the unix socket, whose file mode is the access control."""
-    agents = Agents(supervisor, agent_allowed_origins, agent_unsubscribe)
+@dataclass(frozen=True)
+class AppSettings:
+    """What the daemon's app is made of, one object for every listener that serves it."""
+
+    allowed_hosts: Iterable[str] = DEFAULT_ALLOWED_HOSTS
+    keepalive_s: float = 15.0
+    max_wait_ms: int = 600_000
+    max_waiters: int = 256
+    read_timeout_s: float = 10.0
+    agent_allowed_origins: tuple[str, ...] | None = None
+    agent_progress_s: float = 5.0
+    agent_unsubscribe: str = "own"
+
+    @classmethod
+    def of(cls, settings: Settings) -> AppSettings:
+        """From ``mcpsubd``'s settings (already checked when they were loaded)."""
+        return cls(
+            read_timeout_s=settings.api_header_timeout_s,
+            agent_allowed_origins=parse_setting(settings.agent_allowed_origins),
+            agent_progress_s=settings.agent_progress_s,
+            agent_unsubscribe=parse_unsubscribe_setting(settings.agent_unsubscribe),
+        )
+
+
+def build_app(supervisor: SupervisorLike, settings: AppSettings) -> FastAPI:
+    """The daemon's app, without its guard: built once, served by every listener."""
+    agents = Agents(supervisor, settings.agent_allowed_origins, settings.agent_unsubscribe)
     app = create_api(
         supervisor,
         agents,
-        keepalive_s=keepalive_s,
-        max_wait_ms=max_wait_ms,
-        max_waiters=max_waiters,
-        read_timeout_s=read_timeout_s,
+        keepalive_s=settings.keepalive_s,
+        max_wait_ms=settings.max_wait_ms,
+        max_waiters=settings.max_waiters,
+        read_timeout_s=settings.read_timeout_s,
     )
     app.include_router(console_routes.router)
-    _mount_face(app, agents, agent_progress_s)
+    _mount_face(app, agents, settings.agent_progress_s)
+    return app
+
+
+def guarded(app: ASGIApp, settings: AppSettings, token: str | None) -> LocalGuard:
+    """What one listener serves: ``app`` behind the guard. ``token`` is required on every
+    request but ``/healthz`` when set (loopback TCP; the console's sessions are its own);
+    None for the unix socket, whose file mode is the access control."""
+    sessions = BrowserSessions(token) if token is not None else None
+    return LocalGuard(app, token=token, allowed_hosts=settings.allowed_hosts, sessions=sessions)
+
+
+def create_app(supervisor: SupervisorLike, *, token: str | None, **settings: Any) -> FastAPI:
+    """The daemon's app with its guard as middleware, for one listener (the API tests);
+    ``settings`` are :class:`AppSettings`' fields."""
+    made = AppSettings(**settings)
+    app = build_app(supervisor, made)
     # The console's sessions (login links included) for a token; None on the unix socket.
     app.state.sessions = BrowserSessions(token) if token is not None else None
     app.add_middleware(
-        LocalGuard, token=token, allowed_hosts=allowed_hosts, sessions=app.state.sessions
+        LocalGuard, token=token, allowed_hosts=made.allowed_hosts, sessions=app.state.sessions
     )
     return app
 

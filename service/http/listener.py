@@ -1,9 +1,9 @@
 """A loopback TCP listener for the console, opened when ``mcpsubctl ui`` asks a daemon that
 serves only its unix socket (a browser cannot reach a unix socket).
 
-It serves the same app (a second one over the same supervisor, made the same way) with the
-TCP rules: the bearer token of ``api.token``, or the console's cookie. It is opened once, on
-the first request, on a port the kernel picks, and closed with the daemon.
+It serves the daemon's one app behind a guard of its own with the TCP rules: the bearer token
+of ``api.token``, or the console's cookie. It is opened once, on the first request, on a port
+the kernel picks, and closed with the daemon.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ GRACEFUL_S = 1
 
 class ConsoleListener:
     def __init__(self, make_app: Callable[[str], Any], token: Callable[[], str]) -> None:
-        """``make_app(token)`` builds the daemon's app for a token; ``token()`` reads (or makes)
-        the daemon's API token."""
+        """``make_app(token)`` is what the listener serves for a token: the daemon's app
+        behind a guard whose ``sessions`` are the console's login sessions; ``token()`` reads
+        (or makes) the daemon's API token."""
         self._make_app = make_app
         self._token = token
         self._lock = asyncio.Lock()
@@ -50,7 +51,7 @@ class ConsoleListener:
                         await asyncio.sleep(0.01)
                 self._server, self._task = server, task
                 self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-                self.sessions = app.state.sessions
+                self.sessions = app.sessions
             return self.url, self.sessions
 
     def close_when(self, stopping: asyncio.Event) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 
 from service.daemon.config import ConfigError, load_settings
@@ -140,6 +141,37 @@ def test_the_daemon_can_let_agents_remove_anything(
         assert removed["structuredContent"]["removed"]["id"] == person["id"]
     finally:
         stdio.peer.close()
+
+
+def test_the_console_listener_serves_the_configured_agent_policy(
+    daemon_factory: Any, lab_server_factory: Any
+) -> None:
+    """The loopback TCP listener ``mcpsubctl ui`` opens on a unix-socket daemon serves the
+    daemon's one app: its ``/mcp`` applies ``agent_unsubscribe`` as the socket's does."""
+    lab = lab_server_factory()
+    put(lab, "test://person/console", "v1")
+    d: Daemon = daemon_factory(env={"MCPSUB_AGENT_UNSUBSCRIBE": "any"})
+    person = subscribe(d, lab.url, "test://person/console")
+    opened = d.api("POST", "/v1/console/listener")
+    assert opened.status_code == 201, opened.text
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "unsubscribe", "arguments": {"uri": "test://person/console"},
+                   "_meta": META},
+    }  # fmt: skip
+    headers = {
+        "MCP-Protocol-Version": p.MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "unsubscribe",
+        "Authorization": f"Bearer {d.token}",
+    }
+    answer = httpx.post(opened.json()["url"] + "/mcp", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    removed = answer.json()["result"]
+    assert removed["isError"] is False, removed
+    assert removed["structuredContent"]["removed"]["id"] == person["id"]
 
 
 def test_the_agent_unsubscribe_setting_takes_own_or_any() -> None:

@@ -25,7 +25,7 @@ def app_factory(made: list[str]) -> object:
     def make_app(token: str) -> FastAPI:
         made.append(token)
         app = FastAPI()
-        app.state.sessions = BrowserSessions(token)
+        app.sessions = BrowserSessions(token)  # type: ignore[attr-defined]  # as the guard
 
         @app.get("/ping")
         def ping() -> dict[str, str]:
