@@ -13,7 +13,7 @@ socket.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,20 +36,28 @@ def honored_filter(
     advertise_subscribe: bool,
     advertise_list_changed: bool,
     dishonored: Collection[str] = (),
+    known: Callable[[str], bool] = lambda uri: True,
 ) -> dict[str, Any]:
-    """The subset of a ``SubscriptionFilter`` this server agrees to deliver (spec §3.2).
+    """The subset of a ``SubscriptionFilter`` this server agrees to deliver (spec §3.2):
+    seed 001's "intersection of what was asked for and what this server can send".
 
     A type is honored only when the matching capability is advertised, like the TS SDK.
     ``toolsListChanged``/``promptsListChanged`` never are: the lab's tool list is fixed and
-    it has no prompts. URIs listed in ``dishonored`` are dropped one by one so clients can
-    be tested against a partial ack.
+    it has no prompts. A URI is honored when ``known`` says the server has it, or when
+    ``resourcesListChanged`` is honored too (the stream will tell the client when it comes
+    into being, and carry its updates after that); otherwise nothing could ever be sent for
+    it. URIs listed in ``dishonored`` are dropped one by one so clients can be tested
+    against a partial ack.
     """
     honored: dict[str, Any] = {}
     if advertise_list_changed and requested.get("resourcesListChanged") is True:
         honored["resourcesListChanged"] = True
     uris = requested.get("resourceSubscriptions")
     if advertise_subscribe and isinstance(uris, list):
-        honored["resourceSubscriptions"] = [uri for uri in uris if uri not in dishonored]
+        listed = "resourcesListChanged" in honored
+        honored["resourceSubscriptions"] = [
+            uri for uri in uris if uri not in dishonored and (listed or known(uri))
+        ]
     return honored
 
 
@@ -84,6 +92,10 @@ class ListenStream:
 
     def wants_list_changed(self) -> bool:
         return self.honored.get("resourcesListChanged") is True
+
+    def carries_anything(self) -> bool:
+        """Whether the honored filter leaves anything this stream could ever carry."""
+        return self.wants_list_changed() or bool(self.honored.get("resourceSubscriptions"))
 
 
 class Hub:

@@ -56,7 +56,7 @@ class LabConfig:
     silent_methods: tuple[str, ...] = ()
     drop_after_ack_ms: int | None = None
     close_after_ack_ms: int | None = None
-    max_subscriptions: int = 1024
+    max_subscriptions: int = 100
     max_body_bytes: int = 4 * 1024 * 1024
 
     def to_json(self) -> dict[str, Any]:

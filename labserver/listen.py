@@ -58,15 +58,20 @@ def open_listen(lab: Lab, request: McpRequest) -> ListenResponse:
     sid = request.request_id
     lab.log.record("listen.opened", subscriptionId=sid, filter=requested)
     config = lab.config
-    if config.refuse_listen or len(lab.hub) >= config.max_subscriptions:
+    if config.refuse_listen:
         lab.log.record("listen.refused", subscriptionId=sid)
-        # In-band on HTTP 200 before any ack, like both SDKs (spec §3.4).
+        # The fault knob: in-band on HTTP 200 before any ack, like both SDKs (spec §3.4).
         raise RpcError(wire.INTERNAL_ERROR, SUBSCRIPTION_LIMIT_REACHED, status=200)
+    if len(lab.hub) >= config.max_subscriptions:
+        lab.log.record("listen.refused", subscriptionId=sid)
+        # Seed 001's limit: "exceeding returns 503 + -32603".
+        raise RpcError(wire.INTERNAL_ERROR, SUBSCRIPTION_LIMIT_REACHED, status=503)
     honored = honored_filter(
         requested,
         advertise_subscribe=config.advertise_subscribe,
         advertise_list_changed=config.advertise_list_changed,
         dishonored=config.dishonor_uris,
+        known=lab.can_notify,
     )
     stream = ListenStream(subscription_id=sid, honored=honored)
     lab.open_stream(stream)
@@ -97,6 +102,10 @@ class ListenResponse(Response):
             lab.log.record(
                 "listen.acknowledged", subscriptionId=stream.subscription_id, honored=stream.honored
             )
+            if not stream.carries_anything():
+                # Seed 001: nothing could ever push on it, so holding the slot open would
+                # only invite exhaustion; the final result follows the ack at once.
+                stream.queue.put_nowait(Command("close"))
             for delay_ms, kind in (
                 (lab.config.drop_after_ack_ms, "drop"),
                 (lab.config.close_after_ack_ms, "close"),

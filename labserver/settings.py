@@ -17,8 +17,8 @@ DEFAULT_PORT: Final = 8089
 DEFAULT_PATH: Final = "/mcp"
 DEFAULT_UPDATE_DELAY_SECONDS: Final = 5.0
 DEFAULT_KEEPALIVE_SECONDS: Final = 15.0
-# Both official SDKs cap concurrent listen streams per handler at 1024 (spec §3.4).
-DEFAULT_MAX_SUBSCRIPTIONS: Final = 1024
+# Seed 001's publisher: ``subscriptions: { max: 100 }``, one more is answered 503 + -32603.
+DEFAULT_MAX_SUBSCRIPTIONS: Final = 100
 # The Python SDK refuses bodies over 4 MiB with 413 (spec §2.3); we copy the limit.
 DEFAULT_MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 

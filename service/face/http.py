@@ -9,8 +9,9 @@ the spec's ladder, §2.3); anything else is the handshake era (``initialize`` mi
 
 Bounds: a body of at most ``MAX_MESSAGE_BYTES`` (413), read within the shared body timeout
 (``service/http/limits.py``);
-``max_sessions`` handshake-era sessions (503), idle ones reaped; listens and pending waits
-count against the shared ``max_waiters`` (the same pool as the API's SSE streams and
+``max_sessions`` handshake-era sessions (503), idle ones reaped; ``max_listens`` open
+2026-07-28 listens (one more: HTTP 503 with -32603, seed 001's limit); listens and pending
+waits count against the shared ``max_waiters`` (the same pool as the API's SSE streams and
 long-polls); each
 session's or listen's queue holds ``QUEUE_LIMIT`` notifications (a session drops and counts
 the overflow; a listen that overflows is closed without its result, so the client re-listens
@@ -42,6 +43,8 @@ from service.mcp.wire import decode_header_value
 T = TypeVar("T")
 MAX_MESSAGE_BYTES: Final = 1024 * 1024
 QUEUE_LIMIT: Final = 1024
+MAX_LISTENS: Final = 100
+"""Seed 001's ``subscriptions: { max: 100 }``: concurrent listen streams."""
 SESSION_IDLE_S: Final = 1800.0
 SSE_HEADERS: Final = {
     "Cache-Control": "no-cache, no-transform",
@@ -71,11 +74,14 @@ class FaceHttp:
         *,
         max_sessions: int = 256,
         queue_limit: int = QUEUE_LIMIT,
+        max_listens: int = MAX_LISTENS,
     ) -> None:
         self.face = face
         self.state = state
         self.max_sessions = max_sessions
         self.queue_limit = queue_limit
+        self.max_listens = max_listens
+        self.listens = 0
         self.sessions: dict[str, _HttpSession] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -150,9 +156,12 @@ class FaceHttp:
     async def _listen(self, msg: p.Incoming, session: Session) -> Response:
         try:
             self.state.check_capacity()
+            if self.listens >= self.max_listens:
+                raise TooBusy(f"{self.listens} listens open (limit {self.max_listens})")
         except TooBusy:
+            # Seed 001: "exceeding returns 503 + -32603".
             err = p.RpcError(p.INTERNAL_ERROR, "Subscription limit reached")
-            return JSONResponse(p.error(msg.id, err))
+            return JSONResponse(p.error(msg.id, err), status_code=503)
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self.queue_limit)
         overflow = asyncio.Event()
 
@@ -170,10 +179,18 @@ class FaceHttp:
         except p.RpcError as exc:
             return _error_response(msg.id, exc)
         state = self.state
+        granted = session.listens.get(msg.id)
+        # Seed 001: a listen that can carry nothing is ended right after its ack.
+        carries_nothing = granted is not None and not granted.uris and not granted.list_changed
 
         async def stream() -> AsyncIterator[bytes]:
             async with state.waiter_slot():
+                self.listens += 1
                 try:
+                    if carries_nothing:
+                        yield _frame(queue.get_nowait())  # the acknowledgement
+                        yield _frame(session.cancel_listen(msg.id) or {})
+                        return
                     while not overflow.is_set():
                         message = await _next(queue, state.closing, state.keepalive_s)
                         if message is _CLOSING:
@@ -182,6 +199,7 @@ class FaceHttp:
                             return
                         yield b": keepalive\n\n" if message is None else _frame(message)
                 finally:
+                    self.listens -= 1
                     await session.close()
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)

@@ -23,7 +23,7 @@ def test_state_config_and_reset(lab_server: LabServer) -> None:
     config = lab_server.control("GET", "/lab/config").json()
     assert config == state["config"]
     assert config["updateDelaySeconds"] == 0.05 and config["pageSize"] == 50
-    assert config["legacyMode"] is None and config["maxSubscriptions"] == 1024
+    assert config["legacyMode"] is None and config["maxSubscriptions"] == 100
     patched = lab_server.configure(readDelayMs=5, pageSize=7)
     assert (patched["readDelayMs"], patched["pageSize"]) == (5, 7)
     bad = lab_server.control("PATCH", "/lab/config", json={"pageSize": "big"})

@@ -1,12 +1,23 @@
 """subscriptions/listen over real HTTP: ack, update cycle, filters, keep-alive, limits."""
 
+import asyncio
 import time
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.labserver.helpers import REVIEW, SERVER_INFO, SUB_ID, Stream, call, listen, read_text
+from tests.labserver.helpers import (
+    REVIEW,
+    SERVER_INFO,
+    SUB_ID,
+    Stream,
+    body,
+    call,
+    headers,
+    listen,
+    read_text,
+)
 from tests.support.lab import LabServer
 
 REVIEWED = "status: reviewed\nversion: 2\nmessage: Simulated review result is now available."
@@ -141,7 +152,8 @@ def test_subscription_cap(lab_server_factory: Any) -> None:
     with listen(lab.url, request_id="first") as stream:
         ack_of(stream, "first")
         with listen(lab.url, request_id="second") as refused:
-            assert refused.response.status_code == 200
+            # Seed 001: "exceeding returns 503 + -32603".
+            assert refused.response.status_code == 503
             assert refused.response.headers["content-type"].startswith("application/json")
             refused.response.read()
             payload = refused.response.json()
@@ -237,3 +249,68 @@ def test_ack_delay_and_refusal(lab_server: LabServer) -> None:
     with listen(lab_server.url, request_id=2) as refused:
         refused.response.read()
         assert refused.response.json()["error"]["code"] == -32603
+
+
+def test_the_seed_limit_is_100_streams_and_the_101st_gets_503(lab_server_factory: Any) -> None:
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    wanted = {"notifications": {"resourceSubscriptions": [REVIEW]}}
+
+    async def flood() -> tuple[list[int], dict[str, Any]]:
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+            opened: list[httpx.Response] = []
+            try:
+                for n in range(100):
+                    request = client.build_request(
+                        "POST",
+                        lab.url,
+                        headers=headers("subscriptions/listen"),
+                        json=body("subscriptions/listen", wanted, n),
+                    )
+                    opened.append(await client.send(request, stream=True))
+                extra = await client.post(
+                    lab.url,
+                    headers=headers("subscriptions/listen"),
+                    json=body("subscriptions/listen", wanted, "extra"),
+                )
+                return [r.status_code for r in opened] + [extra.status_code], extra.json()
+            finally:
+                for response in opened:
+                    await response.aclose()
+
+    statuses, refusal = asyncio.run(flood())
+    assert statuses == [200] * 100 + [503]
+    assert refusal == {
+        "jsonrpc": "2.0",
+        "id": "extra",
+        "error": {"code": -32603, "message": "Subscription limit reached"},
+    }
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [{}, {"toolsListChanged": True}, {"resourceSubscriptions": ["test://not-here"]}],
+    ids=["empty", "unsupported-type", "unknown-uri"],
+)
+def test_a_listen_that_can_carry_nothing_is_closed_after_its_ack(
+    lab_server: LabServer, asked: dict[str, Any]
+) -> None:
+    lab_server.configure(updateDelaySeconds=60, keepaliveSeconds=0.05)
+    with listen(lab_server.url, asked, request_id=5) as stream:
+        assert ack_of(stream, 5) in ({}, {"resourceSubscriptions": []})
+        # The final result comes next, not a keep-alive (seed 001: holding the slot open
+        # would only invite exhaustion).
+        final = stream.next_event()
+        assert final.message is not None and final.message["id"] == 5, final
+        assert final.message["result"]["resultType"] == "complete"
+        with pytest.raises(EOFError):
+            stream.next_event()
+    assert lab_server.wait_event("listen.closed")[0]["reason"] == "graceful"
+    assert lab_server.state()["streams"] == 0
+
+
+def test_a_sub_resource_parent_is_honored(lab_server: LabServer) -> None:
+    lab_server.control("PUT", "/lab/resources", json={"uri": "file:///dir/a.txt", "text": "a"})
+    asked = {"resourceSubscriptions": ["file:///dir", "test://not-here"]}
+    with listen(lab_server.url, asked) as stream:
+        assert ack_of(stream) == {"resourceSubscriptions": ["file:///dir"]}

@@ -89,7 +89,7 @@ def test_defaults_from_an_empty_environment() -> None:
     assert settings.send_list_changed is False
     assert settings.log_level == "debug"
     assert settings.keepalive_seconds == 15.0
-    assert settings.max_subscriptions == 1024
+    assert settings.max_subscriptions == 100
     assert settings.max_body_bytes == 4 * 1024 * 1024
     assert settings.control is False
     assert settings.auth_token is None
@@ -128,4 +128,4 @@ def test_every_variable_is_read() -> None:
 
 @pytest.mark.parametrize("raw", ["0", "-3", "x", "1.5"])
 def test_caps_below_one_fall_back(raw: str) -> None:
-    assert settings_from_env({"MCP_TEST_MAX_SUBSCRIPTIONS": raw}).max_subscriptions == 1024
+    assert settings_from_env({"MCP_TEST_MAX_SUBSCRIPTIONS": raw}).max_subscriptions == 100
