@@ -63,11 +63,15 @@ SESSION_MAX_AGE_S = 30 * 86400
 """A cursor file (session or workspace) unused this long is removed."""
 WORKSPACE_PREFIX = "ws-"
 """Workspace cursors' names start with this; session cursors' start with the agent's name."""
+SOCKET_PREFIX = "socket-"
+"""The cursor directories (in ``hooks/``) of daemons reached at a named socket of their own."""
 SINCE_PROMPT = "since the previous prompt"
 SINCE_SESSION = "since this agent's previous session in this workspace"
-REQUEST_TIMEOUT_S = 2.0
-"""Longest the hook waits for the daemon's whole answer (and for the connect): a stuck or
-trickling daemon delays a prompt by this much, once."""
+BUDGET_S = 2.0
+"""The whole hook's time, from its start: reading stdin, waiting for a cursor's lock, the
+connect and the daemon's whole answer share it, so a stuck agent (stdin never closed), a
+stuck or trickling daemon, or another hook holding the lock delays a prompt by this much,
+once."""
 MAX_RESPONSE = 4 << 20
 NO_SESSION = "no-session"
 """The session of hook input without a ``session_id``."""
@@ -264,24 +268,28 @@ class Cursors:
     hooks of one session tell each change once; the wait for that lock ends at ``deadline``.
     """
 
-    def __init__(self, state_dir: str, deadline: float | None = None) -> None:
-        self.dir = os.path.join(state_dir, "hooks")
+    def __init__(self, state_dir: str, deadline: float | None = None, *, where: str = "") -> None:
+        hooks = os.path.join(state_dir, "hooks")
+        self.dir = where or hooks
+        """``<state dir>/hooks``, or ``where`` in it (another socket's: :meth:`Api.cursor_dir`)."""
+        self._chain = [hooks, self.dir] if self.dir != hooks else [hooks]
         self.deadline = deadline
 
     def _ensure_dir(self) -> None:
         import stat
 
-        try:
-            os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            info = os.lstat(self.dir)
-        except OSError as exc:
-            raise HookProblem(f"cannot keep cursors in {self.dir}: {exc.strerror}") from None
-        if not stat.S_ISDIR(info.st_mode):
-            raise HookProblem(f"{self.dir} is not a directory; not using it")
-        if info.st_uid != os.getuid():
-            raise HookProblem(f"{self.dir} belongs to another user; not using it")
-        if info.st_mode & 0o077:
-            os.chmod(self.dir, 0o700)
+        for path in self._chain:  # each made 0700 and checked: never through a link
+            try:
+                os.makedirs(path, mode=0o700, exist_ok=True)
+                info = os.lstat(path)
+            except OSError as exc:
+                raise HookProblem(f"cannot keep cursors in {path}: {exc.strerror}") from None
+            if not stat.S_ISDIR(info.st_mode):
+                raise HookProblem(f"{path} is not a directory; not using it")
+            if info.st_uid != os.getuid():
+                raise HookProblem(f"{path} belongs to another user; not using it")
+            if info.st_mode & 0o077:
+                os.chmod(path, 0o700)
 
     def hold(self, key: str) -> Cursor:
         """The cursor ``key``, created empty when missing, opened and locked."""
@@ -306,10 +314,11 @@ class Cursors:
         with self.hold(key) as held:
             held.set(cursor)
 
-    def prune(self, now: float | None = None) -> list[str]:
+    def prune(self, now: float | None = None, deadline: float | None = None) -> list[str]:
         """Drop cursor files unused for 30 days (and old versions' temporary files), then the
         oldest beyond each kind's cap (sessions and workspaces are counted apart, so many
-        sessions never push out the workspaces' cursors)."""
+        sessions never push out the workspaces' cursors). It stops at ``deadline``
+        (``time.monotonic()``); the next new session goes on with the rest."""
         import time
 
         now = time.time() if now is None else now
@@ -318,14 +327,20 @@ class Cursors:
         except OSError:
             return []
         aged: list[tuple[float, str]] = []
+        complete = True
         for name in names:
+            if deadline is not None and time.monotonic() >= deadline:
+                complete = False  # no caps from a partial count: only the aged go
+                break
             try:
                 aged.append((os.lstat(os.path.join(self.dir, name)).st_mtime, name))
             except OSError:
                 continue
         aged.sort()
+        aged = [(m, n) for m, n in aged if not n.startswith(SOCKET_PREFIX)]  # directories
         doomed = [n for m, n in aged if now - m > SESSION_MAX_AGE_S or n.endswith(".tmp")]
-        for workspaces, cap in ((False, MAX_SESSIONS), (True, MAX_WORKSPACES)):
+        caps = ((False, MAX_SESSIONS), (True, MAX_WORKSPACES)) if complete else ()
+        for workspaces, cap in caps:
             keep = [
                 n
                 for m, n in aged
@@ -334,10 +349,14 @@ class Cursors:
             doomed += keep[: max(0, len(keep) - cap)]
         import contextlib
 
+        removed = []
         for name in doomed:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(self.dir, name))
-        return doomed
+                removed.append(name)
+        return removed
 
 
 _OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -375,11 +394,6 @@ def _open_regular(path: str) -> int:
     raise HookProblem(f"cannot use the cursor {path}: {problem}")
 
 
-LOCK_WAIT_S = 2.0
-"""Longest a hook waits for another hook of the same session (or workspace) to finish with
-its cursor; then it reports nothing (the other one reports the changes)."""
-
-
 def _lock(fd: int, deadline: float | None) -> None:
     """``lockf`` without blocking, retried with short pauses until ``deadline``."""
     import time
@@ -407,8 +421,10 @@ class Api:
     """Where the daemon listens (``--api``, ``MCPSUB_API``, the default socket: the one
     resolution of :mod:`service.localclient`) and one GET."""
 
-    def __init__(self, spec: str | None) -> None:
+    def __init__(self, spec: str | None, deadline: float) -> None:
         from service import localclient
+
+        self.deadline = deadline
 
         try:
             self.endpoint = localclient.resolve_endpoint(spec)
@@ -416,25 +432,36 @@ class Api:
             raise HookProblem(str(exc)) from None
         self.display = self.endpoint.display
 
-    @property
-    def cursor_dir(self) -> str | None:
-        """The daemon's own state dir when it is known: the rule's, or a named socket's
-        directory (the systemd unit's socket and TCP say nothing: the hook's state dir)."""
-        endpoint = self.endpoint
-        if endpoint.state is not None:
-            return endpoint.state
-        if endpoint.socket is None or endpoint.socket == _unit_socket():
-            return None
-        return os.path.dirname(endpoint.socket)
+    def cursor_dir(self, state_dir: str) -> str:
+        """Where this daemon's cursors live: always under the hook's own state dir, never
+        beside a named socket (``--api unix:///DIR/x.sock`` must not make the hook write in
+        DIR). A socket other than the state dir's own gets a directory of its own there (a
+        digest of its path), since another daemon's event ids are not this one's."""
+        socket = self.endpoint.socket
+        if socket is None or self.endpoint.state is not None or socket == _unit_socket():
+            return os.path.join(state_dir, "hooks")
+        from service import statepaths
+
+        if os.path.abspath(socket) == os.path.abspath(statepaths.client_socket(state_dir)):
+            return os.path.join(state_dir, "hooks")
+        import hashlib
+
+        digest = hashlib.sha256(os.path.abspath(socket).encode("utf-8", "surrogatepass"))
+        return os.path.join(state_dir, "hooks", SOCKET_PREFIX + digest.hexdigest()[:16])
 
     def get(self, target: str) -> dict[str, Any]:
-        """``GET target``'s JSON object; the connect and the whole answer take at most
-        :data:`REQUEST_TIMEOUT_S` each (a trickling daemon is cut off too)."""
+        """``GET target``'s JSON object; the connect and the whole answer end by the hook's
+        deadline (a trickling daemon is cut off too)."""
+        import time
+
         from service import localclient
 
         try:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
             status, body = localclient.fetch(
-                self.endpoint, target, timeout_s=REQUEST_TIMEOUT_S, max_body=MAX_RESPONSE
+                self.endpoint, target, timeout_s=left, max_body=MAX_RESPONSE, deadline=self.deadline
             )
         except localclient.Unreachable as exc:
             if isinstance(exc.error, localclient.NotTrusted):
@@ -446,7 +473,7 @@ class Api:
                 "no changes reported (start it with `mcpsubd`)"
             ) from None
         except TimeoutError:
-            raise HookProblem(f"the daemon did not answer within {REQUEST_TIMEOUT_S:g} s") from None
+            raise HookProblem(f"the daemon did not answer within {BUDGET_S:g} s") from None
         except localclient.TooLarge:
             raise HookProblem("the daemon's answer is too large") from None
         except localclient.ProtocolError as exc:
@@ -507,8 +534,9 @@ def parse_argv(argv: list[str]) -> tuple[str, str | None]:
     return agent, api
 
 
-def read_payload(stream: Any) -> dict[str, Any]:
-    raw = stream.read(MAX_STDIN + 1)
+def read_payload(stream: Any, deadline: float | None = None) -> dict[str, Any]:
+    """The hook's JSON object from ``stream`` ({} when empty), read by ``deadline``."""
+    raw = _read_by(stream, deadline)
     if len(raw) > MAX_STDIN:
         raise HookProblem("the hook input on stdin is over 1 MiB; ignored")
     if not raw.strip():
@@ -522,20 +550,55 @@ def read_payload(stream: Any) -> dict[str, Any]:
     return payload
 
 
-def run(agent: str, api_spec: str | None, stdin: Any, stdout: Any) -> None:
+def _read_by(stream: Any, deadline: float | None) -> str:
+    """``stream.read`` of at most ``MAX_STDIN + 1`` characters, cut off at ``deadline`` by a
+    real-time timer (an agent that never closes stdin must not hold the prompt): its signal
+    interrupts the blocking read, and the handler's exception ends it. ``_signal`` is loaded
+    by every interpreter; ``select`` would be one more module on the hook's path."""
+    import _signal  # type: ignore[import-not-found]  # signal's C half; typeshed has no stub
+    import time
+
+    left = None if deadline is None else deadline - time.monotonic()
+    if left is None:
+        return str(stream.read(MAX_STDIN + 1))
+
+    def expired(signum: int, frame: object) -> None:
+        raise HookProblem(f"the hook input on stdin did not end within {BUDGET_S:g} s; ignored")
+
+    if left <= 0:
+        expired(0, None)
+    try:
+        previous = _signal.signal(_signal.SIGALRM, expired)
+    except ValueError:  # not the main thread (a test's): no timer there
+        return str(stream.read(MAX_STDIN + 1))
+    try:
+        _signal.setitimer(_signal.ITIMER_REAL, left)
+        return str(stream.read(MAX_STDIN + 1))
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, previous)
+
+
+def run(
+    agent: str, api_spec: str | None, stdin: Any, stdout: Any, deadline: float | None = None
+) -> None:
     """One hook call: the changes since this session's cursor, or for a session's first call
-    since this agent's previous session in the same workspace (docs/agents.md)."""
-    payload = read_payload(stdin)
+    since this agent's previous session in the same workspace (docs/agents.md). Everything
+    it waits for ends by ``deadline`` (default: :data:`BUDGET_S` from now)."""
+    import time  # already loaded by the interpreter
+
+    if deadline is None:
+        deadline = time.monotonic() + BUDGET_S
+    payload = read_payload(stdin, deadline)
     event = hook_event(agent, payload)
     if event not in CONTEXT_EVENTS[agent]:
         raise HookProblem(
             f"{agent} cannot take context from a {event!r} hook; use "
             + " or ".join(CONTEXT_EVENTS[agent])
         )
-    import time  # already loaded by the interpreter
-
-    api = Api(api_spec)
-    cursors = Cursors(api.cursor_dir or _state_dir(), time.monotonic() + LOCK_WAIT_S)
+    api = Api(api_spec, deadline)
+    state_dir = _state_dir()
+    cursors = Cursors(state_dir, deadline, where=api.cursor_dir(state_dir))
     key = session_key(agent, payload.get("session_id", NO_SESSION))
     with cursors.hold(key) as session:  # held to the end: concurrent calls tell a change once
         cursor = session.value
@@ -546,19 +609,19 @@ def run(agent: str, api_spec: str | None, stdin: Any, stdout: Any) -> None:
                     workspace.advance(shown)
             return
         # A new session has seen what this agent saw here last time (locks: session first).
-        cursors.prune()
         with cursors.hold(workspace_key(agent, payload.get("cwd"))) as workspace:
             cursor = workspace.value
             if cursor is None:  # the agent's first session here starts at "now"
                 now = int(api.get("/v1/status").get("lastEventId") or 0)
                 session.set(now)
                 workspace.advance(now)
-                return
-            shown = _report(api, agent, event, session, cursor, SINCE_SESSION, stdout)
-            if shown is not None:
-                workspace.advance(shown)
-            elif session.value is None:
-                session.set(cursor)
+            else:
+                shown = _report(api, agent, event, session, cursor, SINCE_SESSION, stdout)
+                if shown is not None:
+                    workspace.advance(shown)
+                elif session.value is None:
+                    session.set(cursor)
+        cursors.prune(deadline=deadline)  # after the answer, with what is left of the budget
 
 
 def _report(
@@ -600,8 +663,11 @@ def main(argv: list[str]) -> int:
     except HookProblem as exc:
         _say(exc)
         return EXIT_USAGE
+    import time  # already loaded by the interpreter
+
+    deadline = time.monotonic() + BUDGET_S
     try:
-        run(agent, api, sys.stdin, sys.stdout)
+        run(agent, api, sys.stdin, sys.stdout, deadline)
     except HookProblem as exc:
         _say(exc)
     except KeyboardInterrupt:

@@ -700,9 +700,17 @@ class Connection:
         self.sock.close()
 
 
-def fetch(endpoint: Endpoint, target: str, *, timeout_s: float, max_body: int) -> tuple[int, bytes]:
+def fetch(
+    endpoint: Endpoint,
+    target: str,
+    *,
+    timeout_s: float,
+    max_body: int,
+    deadline: float | None = None,
+) -> tuple[int, bytes]:
     """One GET on a connection of its own: (status, body). The connect and the whole answer
-    each take at most ``timeout_s`` (a peer that trickles is cut off too). Raises
+    each take at most ``timeout_s`` (a peer that trickles is cut off too); with ``deadline``
+    (``time.monotonic()``) the answer ends by then instead, connect included. Raises
     :class:`Unreachable` (the connect failed), OSError (``TimeoutError``: too slow),
     :class:`ProtocolError` or :class:`TooLarge`."""
     try:
@@ -711,7 +719,7 @@ def fetch(endpoint: Endpoint, target: str, *, timeout_s: float, max_body: int) -
         raise Unreachable(exc) from None
     connection = Connection(sock)
     try:
-        connection.deadline = time.monotonic() + timeout_s
+        connection.deadline = time.monotonic() + timeout_s if deadline is None else deadline
         payload = endpoint.request(
             "GET", target, None, {"Accept": "application/json", "Connection": "close"}
         )

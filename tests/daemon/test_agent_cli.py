@@ -461,3 +461,58 @@ def test_hook_survives_a_hostile_api(tmp_path: Path, reply: bytes | None, said: 
     assert said in result.stderr and "Traceback" not in result.stderr
     assert "\x1b" not in result.stderr
     assert (tmp_path / "hooks" / "codex--s").read_text() == "5\n", "the cursor stays"
+
+
+def test_hook_whose_stdin_never_ends_gives_up_within_its_budget(tmp_path: Path) -> None:
+    """``sleep 8 | mcpsubctl hook claude-code``: before, the hook read stdin until EOF, so an
+    agent that never closed it held the prompt as long. Here stdin stays open until the hook
+    has ended on its own."""
+    proc = subprocess.Popen(
+        [str(BIN / "mcpsubctl"), "hook", "claude-code"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env({"MCPSUB_STATE_DIR": str(tmp_path)}),
+        text=True,
+    )
+    try:
+        code = proc.wait(timeout=30)  # far beyond the budget: the bound is the hook's own
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.kill()
+        proc.wait()
+    assert (code, out) == (0, "")
+    assert err == "mcpsubctl hook: the hook input on stdin did not end within 2 s; ignored\n"
+    assert not (tmp_path / "hooks").exists()
+
+
+def test_hook_keeps_cursors_in_its_state_dir_whatever_socket_it_is_given(tmp_path: Path) -> None:
+    """``--api unix:///DIR/x.sock``: before, the cursors went to ``DIR/hooks/``, even when
+    nothing listened there. A daemon at a socket of its own has its cursors in a directory
+    of their own under the state dir (another daemon's event ids are not this one's)."""
+    state, elsewhere = tmp_path / "state", tmp_path / "elsewhere"
+    state.mkdir(mode=0o700)
+    elsewhere.mkdir()
+    payload = {"session_id": "s", "hook_event_name": "SessionStart"}
+    nobody = hook(state, "codex", payload, "--api", f"unix://{elsewhere}/x.sock")
+    assert (nobody.returncode, nobody.stdout) == (0, "")
+    assert "not reachable" in nobody.stderr
+    assert sorted(os.listdir(elsewhere)) == []
+
+    body = b'{"lastEventId": 7}'
+    reply = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    server = HostileApi(elsewhere / "x.sock", reply)
+    try:
+        answered = hook(state, "codex", payload, "--api", f"unix://{elsewhere}/x.sock")
+    finally:
+        server.close()
+    assert (answered.returncode, answered.stdout, answered.stderr) == (0, "", "")
+    assert sorted(os.listdir(elsewhere)) == ["x.sock"]
+    [own] = [p for p in (state / "hooks").iterdir() if p.name.startswith("socket-")]
+    assert (own / "codex--s").read_text() == "7\n"
+    assert stat.S_IMODE(own.stat().st_mode) == stat.S_IMODE((state / "hooks").stat().st_mode)
+    assert stat.S_IMODE(own.stat().st_mode) == 0o700
+    assert not (state / "hooks" / "codex--s").exists()  # the state dir's own daemon: apart

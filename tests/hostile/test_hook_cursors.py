@@ -20,8 +20,8 @@ from tests.support.daemon import Daemon
 
 SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
 PROMISE_S = 10.0
-"""The hook's own bounds are 2 s for the daemon and 2 s for a lock, plus the interpreter's
-start on a machine loaded by parallel tests (load 16 on 2 cores seen); a hang is far past."""
+"""The hook's own bound is 2 s for all it waits for (stdin, a lock, the daemon), plus the
+interpreter's start on a machine loaded by parallel tests (load 16 on 2 cores seen); a hang is far past."""
 
 
 def run_hook(state: Path, payload: Any, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
@@ -98,6 +98,12 @@ def test_a_link_at_a_cursor_or_a_temporary_name_never_writes_its_target(
     assert victim.read_text() == "precious data\n"
     cursor = hooks / "claude-code--new"
     assert not cursor.is_symlink() and cursor.read_text().strip().isdigit()
+    # Old temporaries are pruned with what is left of a new session's budget (2 s for the
+    # whole hook): on a loaded machine the next new sessions go on with the rest.
+    for n in range(20):
+        if not [name for name in os.listdir(hooks) if name.endswith(".tmp")]:
+            break
+        run_hook(d.state_dir, prompt(f"pruning-{n}"))
     assert not [n for n in os.listdir(hooks) if n.endswith(".tmp")], "old temporaries are pruned"
 
     # A hard link to a file of the user's is not a cursor either.
