@@ -86,7 +86,10 @@ def _common(p: argparse.ArgumentParser, *, follow: bool = False) -> None:
         default=None,
         help="budget for every phase, in ms (env MCP_PROBE_TIMEOUT_MS; default 15000)",
     )
-    p.add_argument("--ca-cert", help="CA file to trust for https (else SSL_CERT_FILE / certifi)")
+    p.add_argument(
+        "--ca-cert",
+        help="trust only this CA file for https (default: the system's trust store, or SSL_CERT_FILE)",
+    )
     p.add_argument(
         "--json",
         action="store_true",

@@ -49,7 +49,9 @@ Options:
                                default 15000); in call mode it bounds discovery + call
                                (discovery, list and first read each have their own
                                deadline: env MCP_PROBE_PHASE_TIMEOUT_MS, default 60000)
-  --ca-cert <file>             trust this CA file for https (else SSL_CERT_FILE / certifi)
+  --ca-cert <file>             trust only this CA file for https (default: the system's
+                               trust store, or SSL_CERT_FILE; NODE_EXTRA_CA_CERTS adds a CA,
+                               NODE_USE_SYSTEM_CA=1 is accepted)
   --json                       print one JSON object on stdout; diagnostics go to stderr
   --tool <name>, --args <json> call mode: the tool and its arguments (a JSON object)
   --login / --logout           device-flow login to a gateway / forget its cached token
@@ -104,6 +106,16 @@ def _emit(text: str) -> None:
     sys.stdout.flush()
 
 
+def _honor_node_tls() -> None:
+    """The TypeScript CLI's TLS remedies work here too (``NODE_EXTRA_CA_CERTS`` adds a CA;
+    ``NODE_USE_SYSTEM_CA=1`` asks for the system's store, which is already the default)."""
+    from service.tlstrust import honor_node_variables
+
+    warning = honor_node_variables()
+    if warning:
+        sys.stderr.write(f"warning: {warning}\n")
+
+
 def _subscribe(args: list[str]) -> int:
     from cli import output
 
@@ -154,6 +166,7 @@ def _subscribe(args: list[str]) -> int:
         )
     if token_flag:
         warn_token_flag()
+    _honor_node_tls()
     skip = (
         has_flag(args, "--skip-resource-list-check")
         or env.get("MCP_PROBE_SKIP_LIST_CHECK") == "true"
@@ -233,6 +246,7 @@ def _call(args: list[str]) -> int:
         return fail("INVALID_ARGS", f"--args must be a JSON object, got: {str(raw_args)[:120]}")
     if token_flag:
         warn_token_flag()
+    _honor_node_tls()
     from cli.runner import run_tool_call
 
     outcome = run_tool_call(

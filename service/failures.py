@@ -14,7 +14,12 @@ import ssl
 from dataclasses import dataclass
 
 from service.mcp import wire
-from service.mcp.classify import NETWORK_HINTS, malformed_http, network_error_code
+from service.mcp.classify import (
+    DROPIN_TLS_HINT,
+    NETWORK_HINTS,
+    malformed_http,
+    network_error_code,
+)
 from service.mcp.errors import (
     PROTOCOL_UNSUPPORTED_HINT,
     EndpointNotFound,
@@ -145,6 +150,8 @@ def classify(exc: BaseException, *, mode: str, compat: bool) -> Failure:
         return Failure("TOOL_REQUEST_REJECTED", TOOL_REJECTED_HINT, message)
     network = network_error_code(exc)
     if network is not None:
+        if compat and network == "TLS_CERT_UNTRUSTED":
+            return Failure(network, DROPIN_TLS_HINT, message)  # the TypeScript CLI's remedy
         return Failure(network, NETWORK_HINTS[network], message)
     fallback = "CALL_FAILED" if mode == "call" else "INTERNAL_ERROR"
     if compat:

@@ -17,6 +17,7 @@ from service.auth import oauth
 from service.auth.errors import OAuthError
 from service.auth.rules import CLIENT_REJECTED_ERRORS, expiry_ms, origin_of
 from service.auth.store import TokenStore, now_ms
+from service.tlstrust import client_context
 
 HTTP_TIMEOUT_S = 30.0
 
@@ -38,7 +39,7 @@ async def login(
 ) -> LoginResult:
     origin = origin_of(url)
     owned = client is None
-    http = client or httpx.AsyncClient(timeout=HTTP_TIMEOUT_S)
+    http = client or httpx.AsyncClient(timeout=HTTP_TIMEOUT_S, verify=client_context())
     try:
         cached_client: str | None = None
         existing = TokenStore.open_existing(store_path)

@@ -86,8 +86,12 @@ async def _refresh_row(
         raise AuthTimeout("no time left to refresh the cached token")
     import httpx
 
+    from service.tlstrust import client_context
+
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(remaining)) as client:
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(remaining), verify=client_context()
+        ) as client:
             tokens = await asyncio.wait_for(
                 _discover_and_refresh(client, url, row.refresh_token, row.client_id), remaining
             )

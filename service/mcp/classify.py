@@ -30,9 +30,15 @@ from service.mcp.listen import same_id
 from service.mcp.sse import Event, EventTooLarge, SSEDecoder
 
 TLS_HINT = (
-    "the server's TLS certificate is not trusted: pass --ca-cert FILE with the CA that issued "
-    "it (for mkcert: $(mkcert -CAROOT)/rootCA.pem), or set SSL_CERT_FILE to a CA bundle that "
-    "contains it, or add that CA to the system trust store"
+    "the server's TLS certificate is not trusted: add the CA that issued it to the operating "
+    "system's trust store (used by default), or pass --ca-cert FILE with that CA (for mkcert: "
+    "$(mkcert -CAROOT)/rootCA.pem), or set SSL_CERT_FILE to a CA bundle that contains it"
+)
+DROPIN_TLS_HINT = (
+    "the server's TLS certificate is not trusted: set NODE_EXTRA_CA_CERTS to the CA that "
+    "issued it (for mkcert: $(mkcert -CAROOT)/rootCA.pem) or pass --ca-cert FILE, or add that "
+    "CA to the operating system's trust store (used by default; NODE_USE_SYSTEM_CA=1 is "
+    "accepted), or set SSL_CERT_FILE to a CA bundle that contains it"
 )
 DNS_HINT = (
     "the hostname in --url could not be resolved; check its spelling and your DNS, VPN or "

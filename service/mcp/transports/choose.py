@@ -23,10 +23,11 @@ if TYPE_CHECKING:
 
 
 def default_tls() -> ssl.SSLContext:
-    """The trust httpx gives by default (certifi, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``)."""
-    import httpx
+    """The default trust (:mod:`service.tlstrust`: the system's store), loaded once by a
+    caller that shares it between many transports."""
+    from service.tlstrust import client_context
 
-    return httpx.create_ssl_context()
+    return client_context()
 
 
 def make_transport(
@@ -46,7 +47,8 @@ def make_transport(
     ``connect_timeout`` (default: ``timeout``) bounds connecting on both. ``max_idle`` is how
     many kept-alive connections the lean transport keeps (memory per link at 1,000 links);
     httpx keeps up to ``max_connections``. ``tls`` (called when an httpx client is first made)
-    shares one loaded CA bundle between many transports (see :func:`default_tls`); otherwise ``ca_cert`` names the CA file (default: the system's trust).
+    shares one loaded CA bundle between many transports (see :func:`default_tls`); otherwise ``ca_cert`` names the CA file (default: the system's trust,
+    :mod:`service.tlstrust`).
     ``address_check`` judges every address a host name resolves to before connecting
     (:mod:`service.netguard`, webhook targets).
     """

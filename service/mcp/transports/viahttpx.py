@@ -26,6 +26,7 @@ from service.mcp.errors import ProtocolViolation, TransportError
 from service.mcp.transports.base import MAX_BODY_BYTES, Answer, invalid_host
 from service.netguard import AddressCheck, AddressRefused, connect_checked
 from service.safetext import redact_urls
+from service.tlstrust import client_context
 
 
 def transport_error(exc: httpx.HTTPError, url: str) -> TransportError:
@@ -59,18 +60,17 @@ def make_http_client(
     """An httpx client for one server URL.
 
     For plain ``http://`` URLs (here only through a proxy) we skip loading a CA bundle;
-    ``https://`` gets ``tls()`` when given (one loaded bundle shared by many links), else the
-    default trust (certifi, or ``SSL_CERT_FILE``) or exactly the CA file the user named.
+    ``https://`` gets ``tls()`` when given (one loaded bundle shared by many links), else
+    :func:`service.tlstrust.client_context`: the system's trust, or exactly the CA file the
+    user named.
     """
     verify: ssl.SSLContext | bool
     if tls is not None:
         verify = tls()
-    elif ca_cert:
-        verify = ssl.create_default_context(cafile=ca_cert)
     elif urlsplit(url).scheme == "http":
         verify = False
     else:
-        verify = True
+        verify = client_context(ca_cert)
     return httpx.AsyncClient(
         verify=verify,
         timeout=httpx.Timeout(
