@@ -1,4 +1,4 @@
-"""Import structlog without rich: imported by :mod:`service.daemon.main` before anything else.
+"""Import structlog without rich: imported by :mod:`service.daemon.main` (and :mod:`service.daemon.run`) before anything else.
 
 structlog's ``dev`` and ``tracebacks`` modules import rich (and through it pygments) at
 import time whenever it is installed, only to format exceptions in the console renderer.

@@ -4,7 +4,7 @@ one app, over one supervisor and one agent policy (:class:`service.app.agents.Ag
 with one pool of waiter slots, behind the Host/Origin/token guard (:mod:`service.http.guard`).
 
 The three front ends never import each other; this is the one place that knows all three.
-:class:`service.daemon.main.DaemonRun` builds the app once (:func:`build_app`, from one
+:class:`service.daemon.run.DaemonRun` builds the app once (:func:`build_app`, from one
 :class:`AppSettings`) and serves it on each listener behind that listener's guard
 (:func:`guarded`): the API socket without a token, the console's loopback listener with the
 API token. So both answer with one agent policy, one ``Agents`` and one pool of waiter slots.

@@ -1,4 +1,4 @@
-"""What the composition root (:class:`service.daemon.main.DaemonRun`) hands the supervisor: the
+"""What the composition root (:class:`service.daemon.run.DaemonRun`) hands the supervisor: the
 webhook dispatcher and the lease keeper, both under this replica's id.
 
 The supervisor supervises links and builds nothing else (issue 28 §1, §3); the lease keeper

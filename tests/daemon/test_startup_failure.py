@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import sqlalchemy.exc
 
-from service.daemon import main as daemon_main
+from service.daemon import exitcodes
+from service.daemon import run as daemon_run
 from service.daemon.config import Settings
 from service.daemon.reload import Reloader
 from service.daemon.supervisor import Supervisor
@@ -79,9 +80,9 @@ async def test_a_failure_after_the_store_opened_closes_it(
     monkeypatch.setattr(*where, _fail)
     settings = _settings(tmp_path)
 
-    code = await daemon_main.serve(settings)
+    code = await daemon_run.serve(settings)
 
-    assert code == daemon_main.EXIT_SOFTWARE == 70
+    assert code == exitcodes.EXIT_SOFTWARE == 70
     assert len(closed_stores) == 1, "the store (and its writer thread) was left open"
     assert len(stopped) == 1, "links started before the failure were not stopped"
     assert _nobody_listens(settings.state_dir / "api.sock")
@@ -95,7 +96,7 @@ async def test_a_database_failure_in_start_up_is_exit_69(
 
     monkeypatch.setattr(Supervisor, "start", unavailable)
 
-    code = await daemon_main.serve(_settings(tmp_path))
+    code = await daemon_run.serve(_settings(tmp_path))
 
-    assert code == daemon_main.EXIT_DB_UNAVAILABLE
+    assert code == exitcodes.EXIT_DB_UNAVAILABLE
     assert len(closed_stores) == 1

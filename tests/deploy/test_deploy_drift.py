@@ -22,6 +22,7 @@ import yaml
 from service.api.routes import system
 from service.daemon import main as daemon_main
 from service.daemon.config import Settings, load_settings
+from service.daemon.exitcodes import EXIT_CONFIG
 from service.http.guard import UNAUTHENTICATED_PATHS
 from tests.deploy.test_units import parse_unit
 
@@ -187,7 +188,7 @@ def test_template_unit_instances_are_accepted_by_mcpsubd(index: str) -> None:
     assert settings.state_dir == Path("/var/lib") / service["StateDirectory"][0]
     assert settings.api_socket is not None
     assert settings.api_socket.parent == Path("/run") / service["RuntimeDirectory"][0]
-    assert service["RestartPreventExitStatus"] == [str(daemon_main.EXIT_CONFIG)]
+    assert service["RestartPreventExitStatus"] == [str(EXIT_CONFIG)]
 
 
 def test_template_instances_do_not_share_state_socket_or_id() -> None:
