@@ -10,6 +10,10 @@ disk and what the last install recorded (a manifest of the files it wrote and th
 before anything is written: a file is written when it is missing, identical, or still exactly
 what mcpsubctl wrote; otherwise it is a conflict that only ``--force`` overrides. Uninstall
 removes only files whose content is still what was recorded.
+
+The manifest sits in a project anyone may have written, so it is trusted for digests only:
+nothing is removed unless its path is one the product ships (this bundle) or once shipped
+(the bundle's ``retired.txt``), whatever the manifest names (:meth:`Manifest.only`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ MANIFEST_MAX_BYTES = 1 << 20
 MANIFEST_MAX_FILES = 1000
 SKILL_FILE_MAX_BYTES = 256 * 1024
 """Bundled files are a few kB; a larger one is a broken installation, not a skill."""
+RETIRED_LIST = "retired.txt"
+"""In the bundle directory: the skill files earlier versions shipped and this one does not,
+one relative path a line (``#`` comments), so an upgrade removes them from an older install."""
 CODEX_ONLY = "agents/"
 """Files under this folder of a skill are Codex's (``agents/openai.yaml``); others skip them."""
 
@@ -131,6 +138,14 @@ class Manifest:
     """How many levels of the skills directory itself it created: 0, 1 (``skills``) or 2 (its
     parent too, ``.claude``); uninstall removes those when they end up empty."""
 
+    def only(self, product: set[str]) -> None:
+        """Forget every recorded file that is not one of ``product`` (the paths the product
+        ships or once shipped), and every folder that holds none of them: an edited manifest
+        can name a person's own skill with its digest, and that must never be removed."""
+        self.files = {p: d for p, d in self.files.items() if p in product}
+        folders = {"/".join(p.split("/")[:i]) for p in product for i in range(1, p.count("/") + 1)}
+        self.dirs = [d for d in self.dirs if d in folders]
+
     def to_json(self, version: str) -> dict[str, Any]:
         return {
             "installedBy": "mcpsubctl",
@@ -173,6 +188,12 @@ def parse_manifest(data: Any, agent: str) -> Manifest | None:
     if isinstance(levels, int) and not isinstance(levels, bool) and 0 <= levels <= 2:
         manifest.created_levels = levels
     return manifest
+
+
+def parse_retired(text: str) -> set[str]:
+    """``retired.txt``'s paths (each one :func:`safe_relative` may name)."""
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return {line for line in lines if line and safe_relative(line)}
 
 
 def _is_digest(value: object) -> bool:

@@ -7,7 +7,8 @@ before the first one is written, so a refused install writes nothing; writes are
 interrupted install is finished by running it again.
 
 Exit codes: 0 done (also: nothing to do), 1 refused or failed with nothing written
-(``SKILL_MODIFIED``, ``SKILLS_DIR_UNWRITABLE``, ``SKILLS_MISSING``), 2 usage.
+(``SKILL_MODIFIED``, ``SKILLS_DIR_UNWRITABLE``, ``SKILLS_DIR_LINKED``, ``SKILLS_MISSING``),
+2 usage.
 """
 
 from __future__ import annotations
@@ -85,6 +86,18 @@ def load_bundle() -> tuple[Path, list[Skill]]:
     raise _missing(f"no skills found in {places}")
 
 
+def product_paths(base: Path, skills: list[Skill]) -> set[str]:
+    """Every skill file this product ships or once shipped (the bundle's ``retired.txt``):
+    the only files install or uninstall ever removes, whatever a manifest names."""
+    from cli.skills import RETIRED_LIST, parse_retired
+
+    try:
+        retired = parse_retired((base / RETIRED_LIST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        retired = set()
+    return {path for skill in skills for path in skill.files} | retired
+
+
 def _missing(message: str) -> SkillsError:
     return SkillsError(
         "SKILLS_MISSING", message, "reinstall mcpsub, or run it from a source checkout"
@@ -112,7 +125,27 @@ def target_dir(agent: Agent, project: str | None, user: bool) -> tuple[Path, Pat
                 "pass the root of an existing project (default: the current directory)",
             )
     base = base.absolute()
-    return base, base / agent.directory
+    skills_dir = base / agent.directory
+    if not user:
+        _refuse_links(base, agent.directory)
+    return base, skills_dir
+
+
+def _refuse_links(base: Path, directory: str) -> None:
+    """A link at ``.claude`` or ``.claude/skills`` of a project (which may come from anyone's
+    repository) could lead the install out of it, into the person's home or another project:
+    refused, with or without ``--force``, before anything is read or written there."""
+    path = base
+    for part in directory.split("/"):
+        path = path / part
+        if path.is_symlink():
+            raise SkillsError(
+                "SKILLS_DIR_LINKED",
+                f"{_shown(path)} is a symbolic link (to {_shown(os.readlink(path))}); "
+                "nothing written",
+                "skills go only into the project's own folder: replace the link with a "
+                "folder, or install with --user",
+            )
 
 
 def probe(skills_dir: Path, relative: str) -> Existing:
@@ -314,6 +347,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         return _fail(args, exc)
     wanted = {p: data for s in skills for p, data in s.files.items() if agent.wants(p)}
     recorded = read_manifest(skills_dir, agent.name) or Manifest(agent.name)
+    recorded.only(product_paths(_source, skills))
     existing = {p: probe(skills_dir, p) for p in {*wanted, *recorded.files}}
     steps = install_plan(wanted, existing, recorded.files, digest, force=args.force)
     conflicts = [s for s in steps if s.action == "conflict"]
@@ -444,10 +478,13 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
 
     agent = AGENTS[args.agent]
     try:
+        source, skills = load_bundle()
         base, skills_dir = target_dir(agent, args.project, args.user)
     except SkillsError as exc:
         return _fail(args, exc)
     manifest = read_manifest(skills_dir, agent.name)
+    if manifest is not None:
+        manifest.only(product_paths(source, skills))
     if manifest is None:
         if args.json:
             _emit(_dumps({"agent": agent.name, "directory": str(skills_dir), "files": []}))

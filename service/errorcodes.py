@@ -191,6 +191,7 @@ CODES: dict[str, Code] = {
     "SERVICE_ERROR": Code(EXIT_TOOL_ERROR),
     "SKILL_MODIFIED": Code(EXIT_TOOL_ERROR),
     "SKILLS_DIR_UNWRITABLE": Code(EXIT_TOOL_ERROR),
+    "SKILLS_DIR_LINKED": Code(EXIT_TOOL_ERROR),
     "SKILLS_MISSING": Code(EXIT_TOOL_ERROR),
     # ---- bugs and the ones nobody sees --------------------------------------------------
     "INTERNAL_ERROR": Code(EXIT_INTERNAL, 500),

@@ -242,7 +242,13 @@ def test_a_new_version_updates_its_files_and_drops_what_it_no_longer_ships(
     target = project / WHERE["claude-code"]
     assert (target / "retired" / "SKILL.md").is_file()
 
-    upgraded = skills("install", "claude-code", cwd=project, home=home)
+    # The new version lists what it no longer ships (a retired file is the product's own).
+    new = tmp_path / "new-skills"
+    shutil.copytree(REPO_ROOT / "skills", new)
+    with (new / "retired.txt").open("a") as retired:
+        retired.write("retired/SKILL.md\n")
+    env = {"MCPSUB_SKILLS_DIR": str(new)}
+    upgraded = skills("install", "claude-code", cwd=project, home=home, env=env)
     assert upgraded.code == 0, upgraded
     assert f"updated {target / 'watch-resource' / 'SKILL.md'}" in upgraded.stdout
     assert f"removed {target / 'retired' / 'SKILL.md'}" in upgraded.stdout
@@ -322,6 +328,59 @@ def test_a_crafted_manifest_cannot_make_uninstall_remove_other_files(
     result = skills("uninstall", "claude-code", "--force", cwd=project, home=home)
     assert result.code == 0, result
     assert victim.read_text() == "precious"
+
+
+def test_an_edited_manifest_never_removes_a_persons_own_skill(project: Path, home: Path) -> None:
+    """Before, uninstall removed any file its manifest named with a matching digest, and
+    install any such file it "no longer ships": a manifest edited (or committed to a
+    repository) to name the person's own skill deleted it."""
+    import hashlib
+
+    assert skills("install", "claude-code", cwd=project, home=home).code == 0
+    target = project / WHERE["claude-code"]
+    mine = target / "my-own" / "SKILL.md"
+    mine.parent.mkdir()
+    mine.write_text("---\nname: my-own\ndescription: mine\n---\nMy work.\n")
+    manifest = json.loads((target / MANIFEST).read_text())
+    manifest["files"]["my-own/SKILL.md"] = hashlib.sha256(mine.read_bytes()).hexdigest()
+    manifest["dirs"].append("my-own")
+    (target / MANIFEST).write_text(json.dumps(manifest))
+
+    again = skills("install", "claude-code", cwd=project, home=home)
+    assert again.code == 0, again
+    assert "my-own" not in again.stdout and mine.is_file()
+    for force in ([], ["--force"]):
+        result = skills("uninstall", "claude-code", *force, cwd=project, home=home)
+        assert result.code == 0, result
+        assert "my-own" not in result.stdout
+        assert mine.read_text().endswith("My work.\n")
+    assert tree(project) == [f"{WHERE['claude-code']}/my-own/SKILL.md"]
+
+
+@pytest.mark.parametrize("linked", [".claude", ".claude/skills"])
+def test_a_link_on_the_way_out_of_the_project_is_refused(
+    linked: str, project: Path, home: Path, tmp_path: Path
+) -> None:
+    """A cloned project's ``.claude`` (or ``.claude/skills``) may be a link to anywhere:
+    before, install wrote through it (and printed the in-project path)."""
+    other = tmp_path / "other"  # another project, with skills installed
+    other.mkdir()
+    assert skills("install", "claude-code", cwd=other, home=home).code == 0
+    installed = tree(other)
+    manifest = other / WHERE["claude-code"] / MANIFEST
+    inode = manifest.stat().st_ino  # an install writes its manifest anew (a rename)
+    outside = other / linked
+    (project / linked).parent.mkdir(parents=True, exist_ok=True)
+    (project / linked).symlink_to(outside)
+    for action in (["install", "claude-code"], ["install", "claude-code", "--force"]):
+        refused = skills(*action, "--project", str(project), cwd=tmp_path, home=home)
+        assert refused.code == 1, refused
+        assert "SKILLS_DIR_LINKED" in refused.stdout
+        assert f"{project / linked} is a symbolic link (to {outside})" in refused.stderr
+    # What is out there is never read as an install to remove, either.
+    refused = skills("uninstall", "claude-code", "--project", str(project), cwd=tmp_path, home=home)
+    assert refused.code == 1 and "SKILLS_DIR_LINKED" in refused.stdout
+    assert tree(other) == installed and manifest.stat().st_ino == inode
 
 
 def test_an_oversized_manifest_is_not_read_and_nothing_is_overwritten(
