@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from service.backoff import Backoff
 from service.daemon import logs
 from service.failures import classify_read_failure
 from service.mcp import wire
@@ -29,10 +30,10 @@ from service.store.database import database_errors, describe
 
 log = structlog.get_logger("mcpsubd.refresher")
 
-READ_RETRY_BASE_S = 0.5
-READ_RETRY_CAP_S = 30.0
-STORAGE_RETRY_CAP_S = 5.0
-"""Longest wait between attempts to store a read while the database refuses writes."""
+READ_RETRY = Backoff(base_s=0.5, cap_s=30.0, jitter=0)
+"""A failed read (the server refused, broke or timed out): retried alone, so no jitter."""
+STORAGE_RETRY = Backoff(base_s=0.5, cap_s=5.0, jitter=0)
+"""A read the database refused to store (full disk, I/O error), until a write goes through."""
 READ_RETRIES_BEFORE_ERROR = 3
 """Failed attempts of one read in a row before the subscription shows ``error``."""
 
@@ -197,9 +198,7 @@ class UriRefresher:
                     log.warning(
                         "storing a read failed", uri=self.target.uri, error=describe(caught)
                     )
-                    await asyncio.sleep(
-                        min(STORAGE_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (storage_failures - 1))
-                    )
+                    await asyncio.sleep(STORAGE_RETRY.delay(storage_failures - 1))
                     self._dirty = True
                     continue
                 if isinstance(caught, McpError):
@@ -218,8 +217,7 @@ class UriRefresher:
                     return
                 # A transport failure (refused, reset, timeout), a server-side error (-32603)
                 # or an answer over a bound: the content may be stale now and no notification
-                # will say so again, so retry with backoff (READ_RETRY_BASE_S doubling up to
-                # READ_RETRY_CAP_S). A subscription with content shows the failure after a few
+                # will say so again, so retry with backoff (READ_RETRY). A subscription with content shows the failure after a few
                 # tries; one with nothing stored yet at the first (nothing to fall back on);
                 # once shown, every later failure is shown too (its code may change: a
                 # timeout, then a refused connection). The next good read clears it. A
@@ -230,9 +228,7 @@ class UriRefresher:
                 if failures >= READ_RETRIES_BEFORE_ERROR or unread or self.failing:
                     self.failing, self.error = True, exc
                     await self._report(self._on_error(self.target, exc))
-                if await self._wait_retry(
-                    min(READ_RETRY_CAP_S, READ_RETRY_BASE_S * 2 ** (failures - 1))
-                ):
+                if await self._wait_retry(READ_RETRY.delay(failures - 1)):
                     failures = 0  # a fresh listen: the schedule starts over
                 self._dirty = True
                 self._reason = _stronger(self._reason, reason)

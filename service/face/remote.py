@@ -25,6 +25,7 @@ import json
 import sys
 from typing import Any, Final
 
+from service.backoff import Backoff
 from service.face.backend import FaceError
 from service.face.ring import EventRing, RevisionMemory
 from service.localclient import (
@@ -41,7 +42,8 @@ from service.mcp.sse import Event, EventTooLarge, SSEDecoder
 TIMEOUT_S: Final = 30.0
 """Longest one request to the API takes, its answer read."""
 CONNECT_TIMEOUT_S: Final = 5.0
-RECONNECT_S: Final = 1.0
+RECONNECT: Final = Backoff(base_s=1.0, cap_s=1.0, jitter=0)
+"""Before reconnecting to the daemon's events stream (the daemon restarts; it is local)."""
 START_WAIT_S: Final = 20.0
 """Longest a request waits for the daemon this face is starting (its own bound is 15 s)."""
 MAX_SSE_EVENT: Final = 64 * 1024
@@ -331,7 +333,7 @@ class ApiBackend:
             self._identities = None
             changed, self._changed = self._changed, asyncio.Event()
             changed.set()
-            await asyncio.sleep(RECONNECT_S)
+            await asyncio.sleep(RECONNECT.delay(0))
 
     def _received(self, kind: str, data: str) -> None:
         if kind == "reset":  # the cursor was pruned: what follows does not start at it

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+from service.backoff import Backoff
 from service.face import protocol as p
 from service.face import render
 from service.face import tools as t
@@ -26,9 +27,11 @@ Send = Callable[[dict[str, Any]], bool]
 """Queue one unsolicited message; False when the client's queue is full (then dropped)."""
 
 IDLE_WAIT_S: Final = 30.0
-DAEMON_POLL_S: Final = (0.05, 1.0)
-"""While no daemon answers: the first and the longest pause between two looks for one (a
-unix socket's connect is a cheap refusal; nothing tells a process when another one binds)."""
+DAEMON_POLL: Final = Backoff(base_s=0.05, cap_s=1.0, jitter=0)
+"""While no daemon answers: the pauses between two looks for one (a unix socket's connect is
+a cheap refusal; nothing tells a process when another one binds)."""
+FOLLOW_AGAIN: Final = Backoff(base_s=1.0, cap_s=1.0, jitter=0)
+"""After the notification follower failed (the daemon went away): before following again."""
 
 
 async def follow(backend: FaceBackend, cursor: int) -> AsyncIterator[dict[str, Any]]:
@@ -97,18 +100,19 @@ class Session:
         """The daemon's newest event id, once a daemon answers: looked for with a bounded
         backoff, or handed over by :meth:`start_following`."""
         found = self._daemon_found
-        pause, longest = DAEMON_POLL_S
+        attempt = 0
         while True:
             try:
                 return await self.face.backend.last_event_id()
             except FaceError:
                 pass
+            pause = DAEMON_POLL.delay(attempt)
+            attempt += 1
             if found is not None:
                 with contextlib.suppress(TimeoutError):
                     return await asyncio.wait_for(asyncio.shield(found), pause)
             else:
                 await asyncio.sleep(pause)
-            pause = min(pause * 2, longest)
 
     async def close(self) -> None:
         if self._follower is not None:
@@ -140,7 +144,7 @@ class Session:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(FOLLOW_AGAIN.delay(0))
 
     def _list_changed(self) -> None:
         if self.version is not None and self.version != p.MODERN:

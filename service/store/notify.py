@@ -26,13 +26,15 @@ from typing import Any
 import structlog
 from sqlalchemy.engine import make_url
 
+from service.backoff import Backoff
 from service.store.database import parse
 from service.store.dialect import EVENTS_CHANNEL, LINKS_CHANNEL
 from service.store.leases import LEASES_CHANNEL, OFFERED
 
 log = structlog.get_logger("mcpsubd.notify")
 
-RECONNECT_S = (0.2, 0.5, 1.0, 2.0, 5.0)
+RECONNECT = Backoff(base_s=0.2, cap_s=5.0, jitter=0)
+"""Between two attempts to re-open the LISTEN connection (one per replica: no jitter)."""
 
 
 def asyncpg_dsn(url: str) -> str:
@@ -115,5 +117,5 @@ class PgListener:
                 if conn is not None:
                     with contextlib.suppress(Exception):
                         await conn.close(timeout=2)
-            await asyncio.sleep(RECONNECT_S[min(failures, len(RECONNECT_S) - 1)])
+            await asyncio.sleep(RECONNECT.delay(failures))
             failures += 1

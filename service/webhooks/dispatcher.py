@@ -31,6 +31,7 @@ from typing import Any
 import structlog
 
 from service._version import __version__
+from service.backoff import jittered
 from service.mcp.errors import InvalidUrl, McpError
 from service.mcp.transports.base import Transport
 from service.mcp.transports.choose import make_transport
@@ -160,8 +161,7 @@ def next_attempt_time(
     """When to try again after ``attempts_done`` attempts, or None: the schedule is spent."""
     if attempts_done >= len(settings.schedule):
         return None
-    delay = settings.schedule[attempts_done]
-    delay *= 1 + rng.uniform(-settings.jitter, settings.jitter)
+    delay = jittered(settings.schedule[attempts_done], settings.jitter, rng)
     if retry_after_s is not None:
         delay = max(delay, retry_after_s)
     return now + max(0.0, delay)

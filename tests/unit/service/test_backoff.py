@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from service.backoff import Backoff, ListenBudget
+from service.backoff import Backoff, ListenBudget, instant, jittered
 
 
 @pytest.mark.parametrize(
@@ -86,3 +86,30 @@ def test_listen_budget_does_not_penalise_a_30s_closer() -> None:
 
 def test_listen_budget_limit_is_at_least_one() -> None:
     assert ListenBudget(0).limit == 1
+
+
+def test_no_jitter_waits_the_ceiling_and_attempts_bound_the_retries() -> None:
+    b = Backoff(base_s=0.2, cap_s=5.0, jitter=0, attempts=3)
+    assert [b.delay(n) for n in range(6)] == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0]
+    assert [b.spent(n) for n in range(4)] == [False, False, False, True]
+    assert not Backoff().spent(10**6)
+
+
+def test_partial_jitter_draws_below_the_ceiling_only_that_far() -> None:
+    b = Backoff(base_s=1.0, cap_s=8.0, jitter=0.25)
+    rng = random.Random(3)
+    draws = [b.delay(3, rng=rng) for _ in range(200)]
+    assert min(draws) >= 6.0 and max(draws) <= 8.0
+
+
+def test_instant_makes_every_wait_zero_and_ends_with_its_block() -> None:
+    with instant():
+        assert Backoff(base_s=5.0).delay(4, hint_s=60.0) == 0.0
+        assert jittered(30.0, 0.2) == 0.0
+    assert Backoff(base_s=5.0, jitter=0).delay(0) == 5.0
+
+
+def test_jittered_moves_a_delay_both_ways_within_its_fraction() -> None:
+    rng = random.Random(7)
+    draws = [jittered(10.0, 0.2, rng) for _ in range(500)]
+    assert 8.0 <= min(draws) < 9.0 and 11.0 < max(draws) <= 12.0

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from service.backoff import Backoff
 from service.daemon import refresher as refresher_module
 from service.daemon.refresher import ReadTarget, UriRefresher, read_error_code, retryable
 from service.mcp import wire
@@ -23,7 +24,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(refresher_module, "READ_RETRY_BASE_S", 0.001)
+    monkeypatch.setattr(refresher_module, "READ_RETRY", Backoff(base_s=0.001, jitter=0))
 
 
 class FakeStore:
@@ -225,7 +226,7 @@ async def test_an_acknowledgement_ends_the_wait_before_a_retry(
 ) -> None:
     """A read failing while the link was down waits out a long backoff; a new listen's
     acknowledgement retries it at once instead (and the schedule starts over)."""
-    monkeypatch.setattr(refresher_module, "READ_RETRY_BASE_S", 60.0)
+    monkeypatch.setattr(refresher_module, "READ_RETRY", Backoff(base_s=60.0, jitter=0))
     refresher, store, errors = make([TransportError("refused"), "v1"])
     refresher._unread = lambda target: True
     refresher.trigger()
