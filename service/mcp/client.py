@@ -30,6 +30,7 @@ from service.mcp.errors import (
     ProtocolUnsupported,
     ProtocolViolation,
     TransportError,
+    redact_error,
 )
 from service.mcp.listen import (
     Acknowledged,
@@ -43,6 +44,7 @@ from service.mcp.listen import (
 from service.mcp.sse import Comment, Event, EventTooLarge, SSEDecoder
 from service.mcp.transports.base import MAX_BODY_BYTES, BodyRefused, StreamAnswer, Transport
 from service.mcp.transports.choose import make_transport
+from service.safetext import known_secrets, url_credentials
 
 DEFAULT_CLIENT_NAME = "mcpsub"
 MAX_RESPONSE_BYTES = MAX_BODY_BYTES
@@ -100,6 +102,21 @@ class McpClient:
         self.timeout = timeout
         """Deadline for one whole request (not per socket read: a trickling server resets those)."""
         self.discovered: DiscoverResult | None = None
+        self._secrets: tuple[tuple[str, str | None], tuple[str, ...]] | None = None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What this client sends that a peer must not get shown back: the URL's userinfo
+        and secret parameters, the Basic credentials they make, the bearer token."""
+        key = (self.url, self.token)
+        if self._secrets is None or self._secrets[0] != key:
+            self._secrets = key, known_secrets(*url_credentials(self.url), self.token)
+        return self._secrets[1]
+
+    def redact(self, exc: BaseException) -> None:
+        """Every error that leaves the client passes here: a server's text that echoes what
+        it was sent (its URL, its ``Authorization``) loses it (:func:`redact_error`)."""
+        redact_error(exc, self.secrets)
 
     async def __aenter__(self) -> McpClient:
         return self
@@ -138,16 +155,21 @@ class McpClient:
         operation, so a server that sends one byte every few seconds never trips them. One
         deadline per exchange, on the timer the client's exchanges share (:mod:`.deadline`).
         """
-        if self.timeout is None:
-            return await self._request(method, params)
         try:
-            async with within(self.timeout):
+            if self.timeout is None:
                 return await self._request(method, params)
-        except TimeoutError as exc:
-            raise TransportError(
-                f"{method}: no complete answer from {self.url} within {round(self.timeout, 1):g} s",
-                kind="timeout",
-            ) from exc
+            try:
+                async with within(self.timeout):
+                    return await self._request(method, params)
+            except TimeoutError as exc:
+                raise TransportError(
+                    f"{method}: no complete answer from {self.url} within "
+                    f"{round(self.timeout, 1):g} s",
+                    kind="timeout",
+                ) from exc
+        except McpError as exc:
+            self.redact(exc)
+            raise
 
     async def _request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         request_id, message, headers = self._message(method, params)
@@ -162,6 +184,13 @@ class McpClient:
 
     async def discover(self) -> DiscoverResult:
         """``server/discover``; a server that cannot serve 2026-07-28 raises ProtocolUnsupported."""
+        try:
+            return await self._discover()
+        except McpError as exc:  # its own errors quote the server's answer too
+            self.redact(exc)
+            raise
+
+    async def _discover(self) -> DiscoverResult:
         try:
             result = await self.request(wire.DISCOVER)
         except JsonRpcError as exc:
@@ -308,25 +337,29 @@ class ListenStream:
 
     async def open(self) -> Acknowledged:
         """POST the listen and wait for its acknowledgement (caller bounds the time)."""
-        client = self._client
-        request_id, message, headers = client._message(
-            wire.LISTEN, {"notifications": self.requested}
-        )
-        self.listen_id = request_id
-        self.machine = ListenMachine(request_id)
-        content = dumps(message)
-        stream = self._response = await client.transport.open_stream(content, headers)
-        if not _is_event_stream(stream.headers):
-            # A refusal (or an HTTP error): a complete body, not a stream.
-            try:
-                body = await stream.read_all(MAX_RESPONSE_BYTES)
-            finally:
+        try:
+            client = self._client
+            request_id, message, headers = client._message(
+                wire.LISTEN, {"notifications": self.requested}
+            )
+            self.listen_id = request_id
+            self.machine = ListenMachine(request_id)
+            content = dumps(message)
+            stream = self._response = await client.transport.open_stream(content, headers)
+            if not _is_event_stream(stream.headers):
+                # A refusal (or an HTTP error): a complete body, not a stream.
+                try:
+                    body = await stream.read_all(MAX_RESPONSE_BYTES)
+                finally:
+                    await stream.aclose()
+                _not_a_stream(stream.status, stream.headers, body, request_id)
+            if stream.status >= 400:
                 await stream.aclose()
-            _not_a_stream(stream.status, stream.headers, body, request_id)
-        if stream.status >= 400:
-            await stream.aclose()
-            raise HttpStatusError(stream.status, "")
-        return await self._stream_from(stream.headers, stream.chunks())
+                raise HttpStatusError(stream.status, "")
+            return await self._stream_from(stream.headers, stream.chunks())
+        except McpError as exc:
+            self._client.redact(exc)
+            raise
 
     async def _stream_from(
         self, headers: Mapping[str, str], chunks: AsyncIterator[bytes]
@@ -357,50 +390,56 @@ class ListenStream:
         ``last_activity`` moves only when a complete event or comment arrives: a server
         trickling bytes that never finish a frame must not look alive.
         """
-        assert self.machine is not None and self._chunks is not None
-        assert self._content is not None
-        while not self._pending:
-            if self._ended is not None:
-                return self._ended
-            piece = next(self._pieces, None)
-            if piece is None:
-                if self._eof:
-                    self._ended = self.machine.eof()
+        try:
+            assert self.machine is not None and self._chunks is not None
+            assert self._content is not None
+            while not self._pending:
+                if self._ended is not None:
+                    return self._ended
+                piece = next(self._pieces, None)
+                if piece is None:
+                    if self._eof:
+                        self._ended = self.machine.eof()
+                        continue
+                    try:
+                        chunk = await self._chunks.__anext__()
+                    except StopAsyncIteration:
+                        self._eof = True
+                        self._pieces = self._content.flush()
+                        continue
+                    except TransportError as exc:  # either transport's only failure
+                        cause = exc.__cause__ or exc
+                        self._ended = self.machine.eof(
+                            f"stream broke: {str(cause) or type(cause).__name__}"
+                        )
+                        continue
+                    self._pieces = self._content.decode(chunk)
                     continue
                 try:
-                    chunk = await self._chunks.__anext__()
-                except StopAsyncIteration:
-                    self._eof = True
-                    self._pieces = self._content.flush()
-                    continue
-                except TransportError as exc:  # either transport's only failure
-                    cause = exc.__cause__ or exc
-                    self._ended = self.machine.eof(
-                        f"stream broke: {str(cause) or type(cause).__name__}"
-                    )
-                    continue
-                self._pieces = self._content.decode(chunk)
-                continue
-            try:
-                items = self._decoder.feed(piece)
-            except EventTooLarge as exc:
-                raise ProtocolViolation(str(exc)) from exc
-            if items:
-                self.last_activity = time.monotonic()
-                if self._rate is not None:
-                    await self._pace(len(items))
-            for item in items:
-                if isinstance(item, Comment) or not isinstance(item, Event):
-                    continue
-                if item.event != "message":
-                    continue
-                event = self.machine.receive(parse_json_message(item.data))
-                self._pending.append(event)
-                if isinstance(event, (Closed, Failed)):
-                    # The stream is over; later bytes are not read.
-                    self._ended = event
-                    break
-        return self._pending.pop(0)
+                    items = self._decoder.feed(piece)
+                except EventTooLarge as exc:
+                    raise ProtocolViolation(str(exc)) from exc
+                if items:
+                    self.last_activity = time.monotonic()
+                    if self._rate is not None:
+                        await self._pace(len(items))
+                for item in items:
+                    if isinstance(item, Comment) or not isinstance(item, Event):
+                        continue
+                    if item.event != "message":
+                        continue
+                    event = self.machine.receive(parse_json_message(item.data))
+                    if isinstance(event, Failed):  # the server's own words: may echo secrets
+                        self._client.redact(event.error)
+                    self._pending.append(event)
+                    if isinstance(event, (Closed, Failed)):
+                        # The stream is over; later bytes are not read.
+                        self._ended = event
+                        break
+            return self._pending.pop(0)
+        except McpError as exc:
+            self._client.redact(exc)
+            raise
 
     async def _pace(self, frames: int) -> None:
         """Token bucket over frames (events and comments) read from this stream.

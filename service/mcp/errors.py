@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.mcp.wire import PROTOCOL_VERSION
+from service.safetext import redact_known
 
 PROTOCOL_UNSUPPORTED_HINT = (
     f"The server does not offer MCP protocol revision {PROTOCOL_VERSION}. This client speaks "
@@ -141,3 +142,48 @@ class ListenClosed(ListenEnded):
 class ListenLost(ListenEnded):
     error_code = "SUBSCRIPTION_DISCONNECTED"
     close_reason = "remote"
+
+
+PEER_TEXT_ATTRIBUTES = ("rpc_message", "body", "www_authenticate")
+"""What an error keeps of a peer's words besides its message (``data`` is walked apart)."""
+_CHAIN_LIMIT = 8
+
+
+def redact_error(exc: BaseException, secrets: tuple[str, ...]) -> None:
+    """Cut ``secrets`` (:func:`service.safetext.known_secrets`: what the client sent the
+    peer) out of ``exc`` and the MCP errors it was raised from, in place: the message, the
+    peer's ``message``/``data``, an HTTP error body. A server may echo its request in its
+    error text, and that text is stored, logged and shown (``lastError``, ``probe``, the face).
+    Every other URL and ``Basic``/``Bearer`` credential in it goes too (``redact_urls``)."""
+    seen: set[int] = set()
+    item: BaseException | None = exc
+    while item is not None and id(item) not in seen and len(seen) < _CHAIN_LIMIT:
+        seen.add(id(item))
+        if isinstance(item, McpError):
+            item.args = tuple(
+                redact_known(arg, secrets) if isinstance(arg, str) else arg for arg in item.args
+            )
+            for name in PEER_TEXT_ATTRIBUTES:
+                value = getattr(item, name, None)
+                if isinstance(value, str):
+                    setattr(item, name, redact_known(value, secrets))
+            if getattr(item, "data", None) is not None:
+                item.data = _redacted_value(item.data, secrets, 0)  # type: ignore[attr-defined]
+        item = item.__cause__ or item.__context__
+
+
+def _redacted_value(value: Any, secrets: tuple[str, ...], depth: int) -> Any:
+    """A JSON value with its strings redacted (it came through ``safejson``'s depth bound;
+    past 64 levels it is dropped rather than walked)."""
+    if depth > 64:
+        return None
+    if isinstance(value, str):
+        return redact_known(value, secrets)
+    if isinstance(value, dict):
+        return {
+            redact_known(str(key), secrets): _redacted_value(item, secrets, depth + 1)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_redacted_value(item, secrets, depth + 1) for item in value]
+    return value

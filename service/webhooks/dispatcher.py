@@ -36,6 +36,7 @@ from service.mcp.errors import InvalidUrl, McpError
 from service.mcp.transports.base import Transport
 from service.mcp.transports.choose import make_transport
 from service.netguard import AddressRefused, address_problem, refused_in
+from service.safetext import known_secrets, redact_known, url_credentials
 from service.store import Store
 from service.store.database import describe
 from service.store.health import is_storage_failure, is_unanswered
@@ -49,7 +50,7 @@ from service.webhooks.repository import (
     delivery_body,
     iso,
 )
-from service.webhooks.signing import signature_header
+from service.webhooks.signing import SECRET_PREFIX, signature_header
 
 log = structlog.get_logger("mcpsubd.webhooks")
 
@@ -101,8 +102,20 @@ RESPONSE_EXCERPT = 2048
 """Bytes of a receiver's answer kept per attempt."""
 
 
-def excerpt(body: bytes) -> str:
-    return body[:RESPONSE_EXCERPT].decode("utf-8", "replace")
+def excerpt(body: bytes, secrets: tuple[str, ...] = ()) -> str:
+    """What an attempt keeps of the receiver's answer, without what the daemon sent it: a
+    receiver may echo its URL (credentials in it) or the signing secret. Redacted before it
+    is cut, so a secret across the cut goes whole."""
+    room = max((len(secret.encode()) for secret in secrets), default=0)
+    text = redact_known(body[: RESPONSE_EXCERPT + room].decode("utf-8", "replace"), secrets)
+    return text.encode()[:RESPONSE_EXCERPT].decode("utf-8", "replace")
+
+
+def target_secrets(url: str, signing: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """What a receiver must not get shown back: its URL's credentials and the signing
+    secrets, whole and as the key after ``whsec_`` (:func:`service.safetext.known_secrets`)."""
+    keys = [secret.removeprefix(SECRET_PREFIX) for secret in signing]
+    return known_secrets(*url_credentials(url), *signing, *keys)
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -527,7 +540,14 @@ class Dispatcher:
         }
         self.stats["attempts_total"] += 1
         started, clock = time.time(), time.monotonic()
-        outcome = await self._post(delivery.target_id, url, allow_private, item.body, headers)
+        outcome = await self._post(
+            delivery.target_id,
+            url,
+            allow_private,
+            item.body,
+            headers,
+            target_secrets(url, secrets_in_use),
+        )
         return replace(
             outcome,
             request_headers=headers,
@@ -536,10 +556,17 @@ class Dispatcher:
         )
 
     async def _post(
-        self, target_id: int, url: str, allow_private: bool, body: bytes, headers: dict[str, str]
+        self,
+        target_id: int,
+        url: str,
+        allow_private: bool,
+        body: bytes,
+        headers: dict[str, str],
+        secrets: tuple[str, ...],
     ) -> Outcome:
         """One POST on the target's transport, as an :class:`Outcome`; the attempt as a
-        whole is bounded by the timeout (a trickling receiver resets per-read timeouts)."""
+        whole is bounded by the timeout (a trickling receiver resets per-read timeouts).
+        The one place a receiver's words enter: its answer and errors lose ``secrets``."""
         transport = self._transport(target_id, url, allow_private)
         try:
             async with asyncio.timeout(self.settings.timeout_s):
@@ -553,10 +580,10 @@ class Dispatcher:
             return Outcome(False, None, UNENCODABLE_HOST, permanent=True)
         except McpError as exc:
             return refused_outcome(exc) or Outcome(
-                False, None, f"{type(exc).__name__}: {exc}"[:300]
+                False, None, redact_known(f"{type(exc).__name__}: {exc}", secrets)[:300]
             )
         outcome = attempt_outcome(answer.status, answer.headers, time.time())
-        return replace(outcome, response_body=excerpt(answer.body))
+        return replace(outcome, response_body=excerpt(answer.body, secrets))
 
     async def send_test(self, target_id: int) -> Outcome:
         """A signed ``webhook.test`` ping, outside the outbox (nothing is stored or retried)."""
@@ -574,17 +601,21 @@ class Dispatcher:
             separators=(",", ":"),
         ).encode()
         timestamp = int(time.time())
+        signing = await self.repo.signing_secrets(target_id)
         headers = {
             "content-type": "application/json",
             "user-agent": USER_AGENT,
             "webhook-id": webhook_id,
             "webhook-timestamp": str(timestamp),
-            "webhook-signature": signature_header(
-                await self.repo.signing_secrets(target_id), webhook_id, timestamp, body
-            ),
+            "webhook-signature": signature_header(signing, webhook_id, timestamp, body),
         }
         return await self._post(
-            target.id, target.wire_url, target.allow_private_target, body, headers
+            target.id,
+            target.wire_url,
+            target.allow_private_target,
+            body,
+            headers,
+            target_secrets(target.wire_url, signing),
         )
 
     # ---- outcomes: queued, written in batches by one task -------------------------------

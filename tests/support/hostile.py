@@ -34,6 +34,11 @@ with one resource, ``hostile://<mode>/doc``; ``<mode>`` picks the misbehaviour:
 ``wrong-ack-id``    the acknowledgement carries another subscriptionId (reads behave)
 ``wrong-listen-id`` the listen is answered with a JSON-RPC error for another request id
 ``huge-header``     every answer carries a HUGE_HEADER_KB KiB response header
+``echo``            discover behaves; listens and reads are refused with a JSON-RPC error
+                    whose message and data echo the request (its target with the query, its
+                    ``Authorization`` header, and the credentials in it decoded), as servers
+                    that quote their request in errors do; a path's query is ignored for
+                    routing (``/echo/mcp?token=…``)
 ==================  ==========================================================================
 
 ``GET`` on any path naming ``bomb``, ``bomb1`` or ``deep-read`` (OAuth discovery: the RFC 9728
@@ -48,6 +53,7 @@ KEEPALIVE_S, HUGE_HEADER_KB). Run: ``python -m tests.support.hostile`` (prints `
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import contextvars
 import gzip
@@ -120,6 +126,19 @@ def bomb_body(request_id: Any, layers: int, megabytes: int) -> bytes:
 
 
 _CODING: contextvars.ContextVar[str | None] = contextvars.ContextVar("coding", default=None)
+_ECHO: contextvars.ContextVar[str] = contextvars.ContextVar("echo", default="")
+
+
+def _echo_of(target: str, authorization: str) -> str:
+    """What ``echo`` answers: the request as a careless server quotes it in an error."""
+    scheme, _, value = authorization.partition(" ")
+    plain = value
+    if scheme.lower() == "basic":
+        with contextlib.suppress(ValueError):
+            plain = base64.b64decode(value).decode("utf-8", "replace")
+    return f"internal error at {target} auth={authorization} (credentials {plain})"
+
+
 """The content coding the current request's JSON answers get (modes ``gzip``/``deflate``)."""
 _HUGE_HEADER: contextvars.ContextVar[bool] = contextvars.ContextVar("huge_header", default=False)
 """Mode ``huge-header``: every answer carries one oversized header line."""
@@ -158,6 +177,7 @@ class Hostile:
                     name, value = line.split(":", 1)
                     headers[name.strip().lower()] = value.strip()
             body = await reader.readexactly(int(headers.get("content-length", "0")))
+            _ECHO.set(_echo_of(path, headers.get("authorization", "")))
             await self.route(method, path, body, writer)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
@@ -201,7 +221,7 @@ class Hostile:
                 queue.put_nowait(f"hostile://{order['mode']}/doc")
             await self.respond(writer, b"{}")
             return
-        parts = path.strip("/").split("/")
+        parts = path.partition("?")[0].strip("/").split("/")
         if method == "GET" and {"bomb", "bomb1", "deep-read"} & set(parts):
             # OAuth discovery (RFC 9728 probe and well-known documents) gets the same attacks.
             mode = next(m for m in ("bomb1", "bomb", "deep-read") if m in parts)
@@ -222,6 +242,11 @@ class Hostile:
             return
         rpc = message.get("method")
         rid = message.get("id")
+        if mode == "echo" and rpc in (wire.RESOURCES_READ, wire.LISTEN):
+            echo = _ECHO.get()
+            error = wire.error_response(rid, wire.INTERNAL_ERROR, echo, {"request": echo})
+            await self.respond(writer, json.dumps(error).encode())
+            return
         if rpc == wire.DISCOVER:
             result = {
                 "supportedVersions": [wire.PROTOCOL_VERSION],

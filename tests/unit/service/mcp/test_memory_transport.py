@@ -102,3 +102,35 @@ def test_a_frame_of_another_listen_is_a_protocol_error() -> None:
 
     with pytest.raises(ProtocolViolation, match="not this listen's"):
         asyncio.run(scenario())
+
+
+SECRET_URL = "http://bob:pass-mem-1@mcp.test/mcp?api_key=key-mem-2"
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_an_error_that_echoes_the_request_loses_what_the_client_sent(status: int) -> None:
+    """A JSON-RPC error (message and data) or an HTTP error body quoting the request: the
+    error the client raises, and the errors it was raised from, carry none of its secrets."""
+
+    async def handler(content: bytes, headers: dict[str, str]) -> Answer:
+        request = json.loads(content)
+        echo = f"at /mcp?api_key=key-mem-2 with {headers['Authorization']} (bearer-mem-3)"
+        if status != 200:
+            return Answer(status, {"content-type": "text/plain"}, echo.encode())
+        error = wire.error_response(request["id"], -32603, echo, {"seen": [echo]})
+        return _json(error)
+
+    async def scenario() -> BaseException:
+        transport = MemoryTransport(SECRET_URL, handler)
+        async with McpClient(SECRET_URL, transport=transport, token="bearer-mem-3") as client:
+            try:
+                await client.read_resource("test://a")
+            except Exception as exc:
+                return exc
+        raise AssertionError("no error")
+
+    exc = asyncio.run(scenario())
+    texts = [str(exc), repr(getattr(exc, "data", None)), str(getattr(exc, "body", ""))]
+    assert "at /mcp?api_key=*** with Bearer *** (***)" in str(exc)
+    for secret in ("pass-mem-1", "key-mem-2", "bearer-mem-3"):
+        assert not [text for text in texts if secret in text], texts
