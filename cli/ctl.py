@@ -95,6 +95,11 @@ def _common(p: argparse.ArgumentParser, *, follow: bool = False) -> None:
         action="store_true",
         help="one JSON object on stdout" + (" (NDJSON with --follow)" if follow else ""),
     )
+    p.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write the wire transcript to FILE: JSON Lines, 0600, secrets cut (docs/cli.md)",
+    )
     add_quiet(p)
 
 
@@ -299,6 +304,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         client_name="mcpsubctl",
         program="mcpsubctl",
         quiet=args.quiet,
+        trace=args.trace,
     )
     extra: dict[str, Any] = {"resourceUris": uris, "notificationUri": None}
     if outcome.failure is not None:
@@ -409,10 +415,16 @@ def _follow(args: argparse.Namespace, uris: list[str], timeout_ms: float | None)
             except TimeoutError:
                 return
 
+    from cli.runner import TraceRefused, tracing
+
     try:
-        asyncio.run(run())
+        with tracing(args.trace, "mcpsubctl"):
+            asyncio.run(run())
     except KeyboardInterrupt:
         return 0
+    except TraceRefused as exc:
+        refused = exc.failure(compat=False)
+        return _usage_failure(refused.code, refused.message, args, uris)
     except Exception as exc:
         failure = classify(exc, mode="subscribe", compat=False)
         code = (
@@ -489,6 +501,7 @@ def cmd_call(args: argparse.Namespace) -> int:
         compat=False,
         client_name="mcpsubctl",
         program="mcpsubctl",
+        trace=args.trace,
     )
     if outcome.failure is not None:
         f = outcome.failure

@@ -27,8 +27,10 @@ HELP = f"""\
 Usage:
   {PROGRAM} --url <server-url> [--uri <resource-uri>] [--auth-token <token>]
       [--skip-resource-list-check] [--timeout-ms <ms>] [--ca-cert <file>] [--json]
+      [--trace <file>]
   {PROGRAM} call --url <server-url> --tool <name> [--args <json-object>]
       [--auth-token <token>] [--timeout-ms <ms>] [--ca-cert <file>] [--json]
+      [--trace <file>]
   {PROGRAM} --login --url <gateway-mcp-url>
   {PROGRAM} --logout --url <gateway-mcp-url>
   {PROGRAM} --help | --version
@@ -53,6 +55,8 @@ Options:
                                trust store, or SSL_CERT_FILE; NODE_EXTRA_CA_CERTS adds a CA,
                                NODE_USE_SYSTEM_CA=1 is accepted)
   --json                       print one JSON object on stdout; diagnostics go to stderr
+  --trace <file>               write the wire transcript to <file> (JSON Lines, 0600,
+                               secrets cut; env MCP_PROBE_TRACE)
   --tool <name>, --args <json> call mode: the tool and its arguments (a JSON object)
   --login / --logout           device-flow login to a gateway / forget its cached token
                                (env MCP_PROBE_TOKEN_STORE_PATH overrides the token store)
@@ -143,6 +147,7 @@ def _subscribe(args: list[str]) -> int:
         timeout_ms = parse_timeout_ms(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT_MS
         token_flag = option(args, "auth-token")
         ca_cert = option(args, "ca-cert")
+        trace = option(args, "trace") or env.get("MCP_PROBE_TRACE") or None
         raw_phase = env.get("MCP_PROBE_PHASE_TIMEOUT_MS")
         phase_ms = parse_timeout_ms(raw_phase) if raw_phase else DEFAULT_PHASE_TIMEOUT_MS
     except UsageError as exc:
@@ -185,6 +190,7 @@ def _subscribe(args: list[str]) -> int:
         client_name=PROBE_CLIENT,
         program=PROGRAM,
         phase_timeout_s=phase_ms / 1000,
+        trace=trace,
     )
     if outcome.failure is not None:
         return fail(outcome.failure.code, outcome.failure.hint, outcome.failure.message)
@@ -230,6 +236,7 @@ def _call(args: list[str]) -> int:
         timeout_ms = parse_timeout_ms(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT_MS
         token_flag = option(args, "auth-token")
         ca_cert = option(args, "ca-cert")
+        trace = option(args, "trace") or env.get("MCP_PROBE_TRACE") or None
     except UsageError as exc:
         return fail("INTERNAL_ERROR", str(exc))
     if not url:
@@ -259,6 +266,7 @@ def _call(args: list[str]) -> int:
         compat=True,
         client_name=CALL_CLIENT,
         program=PROGRAM,
+        trace=trace,
     )
     if outcome.failure is not None:
         return fail(outcome.failure.code, outcome.failure.message, outcome.failure.hint)

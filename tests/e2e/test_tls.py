@@ -317,3 +317,29 @@ def test_the_system_trust_store_is_the_default(
         )  # fmt: skip
         assert result.code == 0, result
         assert result.json["route"] == "subscription"
+
+
+def test_trace_over_https_goes_through_the_httpx_transport(
+    tls_lab: LabServer, cert_pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """https is carried by the httpx transport: its exchanges are traced at the same seam as
+    the lean transport's (tests/e2e/test_trace.py)."""
+    import json
+
+    ca, _ = cert_pair
+    trace = tmp_path / "tls.jsonl"
+    result = run_cli(
+        PROG, "--url", tls_lab.url, "--uri", REVIEW, "--ca-cert", str(ca), "--json",
+        "--trace", str(trace), env=UNTRUSTING_ENV, timeout=30,
+    )  # fmt: skip
+    assert result.code == 0, result
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    kinds = [r["type"] for r in records]
+    assert kinds[:3] == ["trace-start", "request", "response"]
+    assert "stream-open" in kinds and kinds[-1] == "stream-end"
+    methods = [r["message"].get("method") for r in records if r["type"] == "sse"]
+    assert methods[:2] == [
+        "notifications/subscriptions/acknowledged",
+        "notifications/resources/updated",
+    ]
+    assert all(r.get("url", tls_lab.url) == tls_lab.url for r in records)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from service.mcp.transports import trace
 from service.mcp.transports.base import Transport, lean_usable
 from service.netguard import AddressCheck
 
@@ -50,8 +51,34 @@ def make_transport(
     shares one loaded CA bundle between many transports (see :func:`default_tls`); otherwise ``ca_cert`` names the CA file (default: the system's trust,
     :mod:`service.tlstrust`).
     ``address_check`` judges every address a host name resolves to before connecting
-    (:mod:`service.netguard`, webhook targets).
+    (:mod:`service.netguard`, webhook targets). While a wire transcript is being recorded
+    (:func:`service.mcp.transports.trace.recording`), the transport is wrapped to write it.
     """
+    chosen = _choose(
+        url,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        max_connections=max_connections,
+        max_idle=max_idle,
+        ca_cert=ca_cert,
+        tls=tls,
+        address_check=address_check,
+    )
+    recorder = trace.current()
+    return chosen if recorder is None else trace.TracingTransport(chosen, recorder)
+
+
+def _choose(
+    url: str,
+    *,
+    timeout: float | None,
+    connect_timeout: float | None,
+    max_connections: int,
+    max_idle: int,
+    ca_cert: str | None,
+    tls: Callable[[], ssl.SSLContext] | None,
+    address_check: AddressCheck | None,
+) -> Transport:
     connect = timeout if connect_timeout is None else connect_timeout
     if lean_usable(url):
         from service.mcp.transports.lean import LeanHttp
