@@ -97,15 +97,31 @@ class Face:
                 contents.append({**item, "uri": uri} if item.get("uri") == sub["uri"] else item)
         if not contents:
             contents = [{"uri": uri, "text": content.get("text") or ""}]
-        body: dict[str, Any] = {
-            "contents": contents,
-            "_meta": {
-                META_PREFIX + "revision": content["revision"],
-                META_PREFIX + "eventId": content.get("eventId"),
-                META_PREFIX + "serverUrl": sub["serverUrl"],
-                META_PREFIX + "readAt": content.get("readAt"),
-            },
+        # The read tool's bound and its answer, at offset 0: an agent's client may put all of
+        # a resource into the model's context.
+        contents, contents_cut = render.clip_contents(contents)
+        full = content.get("text")
+        part, more = render.clip(full, 0)
+        meta: dict[str, Any] = {
+            META_PREFIX + "revision": content["revision"],
+            META_PREFIX + "eventId": content.get("eventId"),
+            META_PREFIX + "serverUrl": sub["serverUrl"],
+            META_PREFIX + "readAt": content.get("readAt"),
         }
+        if more or contents_cut:
+            meta.update(
+                {
+                    META_PREFIX + "truncated": True,
+                    META_PREFIX + "totalChars": len(full) if full is not None else None,
+                    META_PREFIX + "nextOffset": len(part or "") if more else None,
+                    META_PREFIX + "hint": (
+                        f"cut at {render.MAX_TEXT_CHARS} characters: the read tool with "
+                        "offset=nextOffset returns the next part; `mcpsubctl read --uri URI` "
+                        "all of it"
+                    ),
+                }
+            )
+        body: dict[str, Any] = {"contents": contents, "_meta": meta}
         if modern:
             body.update(ttlMs=p.LIST_TTL_MS, cacheScope="private")
         return body

@@ -145,18 +145,30 @@ def clip(text: str | None, offset: int = 0, limit: int = MAX_TEXT_CHARS) -> tupl
     return part, offset + len(part) < len(text)
 
 
+ITEM_COST: Final = 32
+"""What one ``contents`` item costs besides its values (JSON punctuation, key names)."""
+
+
 def clip_contents(contents: Any, limit: int = MAX_TEXT_CHARS) -> tuple[Any, bool]:
-    """``contents`` with at most ``limit`` characters of ``text``/``blob`` in all: an item
-    over the budget is cut, the items after it are left out. (contents, cut?)."""
+    """``contents`` with at most ``limit`` characters of ``text``/``blob`` in all, and at most
+    ``limit`` of everything else (each item's other values and :data:`ITEM_COST`), so that
+    many small items add up to a bounded answer too: an item over the text budget is cut, the
+    items after it (or one that does not fit the other budget) are left out. (contents, cut?)."""
     if not isinstance(contents, list):
         return contents, False
-    budget, kept, cut = limit, [], False
+    budget, other, kept, cut = limit, limit, [], False
     for item in contents:
         if not isinstance(item, dict):
             continue
-        if budget <= 0:
+        cost = ITEM_COST + sum(
+            len(value) if isinstance(value, str) else len(str(value))
+            for key, value in item.items()
+            if key not in ("text", "blob")
+        )
+        if budget <= 0 or cost > other:
             cut = True
             break
+        other -= cost
         item = dict(item)
         for key in ("text", "blob"):
             value = item.get(key)

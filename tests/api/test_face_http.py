@@ -202,3 +202,35 @@ def test_a_listen_ends_with_its_result_when_the_daemon_stops(live: LiveApi) -> N
         "id": 9,
         "result": {"resultType": "complete", "_meta": {p.META_SUBSCRIPTION: 9}},
     }
+
+
+def test_resources_read_is_bounded_for_many_items_and_blobs(live: LiveApi) -> None:
+    """``resources/read`` of a resource of 20,000 items or of a 1.2 MB blob: before, all of it
+    (1.8 MB, 1.2 MB); now the ``read`` tool's 65,536 characters, and ``_meta`` says so."""
+    from service.face.render import MAX_TEXT_CHARS
+    from tests.support.store import bump_generation
+
+    many = [{"uri": URI, "mimeType": "text/plain", "text": f"item {n:05d} "} for n in range(20_000)]
+    blob = [
+        {"uri": "test://blob", "mimeType": "application/octet-stream", "blob": "QUJD" * 300_000}
+    ]
+
+    async def store(sup: Any) -> list[Any]:
+        made = [(await sup.subscribe(ONE, uri))[0] for uri in (URI, "test://blob")]
+        for sub, contents, text in ((made[0], many, None), (made[1], blob, None)):
+            generation = await bump_generation(sup.store, sub.server_id)
+            assert await sup.store.record_read(sub.id, sub.server_id, generation, contents, text)
+        return made
+
+    live.call(store)
+    with client(live) as c:
+        for uri in (URI, "test://blob"):
+            read = call(c, "resources/read", {"uri": uri}, uri)
+            shown = sum(
+                len(item.get("text") or item.get("blob") or "") for item in read["contents"]
+            )
+            assert 0 < shown <= MAX_TEXT_CHARS, uri
+            assert len(json.dumps(read)) < 3 * MAX_TEXT_CHARS
+            assert read["_meta"]["mcpsub/truncated"] is True
+            assert read["_meta"]["mcpsub/nextOffset"] is None  # no text to go on with: the CLI
+            assert "mcpsubctl read" in read["_meta"]["mcpsub/hint"]

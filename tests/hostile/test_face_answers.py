@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from service.face import protocol as p
 from service.face import render
 from tests.face.stdio_peer import StdioPeer
 from tests.support.daemon import Daemon
@@ -42,6 +43,33 @@ def big_text(tag: str) -> str:
     return "".join(f"{tag} line {n:07d}\n" for n in range(3 * 1024 * 1024 // 17))
 
 
+def mcp_resources_read(d: Daemon, uri: str) -> list[dict[str, Any]]:
+    """``resources/read`` on the daemon's ``/mcp``: the 2026-07-28 era (no session), then the
+    handshake era (initialize, then the session's header)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "resources/read"}
+    modern = d.api(
+        "POST",
+        "/mcp",
+        json={**body, "params": {"uri": uri, "_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}},
+        headers={"MCP-Protocol-Version": p.MODERN, "Mcp-Method": "resources/read", "Mcp-Name": uri},
+    )
+    accept = {"Accept": "application/json, text/event-stream"}
+    hello = d.api(
+        "POST",
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}},
+        headers=accept,
+    )  # fmt: skip
+    session = {**accept, "Mcp-Session-Id": hello.headers["Mcp-Session-Id"],
+               "MCP-Protocol-Version": "2025-06-18"}  # fmt: skip
+    d.api("POST", "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+          headers=session)  # fmt: skip
+    legacy = d.api("POST", "/mcp", json={**body, "params": {"uri": uri}}, headers=session)
+    return [modern.json()["result"], legacy.json()["result"]]
+
+
 def test_a_3_mb_resource_gives_a_bounded_answer_and_the_rest_by_offset(
     lab_server_factory: Any, daemon_factory: Any
 ) -> None:
@@ -72,6 +100,16 @@ def test_a_3_mb_resource_gives_a_bounded_answer_and_the_rest_by_offset(
         assert last["text"] == first[tail:] and last["nextOffset"] is None
         bad = call(peer, 4, "read", uri=DOC, offset=-1)["result"]
         assert bad["isError"] and bad["structuredContent"]["errorCode"] == "INVALID_ARGUMENT"
+
+        # resources/read: the same bound and the same answer, on the stdio face and on the
+        # daemon's /mcp in both eras (before: the whole 3 MB).
+        peer.request(40, "resources/read", {"uri": DOC})
+        for result in (peer.answer(40)["result"], *mcp_resources_read(d, DOC)):
+            assert len(orjson.dumps(result)) < 2 * MAX
+            assert [item["text"] for item in result["contents"]] == [first[:MAX]]
+            meta = result["_meta"]
+            assert meta["mcpsub/truncated"] is True and meta["mcpsub/nextOffset"] == MAX
+            assert meta["mcpsub/totalChars"] == len(first) and "offset" in meta["mcpsub/hint"]
 
         cursor = call(peer, 5, "wait_for_change", uri=DOC, timeoutSeconds=0)["result"]
         after = cursor["structuredContent"]["cursor"]
