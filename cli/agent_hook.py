@@ -489,6 +489,13 @@ class Api:
         if status != 200 or not isinstance(data, dict):
             code = data.get("errorCode") if isinstance(data, dict) else None
             raise HookProblem(f"the daemon answered HTTP {status} {code or ''}".rstrip())
+        from service.apishapes import answer_problem
+
+        problem = answer_problem("GET", target, data)
+        if problem is not None:
+            raise HookProblem(
+                f"NOT_MCPSUBD: what answers at {self.display} is not mcpsubd: {problem}"
+            )
         return data
 
 

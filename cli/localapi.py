@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 
 from service import statepaths
+from service.apishapes import answer_problem
 from service.localclient import (
     Closed,
     Connection,
@@ -276,7 +277,29 @@ class DaemonClient:
             raise self._failed(exc) from None
         if not answer.keep_alive:
             self.close()
-        return answer.status, _json_or_error(answer.status, raw)
+        return answer.status, self._answer(method, path, answer.status, raw)
+
+    def _answer(self, method: str, path: str, status: int, raw: bytes) -> dict[str, Any]:
+        """A 2xx answer's JSON object, in the shape its route has (``service.apishapes``);
+        an error answer raised as its :class:`DaemonError`; anything else ``NOT_MCPSUBD``."""
+        if not 200 <= status < 300:
+            _json_or_error(status, raw)  # raises
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = None
+        problem = answer_problem(method, path, body)
+        if problem is not None:
+            raise DaemonError(
+                status,
+                NOT_MCPSUBD,
+                f"what answers at {self.endpoint.display} does not look like mcpsubd "
+                f"(HTTP {status}: {problem})",
+                NOT_MCPSUBD_HINT,
+                {},
+            )
+        assert isinstance(body, dict)  # answer_problem says so
+        return body
 
     def _state_dir(self) -> str:
         return self.endpoint.state_dir

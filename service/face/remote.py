@@ -25,6 +25,7 @@ import json
 import sys
 from typing import Any, Final
 
+from service.apishapes import answer_problem
 from service.backoff import Backoff
 from service.face.backend import FaceError
 from service.face.ring import EventRing, RevisionMemory
@@ -178,7 +179,16 @@ class ApiBackend:
         try:
             body = json.loads(raw)
         except ValueError:
-            body = {}
+            body = None if 200 <= status < 300 else {}
+        if 200 <= status < 300:
+            problem = answer_problem(method, path, body)
+            if problem is not None:
+                raise FaceError(
+                    "NOT_MCPSUBD",
+                    f"what answers at {self.display} does not look like mcpsubd "
+                    f"(HTTP {status}: {problem})",
+                    "check --api / MCPSUB_API: it must name mcpsubd's socket or TCP address",
+                )
         if status >= 400 and status not in (404, 408):
             code = (
                 body.get("errorCode", "DAEMON_ERROR") if isinstance(body, dict) else "DAEMON_ERROR"

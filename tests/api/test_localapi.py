@@ -143,13 +143,13 @@ def test_kept_connection_closed_while_idle_is_retried(peer: Callable[[Reply], Ra
     def once_then_close(conn: socket.socket, _req: bytes) -> None:
         nonlocal served
         served += 1
-        conn.sendall(_answer(200, b'{"n": %d}' % served))
+        conn.sendall(_answer(200, b'{"ready": true, "n": %d}' % served))
         # ...and the connection closes (the handler returns): an idle keep-alive timeout.
 
     raw = peer(once_then_close)
     with DaemonClient(Endpoint(raw.path)) as client:
-        assert client.status() == {"n": 1}
-        assert client.status() == {"n": 2}
+        assert client.status() == {"ready": True, "n": 1}
+        assert client.status() == {"ready": True, "n": 2}
     assert raw.connections == 2
 
 

@@ -325,7 +325,7 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
     assert "additionalContext" in hook(d, "codex", "", "--help").stdout
 
     # With nothing new, the hook loads no module an interpreter does not load anyway, but
-    # its own, the state-path rule and two C modules: its start-up budget is twice a bare
+    # its own, the state-path rule, the answers' shapes and two C modules: its start-up budget is twice a bare
     # interpreter.
     traced = subprocess.run(
         [sys.executable, "-X", "importtime", str(BIN / "mcpsubctl"), "hook", "claude-code"],
@@ -347,6 +347,7 @@ def test_hook_never_blocks_a_prompt(tmp_path: Path, daemon_factory) -> None:
         "__future__", "mcpsub", "cli", "cli.entry", "cli.agent_hook", "_json", "_socket",
         "service", "service._version", "service.statepaths",  # the one rule: os and sys only
         "service.localclient",  # the one client of the local API: _socket and statepaths
+        "service.apishapes",  # what an answer must look like: no imports
     }, loaded - baseline  # fmt: skip
 
 
