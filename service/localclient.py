@@ -589,9 +589,10 @@ def peer_uid(sock: _socket.socket) -> int | None:
     if sys.platform.startswith("linux"):
         # struct ucred {pid_t pid; uid_t uid; gid_t gid;}
         raw = sock.getsockopt(_socket.SOL_SOCKET, getattr(_socket, "SO_PEERCRED", 17), 12)
-    elif sys.platform == "darwin" or "bsd" in sys.platform:
+    elif sys.platform == "darwin" or sys.platform.startswith("freebsd"):
         # LOCAL_PEERCRED at level SOL_LOCAL (0), what getpeereid(3) reads: struct xucred
-        # {u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16];}
+        # {u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16]; …}
+        # (OpenBSD's SO_PEERCRED and NetBSD's LOCAL_PEEREID lay it out otherwise: not read)
         raw = sock.getsockopt(0, getattr(_socket, "LOCAL_PEERCRED", 1), 76)
     else:
         return None

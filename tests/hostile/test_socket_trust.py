@@ -72,6 +72,9 @@ def clients(env: dict[str, str], short: Path) -> None:
         assert f"hint: {short} is {SQUATTER}'s" in said, (args, said)
         if "--json" in args:
             assert json.loads(done.stdout)["errorCode"] == "SOCKET_NOT_TRUSTED"
+    service = run([ctl, "service", "status", "--user", "--socket", str(short / "api.sock")], env)
+    assert service.returncode == EXIT_SOCKET_NOT_TRUSTED, service
+    assert f"SOCKET_NOT_TRUSTED: not connecting to {short}/api.sock" in service.stdout, service
     hook = run(
         [ctl, "hook", "claude-code"],
         env,
