@@ -22,6 +22,7 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("cli.event_cmds", "register", ("events", "read")),
     ("cli.wait_cmd", "register", ("wait",)),
     ("cli.webhook_cmds", "add_webhook_commands", ("webhook", "deliveries")),
+    ("cli.trigger_cmds", "add_trigger_commands", ("trigger",)),
     ("cli.service_cmds", "add_service_commands", ("service",)),
     ("cli.face_cmds", "add_face_command", ("mcp",)),
     ("cli.agent_cmds", "add_agent_commands", ("tail", "hook")),

@@ -158,6 +158,27 @@ CODES: dict[str, Code] = {
         404,
         "list the deliveries with `mcpsubctl deliveries list` (GET /v1/deliveries)",
     ),
+    # ---- triggers (docs/triggers.md) ----------------------------------------------------
+    "TRIGGER_NOT_FOUND": Code(
+        EXIT_NOT_FOUND, 404, "list the triggers with `mcpsubctl trigger list` (GET /v1/triggers)"
+    ),
+    "RUN_NOT_FOUND": Code(
+        EXIT_NOT_FOUND, 404, "list the runs with `mcpsubctl trigger runs` (GET /v1/triggers/runs)"
+    ),
+    "RUN_IN_FLIGHT": Code(EXIT_USAGE, 409, "the run is running now; retry it once it has finished"),
+    "TRIGGER_LIMIT": Code(
+        EXIT_USAGE,
+        409,
+        "remove a trigger you no longer need (`mcpsubctl trigger remove ID`), "
+        "or raise trigger_max_triggers",
+    ),
+    "PROGRAM_NOT_FOUND": Code(
+        EXIT_USAGE,
+        400,
+        "name an executable by its absolute path, or one on the daemon's PATH "
+        "(`mcpsubctl trigger add` resolves a bare name on yours)",
+    ),
+    "TRIGGER_TEST_FAILED": Code(EXIT_TOOL_ERROR),
     # ---- subscriptions ------------------------------------------------------------------
     "SUBSCRIPTION_NOT_HONORED": Code(EXIT_NOT_HONORED),
     "SUBSCRIPTION_FAILED": Code(EXIT_NOT_HONORED),

@@ -24,6 +24,7 @@ from service.api.routes import (
     overview,
     subscriptions,
     system,
+    triggers,
     webhooks,
 )
 from service.api.state import ApiState
@@ -63,7 +64,10 @@ def create_api(
         read_timeout_s=read_timeout_s,
     )
     install_handlers(app)
-    routers = (subscriptions, history, content, events, system, overview, webhooks, agent, console)
+    routers = (
+        *(subscriptions, history, content, events, system, overview, webhooks, triggers),
+        *(agent, console),
+    )
     for module in routers:
         app.include_router(module.router)
     app.openapi = lambda: document(app)  # type: ignore[method-assign]

@@ -109,6 +109,8 @@ STATE_FILTER_SCHEMA: dict[str, Any] = {"type": "string", "pattern": "^[a-z_]{0,3
 _FILTER_PATHS = ("/v1/links", "/v1/subscriptions")
 DELIVERY_STATES: tuple[str, ...] = ()
 """Set by the webhooks routes (their module owns the list)."""
+QUERY_ENUMS: dict[tuple[str, str], tuple[str, ...]] = {}
+"""(path, query parameter) -> its allowed values, set by the routes module that owns them."""
 _BODY_SCHEMAS: dict[str, dict[str, Any]] = {
     "url": URL_SCHEMA,
     "uri": URI_SCHEMA,
@@ -162,6 +164,8 @@ def _patch_operation(path: str, method: str, op: dict[str, Any]) -> None:
             param["schema"] = copy.deepcopy(STATE_FILTER_SCHEMA)
         if path == "/v1/deliveries" and name == "state" and DELIVERY_STATES:
             param["schema"] = {"type": "string", "enum": list(DELIVERY_STATES)}
+        if (path, name) in QUERY_ENUMS:
+            param["schema"] = {"type": "string", "enum": list(QUERY_ENUMS[path, name])}
     body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
     if "schema" in body:
         _patch_body(body["schema"])

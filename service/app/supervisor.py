@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from service.store.eventhub import EventHub
 from service.store.records import Subscription
 from service.store.store import Store
+from service.triggers.runner import TriggerRunner
 from service.webhooks.dispatcher import Dispatcher
 
 
@@ -25,6 +26,8 @@ class SupervisorLike(Protocol):
     def ready(self) -> bool: ...
     @property
     def webhooks(self) -> Dispatcher: ...
+    @property
+    def triggers(self) -> TriggerRunner: ...
 
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]: ...
     async def subscribe_many(

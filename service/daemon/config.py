@@ -17,7 +17,9 @@ from typing import Any
 from service import statepaths
 from service.app.policy import parse_setting as parse_origins
 from service.app.policy import parse_unsubscribe_setting
+from service.backoff import Backoff
 from service.store.database import DatabaseUrlError, parse, redact
+from service.triggers.runner import TriggerSettings
 from service.webhooks.dispatcher import WebhookSettings
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -114,6 +116,30 @@ class Settings:
     webhook_disable_after_s: float = 5 * 86400.0
     webhook_breaker_failures: int = 5
     webhook_breaker_open_s: float = 30.0
+
+    trigger_attempts: int = 5
+    """Attempts per trigger run before it is dead-lettered (docs/triggers.md)."""
+    trigger_retry_base_s: float = 10.0
+    trigger_retry_cap_s: float = 900.0
+    trigger_timeout_s: float = 600.0
+    """A trigger's timeout per attempt unless it names its own (``--timeout``)."""
+    trigger_kill_grace_s: float = 5.0
+    trigger_max_triggers: int = 100
+    trigger_max_running: int = 8
+    trigger_tail_bytes: int = 8192
+    trigger_max_input_bytes: int = 256 * 1024
+
+    def trigger_settings(self) -> TriggerSettings:
+        return TriggerSettings(
+            attempts=max(1, self.trigger_attempts),
+            retry=Backoff(base_s=self.trigger_retry_base_s, cap_s=self.trigger_retry_cap_s),
+            timeout_s=self.trigger_timeout_s,
+            kill_grace_s=self.trigger_kill_grace_s,
+            max_triggers=self.trigger_max_triggers,
+            max_running=max(1, self.trigger_max_running),
+            tail_bytes=self.trigger_tail_bytes,
+            max_input_bytes=self.trigger_max_input_bytes,
+        )
 
     def webhook_settings(self) -> WebhookSettings:
         return WebhookSettings(

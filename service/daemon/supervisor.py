@@ -33,6 +33,7 @@ from service.store.database import describe
 from service.store.eventhub import EventHub
 from service.store.leases import OFFERED, Claimed, Requested, uri_set_digest
 from service.store.notify import PgListener
+from service.triggers.runner import TriggerRunner
 from service.webhooks.dispatcher import Dispatcher
 
 log = structlog.get_logger("mcpsubd.supervisor")
@@ -45,6 +46,7 @@ class Supervisor:
         settings: Settings,
         webhooks: Dispatcher,
         leases: Callable[[LinkOwner], LeaseKeeper],
+        triggers: TriggerRunner,
         token_provider: TokenProvider | None = None,
         tokens_available: Callable[[], bool] | None = None,
     ) -> None:
@@ -79,6 +81,8 @@ class Supervisor:
         self.admit_link: Callable[[], None] | None = None
         """Raises ``ResourceLimit`` when a link must not open connections now (descriptors)."""
         self.webhooks = webhooks
+        self.triggers = triggers
+        self.gauges.update(triggers.gauges())  # /metrics: mcpsub_trigger_runs_started_total, …
         self.leases = leases(self)
         """Made by the composition root (``service.daemon.wiring``), given this supervisor."""
         self.replica_id = self.leases.replica_id
@@ -115,6 +119,7 @@ class Supervisor:
         self._prune_task = asyncio.get_running_loop().create_task(self._prune_forever())
         self._tick_task = asyncio.get_running_loop().create_task(self._tick_forever())
         self.webhooks.start()
+        self.triggers.start()
         self.ready = True
         log.info("supervisor started", links=len(self.links))
 
@@ -148,6 +153,7 @@ class Supervisor:
         await asyncio.gather(*list(self._background), return_exceptions=True)
         await self.leases.leave()
         await self.webhooks.stop()
+        await self.triggers.stop()
 
     # ---- the lease keeper's side (service.daemon.leases.LinkOwner) -------------------------
     def held(self) -> set[int]:
@@ -242,6 +248,7 @@ class Supervisor:
     def _remote_event(self, event_id: int) -> None:
         self.events.seen(event_id)
         self.webhooks.remote_events()  # its outbox rows may be ours to deliver
+        self.triggers.remote_events()
 
     def _remote_link_change(self, server_id: int) -> None:
         if server_id in self.links:

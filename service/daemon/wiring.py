@@ -1,5 +1,5 @@
 """What the composition root (:class:`service.daemon.run.DaemonRun`) hands the supervisor: the
-webhook dispatcher and the lease keeper, both under this replica's id.
+webhook dispatcher, the lease keeper and the trigger runner, under this replica's id.
 
 The supervisor supervises links and builds nothing else (issue 28 §1, §3); the lease keeper
 needs the supervisor as its :class:`LinkOwner`, so it is handed over as a function of that
@@ -8,12 +8,14 @@ owner, called once by the supervisor's constructor.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import NamedTuple
 
 from service.daemon.config import Settings
 from service.daemon.leases import LeaseKeeper, LinkOwner, default_replica_id
 from service.store import Store
+from service.triggers.runner import TriggerRunner
 from service.webhooks.dispatcher import Dispatcher
 
 
@@ -22,6 +24,7 @@ class SideServices(NamedTuple):
 
     webhooks: Dispatcher
     leases: Callable[[LinkOwner], LeaseKeeper]
+    triggers: TriggerRunner
 
 
 def side_services(store: Store, settings: Settings) -> SideServices:
@@ -31,8 +34,11 @@ def side_services(store: Store, settings: Settings) -> SideServices:
     replica_id = settings.replica_id or default_replica_id(settings.state_dir)
     webhooks = Dispatcher(store, settings.webhook_settings())
     webhooks.replica_id = replica_id
+    # A trigger's program sees an allowlist of this environment (service.triggers).
+    triggers = TriggerRunner(store, settings.trigger_settings(), os.environ)
+    triggers.replica_id = replica_id
 
     def leases(owner: LinkOwner) -> LeaseKeeper:
         return LeaseKeeper(store, owner, settings.lease_ttl_s, replica_id)
 
-    return SideServices(webhooks, leases)
+    return SideServices(webhooks, leases, triggers)

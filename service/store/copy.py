@@ -30,6 +30,9 @@ TABLES: tuple[Table, ...] = (
     schema.webhook_targets,
     schema.deliveries,
     schema.delivery_attempts,
+    schema.triggers,
+    schema.trigger_runs,
+    schema.trigger_attempts,
 )
 """In foreign-key order."""
 RESET_ON_COPY = {"lease_owner": None, "lease_until": None, "lease_successor": None}

@@ -194,3 +194,75 @@ delivery_attempts = Table(
     sqlite_autoincrement=True,
 )
 Index("ix_delivery_attempts_delivery", delivery_attempts.c.delivery_id, delivery_attempts.c.id)
+
+# Triggers (migration 0013, docs/triggers.md): programs run on matching revisions, and their
+# outbox of runs, filled in the revision's transaction like ``deliveries``.
+triggers = Table(
+    "triggers",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", Text),
+    Column("program", Text, nullable=False),
+    Column("args", Text, nullable=False, server_default="[]"),
+    Column("uri_patterns", Text, nullable=False, server_default="[]"),
+    Column("mode", String(16), nullable=False, server_default="all"),
+    Column("concurrency", Integer, nullable=False, server_default="1"),
+    Column("timeout_s", Float, nullable=False),
+    # JSON list of "NAME" (passed through from the daemon's environment) or "NAME=VALUE".
+    Column("env", Text, nullable=False, server_default="[]"),
+    Column("cwd", Text),
+    Column("enabled", Integer, nullable=False, server_default="1"),
+    Column("created_by", String(16), nullable=False, server_default="person"),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+trigger_runs = Table(
+    "trigger_runs",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("trigger_id", Integer, ForeignKey("triggers.id", ondelete="CASCADE"), nullable=False),
+    Column("event_id", Integer),
+    Column("revision_id", Integer),
+    Column("subscription_id", Integer),
+    Column("uri", Text, nullable=False),
+    Column("state", String(16), nullable=False, server_default="pending"),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    # ``attempts`` when the current retry budget began (a replay starts a new one).
+    Column("budget_from", Integer, nullable=False, server_default="0"),
+    Column("next_attempt_at", Float, nullable=False),
+    Column("last_exit", Integer),
+    Column("last_signal", String(16)),
+    Column("last_error", Text),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("finished_at", Float),
+    Column("lease_owner", String(128)),
+    Column("lease_until", Float),
+    sqlite_autoincrement=True,
+)
+Index("ix_trigger_runs_due", trigger_runs.c.state, trigger_runs.c.next_attempt_at)
+Index("ix_trigger_runs_order", trigger_runs.c.trigger_id, trigger_runs.c.uri, trigger_runs.c.id)
+
+trigger_attempts = Table(
+    "trigger_attempts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("trigger_runs.id", ondelete="CASCADE"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float),
+    Column("duration_ms", Float),
+    Column("exit_code", Integer),
+    Column("signal", String(16)),
+    Column("timed_out", Integer, nullable=False, server_default="0"),
+    Column("error", Text),
+    # The last bytes of each stream, decoded with replacement characters and redacted.
+    Column("stdout_tail", Text),
+    Column("stderr_tail", Text),
+    Column("stdout_bytes", Integer, nullable=False, server_default="0"),
+    Column("stderr_bytes", Integer, nullable=False, server_default="0"),
+    sqlite_autoincrement=True,
+)
+Index("ix_trigger_attempts_run", trigger_attempts.c.run_id, trigger_attempts.c.id)

@@ -12,6 +12,7 @@ from service.store.eventhub import EventHub
 from service.store.migrate import upgrade
 from service.store.records import Revision, Subscription
 from service.store.store import Store, sqlite_url
+from service.triggers.runner import TriggerRunner, TriggerSettings
 from service.webhooks.dispatcher import Dispatcher, WebhookSettings
 from tests.support.store import bump_generation
 
@@ -25,6 +26,7 @@ class FakeSupervisor:
         self.subscribe_calls = 0
         self._links: dict[int, dict[str, Any]] = {}
         self.webhooks = Dispatcher(store, WebhookSettings(schedule=(0.0, 0.2, 0.4), jitter=0.0))
+        self.triggers = TriggerRunner(store, TriggerSettings(), {"PATH": "/usr/bin:/bin"})
 
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
         return (await self.subscribe_many(url, [uri]))[0]

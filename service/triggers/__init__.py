@@ -1,0 +1,1 @@
+"""Triggers: the daemon's third fan-out, a program run on every matching revision."""
