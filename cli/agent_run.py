@@ -118,11 +118,23 @@ def build_prompt(instructions: str, change: Change, diff: str | None) -> str:
 
 
 def agent_argv(
-    agent: str, prompt: str, session: str | None, extra: Sequence[str], binary: str | None = None
+    agent: str,
+    prompt: str,
+    session: str | None,
+    extra: Sequence[str],
+    binary: str | None = None,
+    *,
+    queue: bool = False,
 ) -> list[str]:
     """The headless command line of ``agent`` for ``prompt``, continuing ``session`` when
-    given; ``extra`` (the person's flags: approvals, model, tools) go before the prompt."""
+    given; ``extra`` (the person's flags: approvals, model, tools) go before the prompt.
+    ``queue`` (Codex): queue the prompt to the session and resume it (``codex queue``), which
+    starts a turn in a TUI that has the session open, idle or not."""
     program = binary or BINARIES[agent]
+    if queue:
+        if agent != "codex" or not session:
+            raise ValueError("--queue is Codex's, and needs --session")
+        return [program, "queue", *extra, "--thread", session, "--message", prompt, "--resume"]
     if agent == "claude-code":
         return [program, *extra, *(["--resume", session] if session else []), "-p", prompt]
     if agent == "codex":
@@ -222,7 +234,10 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     prompt = build_prompt(instructions, change, daemon_diff(args.api, change))
     if args.agent == "opencode":
         return post_opencode(args, prompt, extra)
-    argv = agent_argv(args.agent, prompt, args.session, extra, args.agent_bin)
+    try:
+        argv = agent_argv(args.agent, prompt, args.session, extra, args.agent_bin, queue=args.queue)
+    except ValueError as exc:
+        return _fail(args, "USAGE_ERROR", str(exc), "codex: --queue --session THREAD_ID")
     sys.stdout.flush()
     try:
         os.execvp(argv[0], argv)
@@ -309,6 +324,12 @@ def add_agent_run_command(
         default=None,
         help="continue this session (its id; codex and gemini also take their own words, "
         "e.g. gemini's latest); opencode: the session to post to",
+    )
+    p.add_argument(
+        "--queue",
+        action="store_true",
+        help="codex: queue the prompt into --session and resume it (codex queue): wakes a "
+        "Codex TUI that has that session open",
     )
     p.add_argument(
         "--agent-bin", default=None, help="the agent CLI's path (default: its name on PATH)"

@@ -27,6 +27,7 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("cli.face_cmds", "add_face_command", ("mcp",)),
     ("cli.agent_cmds", "add_agent_commands", ("tail", "hook")),
     ("cli.agent_run", "add_agent_run_command", ("agent-run",)),
+    ("cli.plugin_cmds", "add_plugin_commands", ("plugin",)),
     ("cli.ui_cmds", "add_ui_command", ("ui",)),
     ("cli.skills_cmds", "add_skills_commands", ("skills",)),
 )

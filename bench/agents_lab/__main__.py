@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--flag", default="development", choices=["development", "channels"])
     one.add_argument("--session", action="store_true", help="agentrun: continue a session")
     one.add_argument("--via", default="trigger", choices=["trigger", "pipe"])
+    one.add_argument("--way", default="monitor", choices=["monitor", "rewake"])
     rep = sub.add_parser("report", help="run every scenario; write results/")
     rep.add_argument("--changes", type=int, default=20)
     rep.add_argument(
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             kwargs.update(mode=args.mode)
         elif args.name == "channel":
             kwargs.update(flag=args.flag)
+        elif args.name == "wake":
+            kwargs.update(way=args.way)
         elif args.name == "agentrun":
             kwargs.update(session=args.session, via=args.via)
         facts = run(**kwargs)

@@ -11,8 +11,11 @@ Each returns a plain dict of facts, as the scenarios of :mod:`bench.agents_lab.s
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
 import subprocess
 import time
 import uuid
@@ -154,3 +157,397 @@ def agentrun(cli: str, session: bool = False, via: str = "pipe") -> dict[str, An
 
 
 SCENARIOS = {"agentrun": agentrun}
+
+
+# ---- waking a session that is open but idle ------------------------------------------------
+def tail_running(world: World, needle: str) -> bool:
+    """A process of this world (its HOME) whose command line holds ``needle`` is running."""
+    home = f"HOME={world.home}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+            if needle.encode() in cmdline and home in (proc / "environ").read_bytes().split(b"\0"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def world_processes(world: World) -> list[int]:
+    """Processes of this world (its HOME) still running, other than this one."""
+    home = f"HOME={world.home}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if home in (proc / "environ").read_bytes().split(b"\0"):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def stop_world_processes(world: World) -> list[int]:
+    """End what a CLI left running in the background (``codex queue --resume`` starts Codex's
+    app-server daemon, which outlives it by design): TERM, then KILL after 5 s."""
+    left = world_processes(world)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while world_processes(world) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in world_processes(world):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def wake_claude(way: str = "monitor") -> dict[str, Any]:
+    """Claude Code, interactive in a private tmux server, with the plugin ``mcpsubctl plugin
+    install claude-code`` writes, loaded with ``--plugin-dir``. ``monitor``: no prompt is ever
+    typed; once the monitor's ``mcpsubctl tail`` runs, the lab changes the resource. ``rewake``:
+    one prompt is typed; after its turn the Stop hook's ``mcpsubctl wait`` runs, then the
+    change. Checked: a model request nobody typed arrives and holds the change."""
+    world = World()
+    world.model.script = Script([{"say": "Noted."}])
+    state: dict[str, Any] = {}
+    mark = marker(0)
+    with world:
+        world.subscribe()
+        plugin = world.root / "plugin"
+        args = ["plugin", "install", "claude-code", "--dir", str(plugin), "--uri", URI]
+        installed = world.ctl(*args, *(["--rewake"] if way == "rewake" else []))
+        agent = make_agent(world, "claude-code", Transport())
+        files = agent.configure()
+        agent.allowed = ["--plugin-dir", str(plugin / "mcpsub")]
+        needle = "tail --summary" if way == "monitor" else "wait --uri"
+        expect = mark if way == "monitor" else f"{URI} changed"  # rewake: no server text
+        sock = str(world.root / "tmux.sock")
+
+        def step() -> bool:
+            now = time.time()
+            if way == "rewake" and "typed" not in state and now - state.setdefault("t0", now) > 8:
+                subprocess.run(["tmux", "-S", sock, "send-keys", "-t", "lab", "Say hello.", "Enter"],
+                               capture_output=True, check=False)  # fmt: skip
+                state["typed"] = now
+            if "changed" not in state:
+                if tail_running(world, needle):
+                    time.sleep(1.0)  # the stream is open by then (it prints nothing until a change)
+                    state["changed"] = world.put(f"board: v1 {mark}\nstate: changed")
+                return False
+            hit = world.model.wait_for(
+                lambda e: e.main and e.t > state["changed"] and expect in e.raw, 0.1
+            )
+            if hit is not None:
+                state["hit"] = hit
+            return hit is not None
+
+        ok, screen = agent.run_interactive(step, timeout=90)
+        hit = state.get("hit")
+        return {
+            "scenario": "wake",
+            "cli": "claude-code",
+            "way": way,
+            "label": agent.label,
+            "install": (installed.stdout + installed.stderr)[-800:],
+            "plugin": {
+                str(p.relative_to(plugin)): p.read_text() for p in plugin.rglob("*") if p.is_file()
+            },
+            "config": files,
+            "armed": "changed" in state,
+            "woken": ok,
+            "typedPrompt": "typed" in state,
+            "requestsBeforeChange": len(
+                [e for e in world.model.main_requests() if e.t < state.get("changed", 0)]
+            ),
+            "latency": round(hit.t - state["changed"], 3) if hit else None,
+            "modelSaw": said(hit.body, expect, 700) if hit else "",
+            "screen": screen[-1500:],
+        }
+
+
+def screen_of(world: World) -> str:
+    sock = str(world.root / "tmux.sock")
+    done = subprocess.run(["tmux", "-S", sock, "capture-pane", "-p", "-t", "lab"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    return done.stdout
+
+
+def type_in(world: World, text: str) -> None:
+    sock = str(world.root / "tmux.sock")
+    subprocess.run(["tmux", "-S", sock, "send-keys", "-t", "lab", "-l", text],
+                   capture_output=True, check=False)  # fmt: skip
+    time.sleep(0.3)
+    subprocess.run(["tmux", "-S", sock, "send-keys", "-t", "lab", "Enter"],
+                   capture_output=True, check=False)  # fmt: skip
+
+
+GEMINI_WAKE_SETTINGS = {
+    "experimental": {"modelSteering": True},
+    "tools": {"shell": {"backgroundCompletionBehavior": "inject"}},
+}
+
+
+def wake_gemini() -> dict[str, Any]:
+    """Gemini CLI, interactive in a private tmux server, with the two settings docs/agents.md
+    names. One prompt is typed; the model starts ``mcpsubctl wait`` as a background shell
+    command and ends its turn; then the lab changes the resource. Checked: the background
+    command's completion starts a model request nobody typed, holding the new text."""
+    mark = marker(0)
+    wait = (
+        f"mcpsubctl wait --uri {URI} --timeout-ms 600000 >/dev/null && echo 'mcpsub: {URI} changed'"
+    )
+    world = World()
+    world.model.script = Script(
+        [
+            {
+                "tool": "run_shell_command",
+                "exact": "run_shell_command",
+                "args": {
+                    "command": wait,
+                    "description": "wait for the board",
+                    "is_background": True,
+                },
+            },
+            {"say": "Waiting in the background for the board to change."},
+        ]
+    )
+    state: dict[str, Any] = {}
+    with world:
+        world.subscribe()
+        agent = make_agent(world, "gemini", Transport())
+        agent.configure()
+        path = world.home / ".gemini" / "settings.json"
+        settings = json.loads(path.read_text())
+        settings.update(GEMINI_WAKE_SETTINGS)
+        path.write_text(json.dumps(settings, indent=2))
+        argv = [str(NODE_BIN / "gemini"), "--approval-mode", "yolo", "--skip-trust", "-m", MODEL]
+        agent.argv = lambda prompt, **_: argv  # type: ignore[method-assign]
+        world.env.pop("CI", None)  # Gemini CLI runs headless under CI=true, whatever the tty
+
+        def step() -> bool:
+            now = time.time()
+            t0 = state.setdefault("t0", now)
+            if "typed" not in state:
+                if "Type your message" in screen_of(world) or now - t0 > 30:
+                    type_in(world, "Wait in the background for the review board to change.")
+                    state["typed"] = time.time()
+                return False
+            if not world.model.main_requests() and now - state.setdefault("enter", now) > 3:
+                state["enter"] = now  # a quick Enter after typing can read as part of a paste
+                type_in(world, "")
+            if "changed" not in state:
+                if tail_running(world, "wait --uri") and world.model.wait_for(
+                    lambda e: e.main and e.step == 1, 0.05
+                ):
+                    time.sleep(1.0)
+                    state["settled"] = len(world.model.main_requests())
+                    state["changed"] = world.put(f"board: v1 {mark}\nstate: changed")
+                return False
+            hit = world.model.wait_for(
+                lambda e: e.main and e.t > state["changed"] and f"{URI} changed" in e.raw, 0.1
+            )
+            if hit is not None:
+                state["hit"] = hit
+            return hit is not None
+
+        ok, screen = agent.run_interactive(step, timeout=120)
+        hit = state.get("hit")
+        return {
+            "scenario": "wake",
+            "cli": "gemini",
+            "way": "background-inject",
+            "label": agent.label,
+            "settings": GEMINI_WAKE_SETTINGS,
+            "command": wait,
+            "armed": "changed" in state,
+            "woken": ok,
+            "latency": round(hit.t - state["changed"], 3) if hit else None,
+            "modelSaw": said(hit.body, f"{URI} changed", 900) if hit else "",
+            "serverTextSeen": bool(hit and mark in hit.raw),
+            "screen": screen[-1500:],
+        }
+
+
+def wake(cli: str = "claude-code", way: str = "monitor") -> dict[str, Any]:
+    if cli == "claude-code":
+        return wake_claude(way)
+    if cli == "gemini":
+        return wake_gemini()
+    if cli == "codex":
+        return wake_codex()
+    if cli == "opencode":
+        return wake_opencode()
+    raise ValueError(f"no wake scenario for {cli}")
+
+
+SCENARIOS["wake"] = wake
+
+
+def pipe_agent_run(world: World, agent: Agent, args: list[str], text: str) -> dict[str, Any]:
+    """``mcpsubctl agent-run ARGS`` with the change on stdin, as a trigger runs it."""
+    netns.require_private()
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(BIN / "mcpsubctl"), *args],
+        input=change_json(world, text).decode(),
+        cwd=world.work,
+        env={**world.env, **agent.extra_env()},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return {
+        "argv": ["mcpsubctl", *args],
+        "exit": done.returncode,
+        "seconds": round(time.monotonic() - started, 2),
+        "stdoutTail": done.stdout[-800:],
+        "stderrTail": done.stderr[-1500:],
+    }
+
+
+def wake_codex() -> dict[str, Any]:
+    """The Codex TUI, interactive in a private tmux server: one prompt is typed and answered,
+    so the session is open and idle; then a change, and ``mcpsubctl agent-run --agent codex
+    --session THREAD --queue`` (``codex queue --thread … --resume``). Checked: the TUI's
+    session makes a model request nobody typed, holding the new text."""
+    world = World()
+    world.model.script = Script([{"say": "Noted."}])
+    mark = marker(0)
+    state: dict[str, Any] = {}
+    with world:
+        world.subscribe()
+        agent = make_agent(world, "codex", Transport())
+        agent.configure()
+        prompt_file = world.root / "review.md"
+        prompt_file.write_text(PROMPT)
+        argv = [str(NODE_BIN / "codex")]
+        agent.argv = lambda prompt, **_: argv  # type: ignore[method-assign]
+        world.env.pop("CI", None)
+
+        def step() -> bool:
+            now = time.time()
+            if "typed" not in state:
+                if now - state.setdefault("t0", now) > 8:
+                    type_in(world, "Say hello.")
+                    state["typed"] = now
+                return False
+            if not world.model.main_requests():
+                if now - state.setdefault("enter", now) > 3:
+                    state["enter"] = now
+                    type_in(world, "")
+                return False
+            if "ran" not in state:
+                time.sleep(1.0)  # the turn has ended: the session is idle
+                found = sorted((world.home / ".codex" / "sessions").rglob("rollout-*.jsonl"))
+                match = CODEX_ROLLOUT.search(found[-1].name) if found else None
+                thread = match.group(1) if match else ""
+                text = f"board: v1\nstate: {mark}"
+                state["changed"] = world.put(text)
+                world.wait_content(mark)
+                args = ["agent-run", "--agent", "codex", "--prompt-file", str(prompt_file),
+                        "--session", thread, "--queue"]  # fmt: skip
+                state["ran"] = pipe_agent_run(world, agent, args, text)
+                return False
+            hit = world.model.wait_for(lambda e: e.main and mark in e.raw, 0.1)
+            if hit is not None:
+                state["hit"] = hit
+            return hit is not None or now - state["changed"] > 40
+
+        _ok, screen = agent.run_interactive(step, timeout=120)
+        left = stop_world_processes(world)
+        hit = state.get("hit")
+        return {
+            "scenario": "wake",
+            "cli": "codex",
+            "leftRunning": len(left),
+            "way": "codex queue --resume",
+            "label": agent.label,
+            "run": state.get("ran"),
+            "armed": "typed" in state,
+            "woken": hit is not None,
+            "fenced": bool(hit and FENCE in hit.raw),
+            "latency": round(hit.t - state["changed"], 3) if hit else None,
+            "modelSaw": said(hit.body, mark, 700) if hit else "",
+            "screen": screen[-1500:],
+        }
+
+
+def wake_opencode() -> dict[str, Any]:
+    """``opencode serve`` with one session that has answered once and is idle; a change, then
+    ``mcpsubctl agent-run --agent opencode --session ID`` (``POST /session/ID/prompt_async``).
+    Checked: the server's session makes a model request holding the new text."""
+    import httpx
+
+    from bench.agents_lab.world import free_port
+
+    world = World()
+    world.model.script = Script([{"say": "Noted."}])
+    mark = marker(0)
+    with world:
+        world.subscribe()
+        agent = make_agent(world, "opencode", Transport())
+        agent.configure()
+        prompt_file = world.root / "review.md"
+        prompt_file.write_text(PROMPT)
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        netns.require_private()
+        server = subprocess.Popen(
+            [str(NODE_BIN / "opencode"), "serve", "--port", str(port), "--hostname", "127.0.0.1"],
+            cwd=world.work,
+            env=world.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        facts: dict[str, Any] = {"scenario": "wake", "cli": "opencode", "label": agent.label}
+        try:
+            with httpx.Client(base_url=base, timeout=30, trust_env=False) as http:
+                deadline = time.monotonic() + 60
+                while True:
+                    try:
+                        session = http.post("/session", json={}).json()
+                        break
+                    except httpx.HTTPError:
+                        if time.monotonic() > deadline or server.poll() is not None:
+                            raise
+                        time.sleep(0.2)
+                sid = session["id"]
+                first = http.post(
+                    f"/session/{sid}/message",
+                    json={"parts": [{"type": "text", "text": "Say hello."}]},
+                    timeout=90,
+                )
+                facts["firstTurn"] = first.status_code
+            before = len(world.model.main_requests())
+            text = f"board: v1\nstate: {mark}"
+            changed = world.put(text)
+            world.wait_content(mark)
+            args = ["agent-run", "--agent", "opencode", "--prompt-file", str(prompt_file),
+                    "--session", sid, "--opencode-url", base]  # fmt: skip
+            facts["run"] = pipe_agent_run(world, agent, args, text)
+            hit = world.model.wait_for(lambda e: e.main and mark in e.raw, 60)
+            facts.update(
+                way="POST /session/{id}/prompt_async",
+                session=sid,
+                requestsBefore=before,
+                woken=hit is not None,
+                fenced=bool(hit and FENCE in hit.raw),
+                latency=round(hit.t - changed, 3) if hit else None,
+                modelSaw=said(hit.body, mark, 700) if hit else "",
+            )
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                _, err = server.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                _, err = server.communicate()
+            facts["serverStderrTail"] = (err or "")[-800:]
+        return facts

@@ -20,7 +20,7 @@ from bench.agents_lab import netns
 from tests.support import skips
 
 LAB = Path(__file__).resolve().parents[2] / "bench" / "agents_lab"
-BINARIES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
+BINARIES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "opencode": "opencode"}
 SCENARIO_TIMEOUT_S = 240
 
 

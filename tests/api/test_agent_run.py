@@ -125,3 +125,13 @@ def test_bad_input_is_a_one_line_error_and_no_agent_runs(live: LiveApi, tmp_path
     assert done.stderr.startswith(b"mcpsubctl agent-run: no change on stdin")
     assert b"error-code INVALID_JSON" in done.stdout
     assert not (tmp_path / "agent.argv").exists()
+
+
+def test_codex_queue_goes_into_the_named_session_and_only_there() -> None:
+    assert agent_argv("codex", "P", "T", [], queue=True) == [
+        "codex", "queue", "--thread", "T", "--message", "P", "--resume",
+    ]  # fmt: skip
+    with pytest.raises(ValueError):
+        agent_argv("codex", "P", None, [], queue=True)
+    with pytest.raises(ValueError):
+        agent_argv("claude-code", "P", "S", [], queue=True)
