@@ -37,6 +37,12 @@ EXPECTED = {
     "labserver.md": ['"supportedVersions":["2026-07-28"]', '"contents":[{"uri":"test://review'],
     "operations.md": ["(dry run: nothing written)", "[Service]", "mcpsub_ready 1"],
     "agents-face.md": ['"protocolVersion":"2025-11-25"', '"structuredContent":{"subscriptions":'],
+    "verification-guide.md": [
+        "route subscription",
+        "Verdict: **passed**",
+        "mcp-resource-subscribe-probe-client passed",
+    ],
+    "protocol-migration.md": ['"code":-32022', "Verdict: **failed** · protocol: 2025 only"],
 }
 
 
@@ -68,7 +74,13 @@ def test_the_convention_is_applied() -> None:
         reasons = [r for _, r in shell_blocks(text) if r is not None]
         assert markers == len(reasons), f"{path.name}: a not-run marker is not before a shell fence"
         assert all(len(r) > 5 for r in reasons), path.name
-    assert {"api.md", "labserver.md", "operations.md"} <= set(DOCS_WITH_COMMANDS)
+    assert {
+        "api.md",
+        "labserver.md",
+        "operations.md",
+        "verification-guide.md",
+        "protocol-migration.md",
+    } <= set(DOCS_WITH_COMMANDS)
 
 
 def test_shell_blocks_parse() -> None:
