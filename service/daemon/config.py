@@ -98,6 +98,10 @@ class Settings:
     fd_reserve: int = 64
     """Descriptors kept free for the database and the process, beyond the API's share: a
     server link that would use them waits with ``RESOURCE_LIMIT``."""
+    console_session_idle_s: float = 8 * 3600.0
+    """A console session no request used for this long ends (and what is open with it)."""
+    console_session_max_age_s: float = 7 * 86400.0
+    """A console session ends this long after login, however busy."""
     agent_progress_s: float = 5.0
     """How often a pending ``wait_for_change`` sends ``notifications/progress`` when the
     agent gave a progress token (at most 10 s: clients reset their timeouts on progress)."""
@@ -251,6 +255,8 @@ def _validate(settings: Settings) -> Settings:
         raise ConfigError(
             f"invalid value for log_level: {settings.log_level!r} (use {', '.join(LOG_LEVELS)})"
         )
+    if min(settings.console_session_idle_s, settings.console_session_max_age_s) <= 0:
+        raise ConfigError("console_session_idle_s and console_session_max_age_s must be > 0")
     if settings.log_format not in ("auto", "json", "console"):
         raise ConfigError(f"invalid value for log_format: {settings.log_format!r}")
     return settings

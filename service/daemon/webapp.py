@@ -28,7 +28,7 @@ from service.app.supervisor import SupervisorLike
 from service.console import routes as console_routes
 from service.daemon.config import Settings
 from service.http.guard import DEFAULT_ALLOWED_HOSTS, LocalGuard
-from service.http.sessions import BrowserSessions
+from service.http.sessions import SESSION_IDLE_S, SESSION_MAX_AGE_S, BrowserSessions
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,13 @@ class AppSettings:
     agent_allowed_origins: tuple[str, ...] | None = None
     agent_progress_s: float = 5.0
     agent_unsubscribe: str = "own"
+    session_idle_s: float = SESSION_IDLE_S
+    """A console session's lifetimes (``console_session_idle_s``, ``…_max_age_s``)."""
+    session_max_age_s: float = SESSION_MAX_AGE_S
+
+    def sessions(self, token: str) -> BrowserSessions:
+        """A listener's console sessions, for its ``token``."""
+        return BrowserSessions(token, idle_s=self.session_idle_s, max_age_s=self.session_max_age_s)
 
     @classmethod
     def of(cls, settings: Settings) -> AppSettings:
@@ -52,6 +59,8 @@ class AppSettings:
             agent_allowed_origins=parse_setting(settings.agent_allowed_origins),
             agent_progress_s=settings.agent_progress_s,
             agent_unsubscribe=parse_unsubscribe_setting(settings.agent_unsubscribe),
+            session_idle_s=settings.console_session_idle_s,
+            session_max_age_s=settings.console_session_max_age_s,
         )
 
 
@@ -75,7 +84,7 @@ def guarded(app: ASGIApp, settings: AppSettings, token: str | None) -> LocalGuar
     """What one listener serves: ``app`` behind the guard. ``token`` is required on every
     request but ``/healthz`` when set (loopback TCP; the console's sessions are its own);
     None for the unix socket, whose file mode is the access control."""
-    sessions = BrowserSessions(token) if token is not None else None
+    sessions = settings.sessions(token) if token is not None else None
     return LocalGuard(app, token=token, allowed_hosts=settings.allowed_hosts, sessions=sessions)
 
 
@@ -85,7 +94,7 @@ def create_app(supervisor: SupervisorLike, *, token: str | None, **settings: Any
     made = AppSettings(**settings)
     app = build_app(supervisor, made)
     # The console's sessions (login links included) for a token; None on the unix socket.
-    app.state.sessions = BrowserSessions(token) if token is not None else None
+    app.state.sessions = made.sessions(token) if token is not None else None
     app.add_middleware(
         LocalGuard, token=token, allowed_hosts=made.allowed_hosts, sessions=app.state.sessions
     )

@@ -17,17 +17,27 @@ Order of checks (the first failure answers, the app is never reached):
    ``X-CSRF-Token`` → else 403 ``CSRF_TOKEN_REQUIRED``. Without either, the console's login
    page and assets are served, and a console page redirects to the login page.
 
+A request made with the cookie lasts no longer than its session (:meth:`LocalGuard._in_session`):
+when the session ends (logout, ``mcpsubctl ui --revoke-all``, expiry) while the request is
+still open (an event stream, a long poll, the face's open answer), the guard ends it, whatever
+route it is: a response under way is closed where it stands, one not begun is a 401
+``SESSION_ENDED``. Expiry is looked at by one timer per open request, set for the moment the
+session would expire.
+
 Pure ASGI rather than ``BaseHTTPMiddleware`` so SSE responses stream untouched.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
+import time
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.app.errors import error_body
 from service.http.sessions import CSRF_HEADER, BrowserSessions, cookie_value
@@ -141,7 +151,7 @@ class LocalGuard:
                 )
                 return
             state["csrf"] = self.sessions.csrf_for(session)
-            await self.app(scope, receive, send)
+            await self._in_session(session, scope, receive, send)
             return
         if path.startswith(CONSOLE_PUBLIC):
             await self.app(scope, receive, send)
@@ -157,6 +167,87 @@ class LocalGuard:
             hint="send Authorization: Bearer <the token in the state dir's api.token>",
             extra_headers=[(b"www-authenticate", b'Bearer realm="mcpsubd"')],
         )
+
+    async def _in_session(self, handle: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app, for as long as session ``handle`` lives: when it ends, the request's task
+        is cancelled and its answer closed (:class:`_Answer`). The request that ends its own
+        session (logout) is not cut: it answers as usual."""
+        sessions = self.sessions
+        assert sessions is not None
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        cut = False
+        timer: asyncio.TimerHandle | None = None
+
+        def ended() -> None:
+            nonlocal cut
+            if not cut and asyncio.current_task() is not task:
+                cut = True
+                task.cancel()
+
+        def look_again() -> None:
+            nonlocal timer
+            timer = None
+            if sessions.alive(handle):  # used meanwhile: it expires later now
+                arm()
+
+        def arm() -> None:
+            nonlocal timer
+            when = sessions.expires_at(handle)
+            if when is not None:
+                timer = loop.call_later(max(0.0, when - time.time()) + 0.01, look_again)
+
+        unwatch = sessions.watch(handle, ended)
+        arm()
+        answer = _Answer(send)
+        try:
+            await self.app(scope, receive, answer.send)
+        except asyncio.CancelledError:
+            if not cut or task.uncancel() > 0:
+                raise  # not ours (shutdown), or another cancel came on top of ours
+        else:
+            if cut:  # the app swallowed our cancel
+                task.uncancel()
+        finally:
+            unwatch()
+            if timer is not None:
+                timer.cancel()
+        if cut:
+            await answer.close(send)
+
+
+class _Answer:
+    """How far a response went, so a request cut short can be ended properly."""
+
+    __slots__ = ("_send", "finished", "started")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        self.finished = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.finished = True
+        await self._send(message)
+
+    async def close(self, send: Send) -> None:
+        """A 401 when nothing was answered yet; else the body's end (a chunked stream ends
+        cleanly, the connection can be reused). The client may be gone: nothing to tell."""
+        with contextlib.suppress(Exception):
+            if not self.started:
+                await _reject(
+                    send,
+                    401,
+                    "SESSION_ENDED",
+                    "the console session this request was made with has ended",
+                    hint="log in to the console again (mcpsubctl ui)",
+                )
+            elif not self.finished:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _redirect(send: Send, location: str) -> None:

@@ -10,17 +10,24 @@ table lives in memory only: a daemon restart ends every session (a person logs i
 nothing a restart could lose can revive a cookie that was logged out). At most
 :data:`MAX_SESSIONS` are kept; past it the least recently used is ended.
 
+Ending a session also ends what is still open with it: a request made with the cookie is
+watched (:meth:`BrowserSessions.watch`, by the guard) and told when its session ends, however
+it ends (logout, revoke-all, eviction, expiry found by :meth:`BrowserSessions.alive`), so an
+event stream or a long poll opened before a logout does not outlive it.
+
 The one-time login links ``mcpsubctl ui`` prints are a few random tickets, each good once and
 for :data:`TICKET_TTL_S`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 COOKIE = "mcpsub_session"
@@ -64,10 +71,20 @@ class BrowserSessions:
     """Mints, checks and ends the cookie's sessions, their CSRF tokens and one-time login
     tickets, for one API token."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(
+        self,
+        token: str,
+        *,
+        idle_s: float = SESSION_IDLE_S,
+        max_age_s: float = SESSION_MAX_AGE_S,
+    ) -> None:
         self._token = token
+        self.idle_s = idle_s
+        self.max_age_s = max_age_s
         self._tickets: OrderedDict[str, float] = OrderedDict()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._watchers: dict[str, list[Callable[[], None]]] = {}
+        """Per session, what to call when it ends: one entry per open request made with it."""
 
     def token_matches(self, candidate: str) -> bool:
         return hmac.compare_digest(candidate.strip().encode(), self._token.encode())
@@ -78,7 +95,7 @@ class BrowserSessions:
         now = time.time() if now is None else now
         self._expire_sessions(now)
         while len(self._sessions) >= MAX_SESSIONS:
-            self._sessions.popitem(last=False)
+            self._forget(next(iter(self._sessions)))
         cookie = _PREFIX + secrets.token_urlsafe(32)
         self._sessions[_digest(cookie)] = _Session(now, now, secrets.token_hex(32))
         return cookie
@@ -93,8 +110,8 @@ class BrowserSessions:
         if session is None:
             return None
         now = time.time() if now is None else now
-        if now - session.last_used > SESSION_IDLE_S or now - session.created > SESSION_MAX_AGE_S:
-            del self._sessions[handle]
+        if self._expired(session, now):
+            self._forget(handle)
             return None
         session.last_used = now
         self._sessions.move_to_end(handle)
@@ -104,13 +121,60 @@ class BrowserSessions:
         """Logout: forget the session of cookie ``value``; True when there was one."""
         if not value:
             return False
-        return self._sessions.pop(_digest(value), None) is not None
+        return self._forget(_digest(value))
 
     def revoke_all(self) -> int:
         """End every session (``mcpsubctl ui --revoke-all``); how many there were."""
         count = len(self._sessions)
-        self._sessions.clear()
+        for handle in list(self._sessions):
+            self._forget(handle)
         return count
+
+    def watch(self, handle: str, ended: Callable[[], None]) -> Callable[[], None]:
+        """Call ``ended`` once when session ``handle`` ends (now, if it already has); returns
+        the call that stops watching (a request done before its session ended)."""
+        if handle not in self._sessions:
+            ended()
+            return _nothing
+        watchers = self._watchers.setdefault(handle, [])
+        watchers.append(ended)
+
+        def unwatch() -> None:
+            with contextlib.suppress(ValueError):
+                watchers.remove(ended)
+            if not watchers and self._watchers.get(handle) is watchers:
+                del self._watchers[handle]
+
+        return unwatch
+
+    def expires_at(self, handle: str) -> float | None:
+        """When session ``handle`` ends unless it is used before (wall-clock seconds), or
+        None when it has ended: the moment a watcher's timer looks again."""
+        session = self._sessions.get(handle)
+        if session is None:
+            return None
+        return min(session.last_used + self.idle_s, session.created + self.max_age_s)
+
+    def alive(self, handle: str, now: float | None = None) -> bool:
+        """Whether session ``handle`` is live, without marking it used; one found expired is
+        ended here (its watchers told)."""
+        session = self._sessions.get(handle)
+        if session is None:
+            return False
+        if self._expired(session, time.time() if now is None else now):
+            self._forget(handle)
+            return False
+        return True
+
+    def _expired(self, session: _Session, now: float) -> bool:
+        return now - session.last_used > self.idle_s or now - session.created > self.max_age_s
+
+    def _forget(self, handle: str) -> bool:
+        """End session ``handle``: gone from the table, and every request open with it told."""
+        known = self._sessions.pop(handle, None) is not None
+        for ended in self._watchers.pop(handle, ()):
+            ended()
+        return known
 
     @property
     def live(self) -> int:
@@ -118,11 +182,8 @@ class BrowserSessions:
 
     def _expire_sessions(self, now: float) -> None:
         for handle, session in list(self._sessions.items()):
-            if (
-                now - session.last_used > SESSION_IDLE_S
-                or now - session.created > SESSION_MAX_AGE_S
-            ):
-                del self._sessions[handle]
+            if self._expired(session, now):
+                self._forget(handle)
 
     def csrf_for(self, handle: str) -> str:
         session = self._sessions.get(handle)
@@ -160,3 +221,7 @@ class BrowserSessions:
         for ticket, until in list(self._tickets.items()):
             if until <= now:
                 del self._tickets[ticket]
+
+
+def _nothing() -> None:
+    """What :meth:`BrowserSessions.watch` returns for a session that had already ended."""

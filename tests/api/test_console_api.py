@@ -173,6 +173,39 @@ def test_live_sessions_are_bounded_and_the_least_recently_used_ends() -> None:
     assert sessions.session_of(second, now=3) is None and sessions.session_of(first, now=3) is None
 
 
+def test_what_is_open_with_a_session_is_told_when_it_ends_however_it_ends() -> None:
+    """The guard watches every request made with a cookie: logout, revoke-all, eviction and
+    expiry (found by ``alive``, as the guard's timer asks at ``expires_at``) each tell it."""
+    sessions = BrowserSessions(TOKEN, idle_s=10, max_age_s=100)
+    told: list[str] = []
+
+    def watched(cookie: str, name: str) -> str:
+        handle = sessions.session_of(cookie, now=0)
+        assert handle is not None
+        sessions.watch(handle, lambda: told.append(name))
+        return handle
+
+    watched(logged_out := sessions.new_session(now=0), "logout")
+    assert sessions.end(logged_out) and told == ["logout"]
+    watched(sessions.new_session(now=0), "revoked")
+    assert sessions.revoke_all() == 1 and told[-1] == "revoked"
+    idle = watched(sessions.new_session(now=0), "idle")
+    assert sessions.expires_at(idle) == 10
+    assert sessions.alive(idle, now=5) and told[-1] == "revoked"
+    assert not sessions.alive(idle, now=11) and told[-1] == "idle"
+    assert sessions.expires_at(idle) is None
+    done = watched(sessions.new_session(now=0), "finished")
+    stop = sessions.watch(done, lambda: told.append("also"))
+    stop()  # that request finished first: not told
+    assert sessions.revoke_all() == 1 and told[-2:] == ["idle", "finished"]
+    sessions.watch("gone", lambda: told.append("already"))  # an ended session: told at once
+    assert told[-1] == "already"
+    watched(sessions.new_session(now=0), "evicted")
+    for _ in range(MAX_SESSIONS):
+        sessions.new_session(now=1)
+    assert told[-1] == "evicted"
+
+
 def test_login_tickets_are_one_time_expire_and_are_bounded() -> None:
     sessions = BrowserSessions(TOKEN)
     ticket, ttl = sessions.new_ticket(now=0)
