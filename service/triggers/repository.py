@@ -265,13 +265,19 @@ class TriggerRepository:
 
         return await self.store.write(transaction)
 
-    async def recover(self, replica_id: str) -> int:
-        """At start: the runs this daemon left ``running`` (it stopped or was killed mid-run)
-        are ``pending`` again: at least once. SQLite has one daemon, so every ``running``
-        row is its own; on PostgreSQL, ours and those whose lease expired. In mode ``latest``
-        only the newest open run of a URI stays."""
-        replicated = self.store.dialect.replicated
-        who = "lease_owner = :me OR lease_until < :now" if replicated else "1 = 1"
+    async def recover(self, replica_id: str, *, starting: bool = True) -> int:
+        """The runs a daemon left ``running`` (it stopped or was killed mid-run) are
+        ``pending`` again: at least once. SQLite has one daemon, so at its start every
+        ``running`` row is its own. On PostgreSQL: at the start this replica's own and those
+        whose lease expired (a replica that died); later (``starting`` False) only the
+        expired ones, since this replica's own are running. In mode ``latest`` only the
+        newest open run of a URI stays."""
+        if not self.store.dialect.replicated:
+            who = "1 = 1"
+        elif starting:
+            who = "lease_owner = :me OR lease_until < :now"
+        else:
+            who = "lease_until < :now"
         return await self._release(who, {"me": replica_id, "now": time.time()})
 
     async def release(self, run_ids: Collection[int], replica_id: str) -> None:

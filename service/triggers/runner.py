@@ -206,7 +206,8 @@ class TriggerRunner:
                     await self.repo.release(list(self._unreleased), self.replica_id)
                     self._unreleased.clear()
                 if self.store.dialect.replicated:
-                    await self.repo.recover(self.replica_id)  # leases of a dead replica
+                    # The runs of a replica that died (their lease expired).
+                    await self.repo.recover(self.replica_id, starting=False)
                 next_due = await self._pass(now)
             except Exception as exc:
                 _log_failure("trigger pass failed", exc)

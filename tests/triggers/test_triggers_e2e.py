@@ -25,6 +25,7 @@ from tests.triggers.helpers import (
 )
 
 
+@pytest.mark.usefixtures("database_url")  # both backends: the outbox's SQL runs on each
 def test_a_change_runs_the_program_with_the_change(
     shared_lab: LabServer, uri: str, daemon_factory: Any, tmp_path: Path
 ) -> None:
@@ -78,6 +79,7 @@ def test_a_change_runs_the_program_with_the_change(
     assert "rec" in listed.stdout and "succeeded 1" in listed.stdout
 
 
+@pytest.mark.usefixtures("database_url")
 def test_failures_are_retried_then_dead_and_replayed(
     shared_lab: LabServer, uri: str, daemon_factory: Any, tmp_path: Path
 ) -> None:
