@@ -2,24 +2,24 @@
 
 A notification is an invalidation, never a payload: after every acknowledgement (the first
 and every one after a reconnect, since nothing is replayed) all URIs are read again, and
-after every ``resources/updated`` the named URI is read. The daemon's rule (issue 10 §3):
-a stream that ends after its ack (graceful close, or a drop: proxies cut long responses)
-is re-listened at once with a small jitter; full-jitter backoff grows only while
-(re)connecting fails and resets on every ack; a listen budget per minute stops a server
-that acks and closes in a tight loop. Failures that retrying cannot fix (protocol
+after every ``resources/updated`` the named URI is read. When to listen again is the
+daemon's policy, :class:`service.mcp.relisten.RelistenPolicy`: a stream that lived and then
+ended (graceful close, or a drop: proxies cut long responses) is re-listened at once with a
+small jitter; while streams keep ending young the pause grows (jittered, capped);
+full-jitter backoff grows only while (re)connecting fails and resets on every ack; a listen
+budget per minute is the last guard. Failures that retrying cannot fix (protocol
 unsupported, auth, not honored) end the follow with an error.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Callable
 from typing import Any
 
 from service.actions import extract_next_action
-from service.backoff import Backoff, ListenBudget
+from service.backoff import Backoff
 from service.mcp import wire
 from service.mcp.client import McpClient
 from service.mcp.errors import (
@@ -30,11 +30,20 @@ from service.mcp.errors import (
     TransportError,
 )
 from service.mcp.listen import Closed, Failed, Lost, Notified
+from service.mcp.relisten import End, Phase, RelistenPolicy
 from service.probe import ProbeOptions, text_of
 
 
 class NotHonored(McpError):
     error_code = "SUBSCRIPTION_NOT_HONORED"
+
+
+class _StreamEnded(ListenEnded):
+    """The acknowledged stream ended; ``end`` is how, for the relisten policy."""
+
+    def __init__(self, message: str, end: End) -> None:
+        super().__init__(message)
+        self.end = end
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -53,12 +62,14 @@ async def follow(
     relisten_jitter_s: float = 0.25,
 ) -> None:
     """Run until cancelled, ``options.timeout_s`` passes, or ``max_events`` reads were emitted."""
-    backoff = backoff or Backoff(base_s=1.0, cap_s=60.0)
-    budget = ListenBudget(relisten_per_minute)
+    policy = RelistenPolicy(
+        backoff or Backoff(base_s=1.0, cap_s=60.0),
+        listens_per_minute=relisten_per_minute,
+        relisten_jitter_s=relisten_jitter_s,
+    )
     uris = options.uris
     emitted = 0
     generation = 0
-    attempt = 0
     last: dict[str, str] = {}
 
     def report(uri: str, text: str, trigger: str) -> bool:
@@ -88,28 +99,27 @@ async def follow(
     ) as client:
         await client.discover()
         while True:
-            wait = budget.wait_s(time.monotonic())
+            wait = policy.listening(time.monotonic())
             if wait > 0:
+                used = policy.budget.used(time.monotonic())
                 emit(
                     {
                         "type": "throttled",
                         "serverUrl": options.url,
                         "generation": generation,
-                        "reason": f"{budget.used(time.monotonic())} listens in the last minute",
+                        "reason": f"{used} listens in the last minute",
                         "retryInMs": round(wait * 1000),
                     }
                 )
                 await asyncio.sleep(wait)
                 continue
-            budget.record(time.monotonic())
-            acked = False
             try:
                 async with client.listen({"resourceSubscriptions": list(uris)}) as stream:
-                    acked = True
-                    attempt = 0
+                    ack = policy.acknowledged(time.monotonic(), uris, stream.honored_uris)
                     generation += 1
-                    missing = [u for u in uris if u not in stream.honored_uris]
-                    if missing:
+                    if ack.not_honored:
+                        # Final: the stream closes as this block ends, and nothing is re-sent.
+                        missing = [u for u in uris if u in ack.not_honored]
                         raise NotHonored(f"the server did not honor: {', '.join(missing)}")
                     for uri in uris:
                         if report(
@@ -123,26 +133,32 @@ async def follow(
                                 if report(event.uri, text, "notification"):
                                     return
                         elif isinstance(event, Closed):
-                            raise ListenEnded("the server closed the listen stream")
-                        elif isinstance(event, (Lost, Failed)):
-                            raise ListenEnded(f"listen stream ended: {event}")
-                    raise ListenEnded("listen stream ended")
+                            raise _StreamEnded("the server closed the listen stream", End.CLOSED)
+                        elif isinstance(event, Lost):
+                            raise _StreamEnded(f"listen stream ended: {event}", End.LOST)
+                        elif isinstance(event, Failed):
+                            raise _StreamEnded(f"listen stream ended: {event}", End.FAILED)
+                    raise _StreamEnded("listen stream ended", End.LOST)
             except Exception as exc:
                 if not _retryable(exc):
                     raise
-                if acked:
-                    # The stream had been acknowledged: not a failure, re-listen at once.
-                    delay = random.uniform(0.0, relisten_jitter_s)
+                if policy.phase is Phase.OPEN:
+                    # Acknowledged, then ended: at once if it lived, else the policy's pause.
+                    if isinstance(exc, _StreamEnded):
+                        end = exc.end
+                    else:
+                        end = End.FAILED if isinstance(exc, ProtocolViolation) else End.LOST
+                    decided = policy.ended(time.monotonic(), end)
                 else:
-                    attempt += 1
-                    delay = backoff.delay(attempt)
+                    decided = policy.failed()
                 emit(
                     {
                         "type": "lost",
                         "serverUrl": options.url,
                         "generation": generation,
                         "reason": str(exc) or type(exc).__name__,
-                        "retryInMs": round(delay * 1000),
+                        "retryInMs": round(decided.delay_s * 1000),
+                        "pause": decided.why,
                     }
                 )
-                await asyncio.sleep(delay)
+                await asyncio.sleep(decided.delay_s)

@@ -14,8 +14,12 @@ Nothing is replayed by MCP servers, so every new acknowledgement is followed by 
 every URI; a URI-set change re-reads the added URIs. A stream that ends after its ack (the
 server's graceful close, or a drop; proxies cut long responses every 30-100 s) is not a
 failure: the link re-listens at once, and the backoff, which grows only while connecting
-fails, resets on every ack. A per-link budget (``relisten_per_minute``) stops a server that
-acks and closes in a tight loop (state ``throttled``). A keep-alive watchdog treats a stream
+fails, resets on every ack. While streams keep ending young (right after their ack) the link
+backs off instead (state ``backoff``, ``streamsEndedYoung`` in its status), and an ack that
+honors none of the link's URIs parks it in ``not_honored`` with no stream held. Those
+decisions are :class:`service.mcp.relisten.RelistenPolicy`'s (pure, shared with
+``probe --follow``); this module does the I/O around them. A per-link budget
+(``relisten_per_minute``) is the last guard against a loop (state ``throttled``). A keep-alive watchdog treats a stream
 that sent no byte for three keep-alive intervals as lost (the replacement is opened before
 the silent one is closed). Authentication problems park the link in ``login_required`` and a
 server that cannot speak 2026-07-28 in ``error``; both retry on a slow schedule.
@@ -25,14 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
 
-from service.backoff import Backoff, ListenBudget
+from service.backoff import Backoff
 from service.daemon import linkstatus
 from service.daemon.config import Settings
 from service.daemon.inbox import LeanEvent, LinkInbox
@@ -49,6 +52,7 @@ from service.mcp.errors import (
     ProtocolUnsupported,
 )
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
+from service.mcp.relisten import End, RelistenPolicy
 from service.mcp.transports.base import Transport
 from service.safetext import redact_urls
 from service.store import Store
@@ -122,11 +126,23 @@ class _Restart(Exception):
     again, pulling the event each time (issue 22 §1)."""
 
     def __init__(
-        self, reason: str, code: str = "SUBSCRIPTION_DISCONNECTED", *, failed: bool = False
+        self,
+        reason: str,
+        code: str = "SUBSCRIPTION_DISCONNECTED",
+        *,
+        failed: bool = False,
+        delay_s: float | None = None,
     ) -> None:
         super().__init__(reason)
         self.code = code
         self.failed = failed
+        self.delay_s = delay_s
+        """Set when the relisten policy already decided the pause (streams ending young)."""
+
+
+class _NotHonored(Exception):
+    """Internal: the acknowledgement honored none of the link's URIs (final for that listen:
+    the stream is closed and the link waits for a change, a recheck or the slow retry)."""
 
 
 def _read_error(subscription_id: int, exc: McpError) -> StateChange:
@@ -166,7 +182,6 @@ class ServerLink:
         "admit",
         "backoff",
         "backoff_until",
-        "budget",
         "capabilities",
         "generation",
         "honored",
@@ -175,6 +190,7 @@ class ServerLink:
         "last_error_hint",
         "listened",
         "on_lease_lost",
+        "policy",
         "reconnects",
         "refreshers",
         "relistens",
@@ -215,7 +231,12 @@ class ServerLink:
             base_s=settings.backoff_base_s,
             cap_s=settings.backoff_cap_s,
         )
-        self.budget = ListenBudget(settings.relisten_per_minute)
+        self.policy = RelistenPolicy(
+            self.backoff,
+            listens_per_minute=settings.relisten_per_minute,
+            relisten_jitter_s=settings.relisten_jitter_s,
+        )
+        """When to listen again (pure; :mod:`service.mcp.relisten`)."""
         self.relistens = 0
         """Streams re-opened at once after a close or loss (not failures)."""
         self._acked_this_session = False
@@ -316,6 +337,7 @@ class ServerLink:
             backoff_until=self.backoff_until,
             reconnects=self.reconnects,
             relistens=self.relistens,
+            streams_ended_young=self.policy.young_streak,
             stream_open=self.stream is not None,
             honored=tuple(self.honored),
             capabilities=self.capabilities,
@@ -398,12 +420,19 @@ class ServerLink:
                     async with asyncio.timeout(delay):
                         # A changed URI set ends a login/protocol wait early; backoff stays
                         # unless a recheck was asked for.
-                        if self.state in (LinkState.LOGIN_REQUIRED, LinkState.ERROR):
+                        if self.state in (
+                            LinkState.LOGIN_REQUIRED,
+                            LinkState.ERROR,
+                            LinkState.NOT_HONORED,
+                        ):
                             await self._changed.wait()
                         else:
                             await self._wake.wait()
                 if self._wake.is_set():
                     attempt = 0
+                    self.policy.recheck()
+                elif self._changed.is_set():
+                    self.policy.changed()
 
     async def _attempt(self, attempt: int) -> tuple[float, int]:
         """One session and its failure handling: the delay before the next one and the
@@ -424,6 +453,13 @@ class ServerLink:
                 hint=RELISTEN_LIMIT_HINT,
             )
             return exc.wait_s, attempt
+        except _NotHonored as exc:
+            # Final for that listen: no stream is held and no loop of listens is sent for
+            # it; the URI set changing, a resubscribe or not_honored_retry_s listens again.
+            slow = self._settings.not_honored_retry_s
+            code = "SUBSCRIPTION_NOT_HONORED"
+            await self._fail(LinkState.NOT_HONORED, code, str(exc), slow, hint=state_hint(code))
+            return slow, attempt
         except (LoginRequired, ProtocolUnsupported) as exc:
             # Terminal until something changes: no fast loop. A server that cannot speak
             # 2026-07-28 is re-checked hourly (protocol_recheck_s), on resubscribe or
@@ -439,7 +475,12 @@ class ServerLink:
             # an ack followed by an ordinary end resets it.
             failed = not self._acked_this_session or (isinstance(exc, _Restart) and exc.failed)
             attempt = attempt + 1 if failed else 0
-            delay = self.backoff.delay(attempt)
+            if isinstance(exc, _Restart) and exc.delay_s is not None:
+                delay = exc.delay_s  # the policy's pause for streams that keep ending young
+            elif failed:
+                delay = self.policy.failed().delay_s
+            else:
+                delay = self.backoff.delay(attempt)
             if isinstance(exc, _Restart):
                 code, hint = exc.code, state_hint(exc.code)
             else:
@@ -593,7 +634,8 @@ class ServerLink:
                             continue
                         ended = await self._handle(item)
                         if ended is not None:
-                            stream, reader = await self._reopen(client, queue, reader, ended)
+                            why, end = ended
+                            stream, reader = await self._reopen(client, queue, reader, why, end)
                             self.stream = stream
                 if change in done:
                     self._changed.clear()
@@ -618,10 +660,9 @@ class ServerLink:
 
     def _spend_listen(self) -> None:
         now = time.monotonic()
-        wait = self.budget.wait_s(now)
+        wait = self.policy.listening(now)
         if wait > 0:
-            raise _Throttled(self.budget.used(now), wait)
-        self.budget.record(now)
+            raise _Throttled(self.policy.budget.used(now), wait)
 
     async def _reopen(
         self,
@@ -629,22 +670,33 @@ class ServerLink:
         queue: LinkInbox[ListenEvent | McpError],
         reader: asyncio.Task[None] | None,
         reason: str,
+        end: End = End.LOST,
     ) -> tuple[ListenStream, asyncio.Task[None]]:
-        """Re-listen at once after an acknowledged stream ended (issue 10 §3).
+        """Listen again after an acknowledged stream ended, when the policy says.
 
-        Not a failure: no backoff, only a small random pause so that a server that closes
-        every stream at once (a restart, a proxy timeout) is not hit by all links together.
-        A failure to re-listen propagates and is backed off by :meth:`run`.
+        A stream that lived is not a failure: no backoff, only a small random pause so that
+        a server that closes every stream at once (a restart, a proxy timeout) is not hit by
+        all links together. While streams keep ending young the policy's pause grows and the
+        session ends here (state ``backoff``). A failure to re-listen propagates and is backed
+        off by :meth:`run`.
         """
+        decided = self.policy.ended(time.monotonic(), end)
+        if decided.backing_off:
+            lived = self.policy.last_lifetime_s or 0.0
+            raise _Restart(
+                f"{reason}; listen streams keep ending young ({decided.young_streak} in a row, "
+                f"the last {lived:.2f} s after its acknowledgement): listening again in "
+                f"{decided.delay_s:.1f} s",
+                delay_s=decided.delay_s,
+            )
         self._spend_listen()
         self.relistens += 1
         self.reconnects += 1
         self._stats["relistens_total"] = self._stats.get("relistens_total", 0) + 1
         log.info("listen stream ended; re-listening", url=self.url, reason=reason)
         self.state = LinkState.CONNECTING
-        jitter = self._settings.relisten_jitter_s
-        if jitter > 0:
-            await asyncio.sleep(random.uniform(0.0, jitter))
+        if decided.delay_s > 0:
+            await asyncio.sleep(decided.delay_s)
         return await self._relisten(client, queue, reader, reread="all")
 
     def tick(self, now: float, tokens_available: bool = True) -> None:
@@ -711,9 +763,10 @@ class ServerLink:
                 raise LoginRequired(f"the server refused our credentials: {exc}") from exc
             raise _Restart(f"listen refused: {exc}", "SUBSCRIPTION_FAILED") from exc
         self._acked_this_session = True
+        ack = self.policy.acknowledged(time.monotonic(), uris, stream.honored_uris)
         if self.takeover is not None:
             await self._take_on_ack(stream)
-        honored = {u for u in stream.honored_uris if u in uris and u in self.wanted}
+        honored = {u for u in ack.honored if u in self.wanted}
         not_honored = [self.wanted[u] for u in uris if u not in honored and u in self.wanted]
         # State moves on evidence only (issue 22 §1): the ack proves the link is open, not
         # that a read works. A subscription whose reads are failing keeps its error until a
@@ -752,6 +805,13 @@ class ServerLink:
             raise LeaseLost(f"another replica holds {self.url} now (generation moved on)")
         self.generation = acked.generation
         self._unread = set(acked.unread)
+        if not ack.keep:
+            # Nothing wanted can ever arrive on it: hold no stream (the old one carried a
+            # subset of these URIs, now refused too) and send no listen loop for it.
+            await stream.aclose()
+            raise _NotHonored(
+                f"the server's acknowledgement honored none of the {len(uris)} URI(s) listened for"
+            )
         old_stream = self.stream
         if old_reader is not None:
             old_reader.cancel()
@@ -855,15 +915,16 @@ class ServerLink:
             self._unsubscribed_logged_at = now
             self._unsubscribed_count = 0
 
-    async def _handle(self, item: ListenEvent | McpError) -> str | None:
-        """Act on one stream event; returns why the stream ended when it should be reopened."""
+    async def _handle(self, item: ListenEvent | McpError) -> tuple[str, End] | None:
+        """Act on one stream event; returns why and how the stream ended when it should be
+        reopened."""
         if isinstance(item, McpError):
             failure = classify(item, mode="subscribe", compat=False)
             raise _Restart(f"listen stream broke the protocol: {item}", failure.code, failed=True)
         if isinstance(item, Closed):
-            return "the server closed the listen stream"
+            return "the server closed the listen stream", End.CLOSED
         if isinstance(item, Lost):
-            return f"the listen stream was lost: {item.reason}"
+            return f"the listen stream was lost: {item.reason}", End.LOST
         if isinstance(item, Failed):
             raise _Restart(
                 f"the listen stream failed: {item.error}", "SUBSCRIPTION_FAILED", failed=True

@@ -33,6 +33,9 @@ class LinkState(enum.StrEnum):
     """Connecting failed; the next attempt is at ``backoffUntil`` (full jitter)."""
     THROTTLED = "throttled"
     """Re-listened too often in the last minute (``RELISTEN_LIMIT``)."""
+    NOT_HONORED = "not_honored"
+    """The acknowledgement honored none of the link's URIs: no stream is held; listened
+    again when the URI set changes, on resubscribe, or after ``not_honored_retry_s``."""
     LOGIN_REQUIRED = "login_required"
     """The server wants credentials we do not have; rechecked on a slow schedule."""
     ERROR = "error"
@@ -55,6 +58,7 @@ _CIRCUIT = {
     LinkState.LOGIN_REQUIRED: "open",
     LinkState.ERROR: "open",
     LinkState.THROTTLED: "open",
+    LinkState.NOT_HONORED: "open",
 }
 
 
@@ -74,6 +78,8 @@ class LinkSnapshot:
     backoff_until: float | None
     reconnects: int
     relistens: int
+    streams_ended_young: int
+    """Acknowledged streams in a row that ended young (the relisten policy backs off)."""
     stream_open: bool
     """A listen stream is held (open only counts while the state is ``open``)."""
     honored: tuple[str, ...]
@@ -95,6 +101,7 @@ def render(link: LinkSnapshot) -> dict[str, Any]:
         "backoffUntil": link.backoff_until,
         "reconnects": link.reconnects,
         "relistens": link.relistens,
+        "streamsEndedYoung": link.streams_ended_young,
         "streamOpen": link.stream_open and link.state is LinkState.OPEN,
         "honoredUris": sorted(link.honored),
         "capabilities": link.capabilities,

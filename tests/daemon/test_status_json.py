@@ -76,6 +76,7 @@ def test_every_link_state_has_a_circuit_view() -> None:
         "open": "closed",
         "backoff": "open",
         "throttled": "open",
+        "not_honored": "open",
         "login_required": "open",
         "error": "open",
         "released": "closed",

@@ -218,10 +218,7 @@ def test_follow_reconnects_and_rereads_after_every_ack(lab_server_factory) -> No
     assert any(r["type"] == "lost" for r in records)
 
 
-def test_follow_relistens_at_once_after_each_close(lab_server_factory) -> None:
-    """Issue 10 §3: a closed stream is not a failure; no backoff between the re-listens."""
-    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
-    lab.configure(closeAfterAckMs=150)
+def _follow_json(lab: LabServer, events: int) -> list[dict]:
     result = run_cli(
         "mcpsubctl",
         "probe",
@@ -231,18 +228,39 @@ def test_follow_relistens_at_once_after_each_close(lab_server_factory) -> None:
         REVIEW,
         "--follow",
         "--max-events",
-        "6",
+        str(events),
         "--json",
         timeout=60,
     )
     assert result.code == 0, result.stderr
-    records = result.ndjson
+    return result.ndjson
+
+
+def test_follow_relistens_at_once_after_each_close(lab_server_factory) -> None:
+    """A stream that lived and was closed is not a failure: no backoff between re-listens."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    lab.configure(closeAfterAckMs=2000)
+    records = _follow_json(lab, 3)
     reads = [r for r in records if r["type"] == "read"]
     lost = [r for r in records if r["type"] == "lost"]
-    assert len(reads) == 6 and all(r["trigger"] == "acknowledged" for r in reads)
-    assert [r["generation"] for r in reads] == [1, 2, 3, 4, 5, 6]
-    assert len(lost) == 5
-    assert all(r["retryInMs"] <= 250 for r in lost), lost
+    assert len(reads) == 3 and all(r["trigger"] == "acknowledged" for r in reads)
+    assert [r["generation"] for r in reads] == [1, 2, 3]
+    assert len(lost) == 2
+    assert all(r["pause"] == "relisten" and r["retryInMs"] <= 250 for r in lost), lost
+
+
+def test_follow_backs_off_while_streams_keep_dying_young(lab_server_factory) -> None:
+    """A server that ends every stream right after its ack gets one quick re-listen, then a
+    growing pause (the relisten policy), not a tight loop."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    lab.configure(closeAfterAckMs=10)
+    records = _follow_json(lab, 3)
+    lost = [r for r in records if r["type"] == "lost"]
+    assert [r["pause"] for r in lost] == ["relisten", "young"], lost
+    assert lost[0]["retryInMs"] <= 250
+    assert 1000 <= lost[1]["retryInMs"] <= 2000  # the second young death: 1-2 s
+    opened = [e["time"] for e in lab.log() if e["event"] == "listen.opened"]
+    assert opened[2] - opened[1] >= 1.0
 
 
 def test_follow_throttles_a_server_closing_in_a_loop(lab_server_factory) -> None:

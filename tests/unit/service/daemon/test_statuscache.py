@@ -21,6 +21,7 @@ def snapshot(server_id: int, **changes: object) -> LinkSnapshot:
         backoff_until=None,
         reconnects=0,
         relistens=0,
+        streams_ended_young=0,
         stream_open=True,
         honored=("r://a",),
         capabilities=None,
