@@ -71,7 +71,9 @@ TOOLS: Final[list[dict[str, Any]]] = [
 
 
 async def discover(lab: Lab, request: McpRequest) -> dict[str, Any]:
-    lab.log.record("discover")
+    # ``subscribe``: whether this answer advertised resources.subscribe (the verdicts do
+    # not ask a client to listen to a server that said it cannot deliver).
+    lab.log.record("discover", subscribe=lab.config.advertise_subscribe)
     return complete(
         lab,
         supportedVersions=[wire.PROTOCOL_VERSION],

@@ -13,7 +13,7 @@ socket.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,28 +36,24 @@ def honored_filter(
     advertise_subscribe: bool,
     advertise_list_changed: bool,
     dishonored: Collection[str] = (),
-    known: Callable[[str], bool] = lambda uri: True,
 ) -> dict[str, Any]:
     """The subset of a ``SubscriptionFilter`` this server agrees to deliver (spec §3.2):
     seed 001's "intersection of what was asked for and what this server can send".
 
     A type is honored only when the matching capability is advertised, like the TS SDK.
     ``toolsListChanged``/``promptsListChanged`` never are: the lab's tool list is fixed and
-    it has no prompts. A URI is honored when ``known`` says the server has it, or when
-    ``resourcesListChanged`` is honored too (the stream will tell the client when it comes
-    into being, and carry its updates after that); otherwise nothing could ever be sent for
-    it. URIs listed in ``dishonored`` are dropped one by one so clients can be tested
-    against a partial ack.
+    it has no prompts. Any URI is honored, as both SDK servers do, whether the lab has it
+    now or not: it may be created (``PUT /lab/resources``) and then changed, and a client
+    that subscribed to a URI that does not exist learns that from its read
+    (``RESOURCE_NOT_FOUND``), which says more than a refused subscription. URIs listed in
+    ``dishonored`` are dropped one by one so clients can be tested against a partial ack.
     """
     honored: dict[str, Any] = {}
     if advertise_list_changed and requested.get("resourcesListChanged") is True:
         honored["resourcesListChanged"] = True
     uris = requested.get("resourceSubscriptions")
     if advertise_subscribe and isinstance(uris, list):
-        listed = "resourcesListChanged" in honored
-        honored["resourceSubscriptions"] = [
-            uri for uri in uris if uri not in dishonored and (listed or known(uri))
-        ]
+        honored["resourceSubscriptions"] = [uri for uri in uris if uri not in dishonored]
     return honored
 
 
@@ -80,6 +76,9 @@ def filter_error(requested: Any) -> str | None:
 class ListenStream:
     subscription_id: Any
     honored: dict[str, Any]
+    withheld: list[str] = field(default_factory=list)
+    """Asked-for URIs the lab's fault knobs (``dishonorUris``, ``advertiseSubscribe``) kept
+    out of the ack."""
     queue: asyncio.Queue[Command] = field(default_factory=asyncio.Queue)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
 

@@ -59,7 +59,7 @@ def open_listen(lab: Lab, request: McpRequest) -> ListenResponse:
     lab.log.record("listen.opened", subscriptionId=sid, filter=requested)
     config = lab.config
     if config.refuse_listen:
-        lab.log.record("listen.refused", subscriptionId=sid)
+        lab.log.record("listen.refused", subscriptionId=sid, injected=True)
         # The fault knob: in-band on HTTP 200 before any ack, like both SDKs (spec §3.4).
         raise RpcError(wire.INTERNAL_ERROR, SUBSCRIPTION_LIMIT_REACHED, status=200)
     if len(lab.hub) >= config.max_subscriptions:
@@ -71,9 +71,16 @@ def open_listen(lab: Lab, request: McpRequest) -> ListenResponse:
         advertise_subscribe=config.advertise_subscribe,
         advertise_list_changed=config.advertise_list_changed,
         dishonored=config.dishonor_uris,
-        known=lab.can_notify,
     )
-    stream = ListenStream(subscription_id=sid, honored=honored)
+    # What the lab's own fault knobs kept out of the ack (the verdicts do not blame the
+    # client for it); URIs the lab does not have are the client's business.
+    uris = requested.get("resourceSubscriptions") or []
+    withheld = [
+        uri
+        for uri in uris
+        if isinstance(uri, str) and (uri in config.dishonor_uris or not config.advertise_subscribe)
+    ]
+    stream = ListenStream(subscription_id=sid, honored=honored, withheld=withheld)
     lab.open_stream(stream)
     return ListenResponse(lab, stream)
 
@@ -100,7 +107,10 @@ class ListenResponse(Response):
             )
             await self._send(send, sse_frame(ack))
             lab.log.record(
-                "listen.acknowledged", subscriptionId=stream.subscription_id, honored=stream.honored
+                "listen.acknowledged",
+                subscriptionId=stream.subscription_id,
+                honored=stream.honored,
+                withheld=stream.withheld,
             )
             if not stream.carries_anything():
                 # Seed 001: nothing could ever push on it, so holding the slot open would

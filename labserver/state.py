@@ -56,14 +56,6 @@ class Lab:
     def review(self) -> Resource | None:
         return self.resources.get(REVIEW_URI)
 
-    def can_notify(self, uri: str) -> bool:
-        """Whether an update for ``uri`` could come: it is a resource here, or the parent of
-        one (a sub-resource's change is reported on its parent, spec §3.3)."""
-        if uri in self.resources:
-            return True
-        parent = uri.rstrip("/") + "/"
-        return any(known.startswith(parent) for known in self.resources)
-
     def read(self, uri: str) -> Resource | None:
         """A ``resources/read``; with no stream open it starts a new update cycle first."""
         resource = self.resources.get(uri)

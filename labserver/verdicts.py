@@ -38,7 +38,9 @@ ACK_IGNORE_SECONDS: Final = 2.0  # stream kept open this long after an ack that 
 REREAD_GRACE: Final = 5.0  # seconds a client has to re-read before "never re-reads"
 MAX_EVIDENCE: Final = 5
 
-Status = Literal["pass", "fail", "pending"]
+Status = Literal["pass", "fail", "pending", "n/a"]
+"""``n/a``: the lab's own fault injection made the item impossible (the client is not
+blamed, and the item does not stand between it and *passed*)."""
 Outcome = Literal["passed", "failed", "incomplete"]
 
 ITEMS: Final = (
@@ -113,6 +115,12 @@ class ClientVerdict:
     def summary(self) -> str:
         """One line for the console: the outcome and why (mistakes first, else failed items)."""
         if self.outcome == "passed":
+            spared = [i.id for i in self.items if i.status == "n/a"]
+            if spared:
+                return (
+                    f"{self.key}: passed (the lab's fault injection made these impossible: "
+                    f"{', '.join(spared)})"
+                )
             listed = "" if self.item("listed").status == "pass" else "; no resources/list"
             return (
                 f"{self.key}: passed the full cycle (read, listen, update, re-read, close{listed})"
@@ -284,6 +292,17 @@ class _Stream:
     closed: dict[str, Any] | None = None
     notifications: list[dict[str, Any]] = field(default_factory=list)
 
+    def lab_withheld_all(self) -> bool:
+        """The ack honored none of the asked-for URIs, and the lab's fault knobs are why."""
+        if self.acked is None or self.honored_uris():
+            return False
+        withheld = self.acked.get("withheld") or []
+        asked = self.requested_uris()
+        return bool(asked) and all(uri in withheld for uri in asked)
+
+    def ended_by_lab(self) -> bool:
+        return self.closed is not None and self.closed.get("reason") in ("graceful", "dropped")
+
     def honored_uris(self) -> list[str]:
         if self.acked is None:
             return []
@@ -336,6 +355,10 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
     """The checklist and named mistakes for one client's entries (in ``seq`` order)."""
     requests = [e for e in entries if e.get("event") == "mcp.request"]
     errors = {e["request"]: e for e in entries if e.get("event") == "http.error"}
+    # Requests the lab's fault knobs answered (legacyMode, failMethods, refuseListen) or held
+    # unanswered (silentMethods): what became of them is the lab's doing.
+    held = {e["request"] for e in entries if e.get("event") == "request.held"}
+    injected = held | {seq for seq, e in errors.items() if e.get("injected")}
     streams = _streams(entries)
     reads = [e for e in entries if e.get("event") == "resources.read"]
     items: list[Item] = []
@@ -346,7 +369,7 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
     answered = [e for e in modern if e["seq"] not in errors]
     legacy = [e for e in requests if e.get("era") == "2025"]
     # legacyMode / failMethods answers are the lab's doing, not the client's.
-    lab_refused = bool(modern) and all(errors.get(e["seq"], {}).get("injected") for e in modern)
+    lab_refused = bool(modern) and all(e["seq"] in injected for e in modern)
     if answered:
         note = "also tried a 2025-era initialize" if legacy else ""
         items.append(_item("connected", "pass", [_ev(answered[0], "answered: ")], note))
@@ -357,8 +380,8 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
         ]
         note = "no 2026-07-28 request was answered"
         if lab_refused:
-            note = "the lab's legacyMode/failMethods answered instead, not the client's fault"
-        items.append(_item("connected", "fail", evidence, note))
+            note = "the lab's legacyMode/failMethods/silentMethods answered instead"
+        items.append(_item("connected", "n/a" if lab_refused else "fail", evidence, note))
         if legacy:
             legacy_evidence = [_ev(legacy[0])]
             if legacy[0]["seq"] in errors:
@@ -367,11 +390,58 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
 
     listed = _first(entries, "resources.list")
     items.append(_item("listed", "pass" if listed else "fail", [_ev(listed)] if listed else []))
-    items.append(_item("read", "pass" if reads else "fail", [_ev(reads[0])] if reads else []))
+    asked = {
+        method: [e for e in modern if e.get("method") == method]
+        for method in ("resources/read", "subscriptions/listen")
+    }
+
+    def all_injected(method: str) -> bool:
+        sent = asked[method]
+        return bool(sent) and all(e["seq"] in injected for e in sent)
+
+    honored = [s for s in streams if s.honored_uris()]
+    # Every listen it sent was answered by a fault knob, refused by refuseListen, or
+    # acknowledged with everything it asked for withheld by dishonorUris/advertiseSubscribe.
+    no_subscribe = [e for e in entries if e.get("event") == "discover"]
+    lab_prevented = not honored and (
+        lab_refused
+        # Told by discovery that the server cannot deliver updates, it did not ask.
+        or (
+            not asked["subscriptions/listen"]
+            and bool(no_subscribe)
+            and all(e.get("subscribe") is False for e in no_subscribe)
+        )
+        or (
+            bool(asked["subscriptions/listen"])
+            and all(
+                e["seq"] in injected
+                or any(
+                    s.request == e["seq"]
+                    and (
+                        (s.refused is not None and s.refused.get("injected"))
+                        or s.lab_withheld_all()
+                    )
+                    for s in streams
+                )
+                for e in asked["subscriptions/listen"]
+            )
+        )
+    )
+    if reads:
+        items.append(_item("read", "pass", [_ev(reads[0])]))
+    elif all_injected("resources/read"):
+        items.append(_item("read", "n/a", [], "the lab's fault injection answered its reads"))
+    elif lab_prevented:
+        # A subscriber given the URI reads after an honored acknowledgement; none came.
+        items.append(_item("read", "n/a", [], "no listen could be honored"))
+    else:
+        items.append(_item("read", "fail", []))
 
     # listened (with the resource) and honored
-    honored = [s for s in streams if s.honored_uris()]
-    if honored:
+    if lab_prevented:
+        evidence = [_ev(e) for s in streams[:1] for e in (s.opened, s.acked, s.refused) if e]
+        items.append(_item("listened", "n/a", evidence, "the lab's fault injection refused it"))
+    elif honored:
         s = honored[0]
         assert s.acked is not None
         items.append(_item("listened", "pass", [_ev(s.opened), _ev(s.acked)]))
@@ -403,12 +473,31 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
         if later:
             reread_found = (note_entry, later[0])
             break
+    # No update could reach it: the lab ended every honored stream before one came, and the
+    # client listened again after each (its last stream may have ended with its run).
+    cut_short = (
+        not notified
+        and len(honored) >= 2
+        and all(s.ended_by_lab() for s in honored[:-1])
+        and honored[-1].closed is not None
+    )
+    impossible = lab_prevented or cut_short
     if notified:
         items.append(_item("notified", "pass", [_ev(notified[0][1])]))
+    elif impossible:
+        note = (
+            "no listen could be honored"
+            if lab_prevented
+            else "the lab ended every stream before an update came; it listened again each time"
+        )
+        evidence = [_ev(s.closed) for s in honored[:MAX_EVIDENCE] if s.closed is not None]
+        items.append(_item("notified", "n/a", evidence, note))
     else:
         waiting = any(s.acked is not None and s.closed is None for s in honored)
         items.append(_item("notified", "pending" if waiting else "fail", []))
-    if reread_found is not None:
+    if impossible and not notified:
+        items.append(_item("reread", "n/a", [], "no update reached it"))
+    elif reread_found is not None:
         note_entry, read = reread_found
         items.append(_item("reread", "pass", [_ev(note_entry), _ev(read, "after it: ")]))
     elif notified:
@@ -424,14 +513,13 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
     # closed cleanly
     accepted = [s for s in streams if s.refused is None]
     still_open = [s for s in accepted if s.closed is None]
-    unclean = [s for s in accepted if s.closed is not None and s.closed.get("reason") == "dropped"]
     if not accepted:
-        items.append(_item("closed", "fail", [], "no listen stream"))
+        if lab_prevented:
+            items.append(_item("closed", "n/a", [], "no listen stream was accepted"))
+        else:
+            items.append(_item("closed", "fail", [], "no listen stream"))
     elif still_open:
         items.append(_item("closed", "pending", [_ev(still_open[0].opened)], "still open"))
-    elif unclean:
-        assert unclean[0].closed is not None
-        items.append(_item("closed", "fail", [_ev(unclean[0].closed)], "dropped by the lab"))
     else:
         last_closed = accepted[-1].closed
         assert last_closed is not None
@@ -441,14 +529,17 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
             if e.get("method") == "notifications/cancelled" and e["seq"] > accepted[0].request
         ]
         evidence = [_ev(last_closed)] + [_ev(e) for e in cancelled[:1]]
-        note = "closed by the lab (graceful)" if last_closed.get("reason") == "graceful" else ""
+        # A stream the lab ended (gracefully, or dropped by its own fault) is not the
+        # client's unclean close.
+        reason = last_closed.get("reason")
+        note = f"ended by the lab ({reason})" if reason in ("graceful", "dropped") else ""
         items.append(_item("closed", "pass", evidence, note))
 
     mistakes.extend(_named_mistakes(entries, requests, streams, now))
     outcome: Outcome
     if mistakes or (items[0].status == "fail" and not lab_refused):
         outcome = "failed"
-    elif all(i.status == "pass" for i in items if i.id not in INFORMATIONAL):
+    elif all(i.status in ("pass", "n/a") for i in items if i.id not in INFORMATIONAL):
         outcome = "passed"
     else:
         outcome = "incomplete"
@@ -561,7 +652,7 @@ def _iso(moment: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
 
 
-MARK: Final = {"pass": "✅", "fail": "❌", "pending": "⏳"}
+MARK: Final = {"pass": "✅", "fail": "❌", "pending": "⏳", "n/a": "➖"}
 
 
 def report_markdown(verdicts: Sequence[ClientVerdict], now: float) -> str:

@@ -350,7 +350,7 @@ def render_agents(data: dict[str, Any], meta: str) -> str:
 
 
 ITEM_COLS = ["connected", "listed", "read", "listened", "notified", "reread", "closed"]
-MARK = {"pass": "✅", "fail": "❌", "pending": "⏳"}
+MARK = {"pass": "✅", "fail": "❌", "pending": "⏳", "n/a": "➖"}
 
 
 def render_compat(data: dict[str, Any], meta: str) -> str:

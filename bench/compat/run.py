@@ -23,6 +23,7 @@ person would see checking their own client against the lab.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -64,7 +65,7 @@ ITEM_HEADS = (
     "re-read",
     "closed",
 )
-MARK = {"pass": "✅", "fail": "❌", "pending": "⏳"}
+MARK = {"pass": "✅", "fail": "❌", "pending": "⏳", "n/a": "➖"}
 # Conformance checks that cannot pass without the suite's own fixtures (the everything-server's
 # tools, resources and prompts) rather than because the lab got the protocol wrong.
 FIXTURE = re.compile(
@@ -217,9 +218,51 @@ def run_ts_sdk(lab: LabServer, node: str | None, mode: str) -> Run:
 
 # ---- under lab faults -------------------------------------------------------------------
 FAULT_SECONDS = 3.0
-FAULTS: list[tuple[str, dict[str, Any]]] = [
-    ("every listen stream closed gracefully 10 ms after its ack", {"closeAfterAckMs": 10}),
-    ("the resource is not honored (`dishonorUris`)", {"dishonorUris": [REVIEW]}),
+FAULT_UPDATE_DELAY = "1"  # the update comes 1 s after a listen opens, inside the window
+# Production backoff for the daemon (tests/support/daemon.py's is 20x faster, which a lab
+# rightly calls a loop).
+FAULT_DAEMON_ENV = {"MCPSUB_BACKOFF_BASE_S": "1", "MCPSUB_BACKOFF_CAP_S": "300"}
+Action = tuple[float, str, str] | None  # (seconds into the window, HTTP method, control path)
+# Every fault the lab can inject into a subscriber's path (labserver/faults.py's canned
+# answers, and the stream and timing knobs of labserver/labconfig.py), each run on a fresh lab.
+# Left out: authToken (a configuration the client must be given credentials for, not a fault:
+# tests/auth), maxSubscriptions (needs a second client holding the slot; its 503 is
+# refuseListen's refusal in another shape), callDelayMs and pageSize (tools/call and
+# resources/list, which these clients do not use).
+FAULTS: list[tuple[str, dict[str, Any], Action]] = [
+    ("the ack comes 1 s late (`ackDelayMs`)", {"ackDelayMs": 1000}, None),
+    ("every read takes 1 s (`readDelayMs`)", {"readDelayMs": 1000}, None),
+    ("keep-alives every 0.1 s (`keepaliveSeconds`)", {"keepaliveSeconds": 0.1}, None),
+    ("every listen stream closed gracefully 10 ms after its ack", {"closeAfterAckMs": 10}, None),
+    ("every listen stream dropped 10 ms after its ack", {"dropAfterAckMs": 10}, None),
+    (
+        "open streams closed gracefully once (`/lab/streams/close`)",
+        {},
+        (0.5, "POST", "/lab/streams/close"),
+    ),
+    ("open streams dropped once (`/lab/streams/drop`)", {}, (0.5, "POST", "/lab/streams/drop")),
+    ("the resource is not honored (`dishonorUris`)", {"dishonorUris": [REVIEW]}, None),
+    ("`resources.subscribe` not advertised", {"advertiseSubscribe": False}, None),
+    ("listen refused in-band (`refuseListen`)", {"refuseListen": True}, None),
+    ("listen never answered (`silentMethods`)", {"silentMethods": ["subscriptions/listen"]}, None),
+    *(
+        (f"a 2025-era server (`legacyMode: {mode}`)", {"legacyMode": mode}, None)
+        for mode in (
+            "method-not-found",
+            "missing-session",
+            "unsupported-version",
+            "not-initialized",
+            "discover-2025",
+            "not-found",
+        )
+    ),
+    ("discover answered HTTP 503 (`failMethods`)", {"failMethods": {"server/discover": 503}}, None),
+    (
+        "listen answered HTTP 503 (`failMethods`)",
+        {"failMethods": {"subscriptions/listen": 503}},
+        None,
+    ),
+    ("reads answered HTTP 500 (`failMethods`)", {"failMethods": {"resources/read": 500}}, None),
 ]
 
 
@@ -231,25 +274,44 @@ class FaultRow:
     listens: int
     outcome: str
     mistakes: list[str]
+    spared: list[str] = field(default_factory=list)
+
+
+def _wait_quietly(proc: subprocess.Popen[str], seconds: float) -> None:
+    """Wait up to ``seconds`` for ``proc`` (a follow that ended early is fine)."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(seconds)
+
+
+def _window(lab: LabServer, action: Action, done: Any) -> None:
+    """The observation window: FAULT_SECONDS, with the fault's control action inside it."""
+    started = time.monotonic()
+    if action is not None:
+        at, method, path = action
+        done(max(0.0, started + at - time.monotonic()))
+        lab.control(method, path)
+    done(max(0.0, started + FAULT_SECONDS - time.monotonic()))
 
 
 def run_faults(workdir: Path) -> list[FaultRow]:
     """mcpsubd and ``probe --follow`` for FAULT_SECONDS against each fault; the lab judges."""
     rows: list[FaultRow] = []
-    for n, (label, config) in enumerate(FAULTS):
-        with LabServer({"MCP_TEST_UPDATE_DELAY_SECONDS": "30"}) as lab:
-            lab.configure(**config)
+    for n, (label, config, action) in enumerate(FAULTS):
+        print(f"compat: fault: {label}", flush=True)
+        with LabServer({"MCP_TEST_UPDATE_DELAY_SECONDS": FAULT_UPDATE_DELAY}) as lab:
+            if config:
+                lab.configure(**config)
             codes: dict[str, int | None] = {}
-            daemon = Daemon(workdir / f"fault-{n}").start()
+            daemon = Daemon(workdir / f"fault-{n}", env=FAULT_DAEMON_ENV).start()
             try:
-                daemon.ctl("subscribe", "--url", lab.url, "--uri", REVIEW)
-                time.sleep(FAULT_SECONDS)  # the observation window
+                daemon.ctl("subscribe", "--url", lab.url, "--uri", REVIEW, "--no-wait")
+                _window(lab, action, time.sleep)
             finally:
                 codes["mcpsubd"] = daemon.stop()
             proc = spawn_cli("mcpsubctl", "probe", "--url", lab.url, "--uri", REVIEW, "--follow")
-            try:
-                proc.wait(FAULT_SECONDS)
-            except subprocess.TimeoutExpired:
+
+            _window(lab, action, lambda seconds, proc=proc: _wait_quietly(proc, seconds))
+            if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
                 proc.wait(15)
             codes["mcpsubctl"] = proc.returncode
@@ -266,6 +328,7 @@ def run_faults(workdir: Path) -> list[FaultRow]:
                     len(opened),
                     client["outcome"],
                     [m["title"] for m in client["mistakes"]],
+                    [i["id"] for i in client["items"] if i["status"] == "n/a"],
                 )
             )
     return rows
@@ -430,6 +493,39 @@ def evidence(client: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+FAULTS_HEAD = "## mcpsub's long-lived clients under lab faults"
+
+
+def faults_block(faults: list[FaultRow]) -> list[str]:
+    """The fault table's section of results/compatibility.md."""
+    lines = [
+        FAULTS_HEAD,
+        "",
+        f"`mcpsubd` (subscribed, observed {FAULT_SECONDS:g} s, then stopped) and "
+        f"`mcpsubctl probe --follow` (SIGINT after {FAULT_SECONDS:g} s) against a fresh "
+        f"lab steered into each fault the lab can inject (update {FAULT_UPDATE_DELAY} s "
+        "after a listen opens). The verdicts are the lab's; ➖ items are ones the fault "
+        'made impossible (docs/labserver.md, "Per-client verdicts").',
+        "",
+        "| Fault | Client | Exit | Listens opened | Verdict | Items ➖ | Mistakes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {f.fault} | {cell(f.client)} | {f.exit_code} | {f.listens} | {f.outcome} | "
+        f"{cell(', '.join(f.spared)) or '–'} | {cell('; '.join(f.mistakes)) or '–'} |"
+        for f in faults
+    ]
+    lines.append("")
+    return lines
+
+
+def replace_faults_block(text: str, faults: list[FaultRow]) -> str:
+    """``text`` (results/compatibility.md) with only its fault section made anew."""
+    start = text.index(FAULTS_HEAD)
+    end = text.index("\n## ", start + len(FAULTS_HEAD)) + 1
+    return text[:start] + "\n".join(faults_block(faults)) + "\n" + text[end:]
+
+
 def render(
     runs: list[Run],
     report: dict[str, Any],
@@ -470,22 +566,7 @@ def render(
         for key in run.keys:
             lines += evidence(clients[key])
     if faults:
-        lines += [
-            "## mcpsub's long-lived clients under lab faults",
-            "",
-            f"`mcpsubd` (subscribed, observed {FAULT_SECONDS:g} s, then stopped) and "
-            f"`mcpsubctl probe --follow` (SIGINT after {FAULT_SECONDS:g} s) against a lab "
-            "steered into a fault. The verdicts are the lab's.",
-            "",
-            "| Fault | Client | Exit | Listens opened | Verdict | Mistakes |",
-            "|---|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {f.fault} | {cell(f.client)} | {f.exit_code} | {f.listens} | {f.outcome} | "
-            f"{cell('; '.join(f.mistakes)) or '–'} |"
-            for f in faults
-        ]
-        lines.append("")
+        lines += faults_block(faults)
     lines += [
         "## Notes",
         "",
@@ -570,7 +651,19 @@ def face_section(scenarios: list[Scenario], note: str) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--faults-only",
+        action="store_true",
+        help="run only the fault table and replace its section of --output",
+    )
     args = parser.parse_args()
+    if args.faults_only:
+        with tempfile.TemporaryDirectory(prefix="mcpsub-compat-") as tmp:
+            faults = run_faults(Path(tmp))
+        args.output.write_text(replace_faults_block(args.output.read_text(), faults))
+        for f in faults:
+            print(f"compat: {f.fault}: {f.client}: {f.outcome}", flush=True)
+        return 0
     node, node_note = npm_setup()
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="mcpsub-compat-") as tmp:

@@ -289,13 +289,13 @@ def test_the_seed_limit_is_100_streams_and_the_101st_gets_503(lab_server_factory
 
 @pytest.mark.parametrize(
     "asked",
-    [{}, {"toolsListChanged": True}, {"resourceSubscriptions": ["test://not-here"]}],
-    ids=["empty", "unsupported-type", "unknown-uri"],
+    [{}, {"toolsListChanged": True}, {"resourceSubscriptions": [REVIEW]}],
+    ids=["empty", "unsupported-type", "all-dishonored"],
 )
 def test_a_listen_that_can_carry_nothing_is_closed_after_its_ack(
     lab_server: LabServer, asked: dict[str, Any]
 ) -> None:
-    lab_server.configure(updateDelaySeconds=60, keepaliveSeconds=0.05)
+    lab_server.configure(updateDelaySeconds=60, keepaliveSeconds=0.05, dishonorUris=[REVIEW])
     with listen(lab_server.url, asked, request_id=5) as stream:
         assert ack_of(stream, 5) in ({}, {"resourceSubscriptions": []})
         # The final result comes next, not a keep-alive (seed 001: holding the slot open
@@ -307,10 +307,3 @@ def test_a_listen_that_can_carry_nothing_is_closed_after_its_ack(
             stream.next_event()
     assert lab_server.wait_event("listen.closed")[0]["reason"] == "graceful"
     assert lab_server.state()["streams"] == 0
-
-
-def test_a_sub_resource_parent_is_honored(lab_server: LabServer) -> None:
-    lab_server.control("PUT", "/lab/resources", json={"uri": "file:///dir/a.txt", "text": "a"})
-    asked = {"resourceSubscriptions": ["file:///dir", "test://not-here"]}
-    with listen(lab_server.url, asked) as stream:
-        assert ack_of(stream) == {"resourceSubscriptions": ["file:///dir"]}

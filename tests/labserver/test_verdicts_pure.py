@@ -167,12 +167,15 @@ def test_waiting_on_a_stream_whose_ack_dropped_the_uri_ignores_the_ack() -> None
     assert [m.id for m in verdict.mistakes] == ["ignores-ack"]
 
 
-def test_dropped_stream_is_not_a_clean_close() -> None:
+def test_a_stream_the_lab_dropped_is_not_the_clients_unclean_close() -> None:
+    # "dropped" is only ever the lab's doing (control or dropAfterAckMs); a client that goes
+    # away is "client".
     log = Log()
     full_cycle(log)
     log.entries[-1]["reason"] = "dropped"
     (verdict,) = judge(log.entries, log.t)
-    assert verdict.item("closed").status == "fail"
+    assert verdict.item("closed").status == "pass"
+    assert verdict.item("closed").note == "ended by the lab (dropped)"
 
 
 def test_2025_initialize_then_2026_discover_connects_with_a_note() -> None:
@@ -212,9 +215,13 @@ def test_lab_legacy_mode_refusals_are_not_the_clients_fault() -> None:
     rq = log.request("server/discover")
     log.add("http.error", rq, status=400, code=-32022, injected=True)
     (verdict,) = judge(log.entries, log.t)
-    assert verdict.item("connected").status == "fail"
+    # The lab answered as a 2025-era server by its own fault knob, and the client stopped:
+    # nothing after discovery was possible, so nothing is held against it.
+    assert verdict.item("connected").status == "n/a"
     assert "legacyMode" in verdict.item("connected").note
-    assert verdict.outcome == "incomplete"
+    assert {i.status for i in verdict.items if i.id != "listed"} == {"n/a"}
+    assert verdict.outcome == "passed"
+    assert "fault injection made these impossible" in verdict.summary()
     log.entries[-1].pop("injected")  # the same refusal from the real ladder is the client's
     (blamed,) = judge(log.entries, log.t)
     assert blamed.outcome == "failed"
@@ -310,3 +317,57 @@ def test_a_new_session_reads_first_without_polling() -> None:
         loop.read()
     (polling,) = judge(loop.entries, loop.t)
     assert [m.id for m in polling.mistakes] == ["polling"]
+
+
+def test_a_listen_the_lab_withheld_everything_from_is_not_the_clients_fault() -> None:
+    log = Log()
+    log.request("server/discover")
+    log.read()
+    rq = log.request("subscriptions/listen")
+    log.add("listen.opened", rq, subscriptionId=rq, filter={"resourceSubscriptions": [REVIEW]})
+    log.add("listen.acknowledged", rq, subscriptionId=rq, honored={}, withheld=[REVIEW])
+    log.add("listen.closed", rq, subscriptionId=rq, reason="graceful")
+    (verdict,) = judge(log.entries, log.t)
+    statuses = {i.id: i.status for i in verdict.items}
+    assert statuses["listened"] == "n/a" and statuses["notified"] == "n/a"
+    assert statuses["reread"] == "n/a" and statuses["closed"] == "pass"
+    assert verdict.outcome == "passed"
+    # Without the lab's knob (a URI the client made up) it is the client's incomplete run.
+    log.entries[-2]["withheld"] = []
+    (own,) = judge(log.entries, log.t)
+    assert own.item("listened").status == "fail" and own.outcome == "incomplete"
+
+
+def test_streams_the_lab_keeps_ending_before_any_update_spare_the_update_items() -> None:
+    log = Log()
+    log.request("server/discover")
+    for _ in range(3):
+        stream = log.listen(dt=1.5)
+        log.read()
+        log.add("listen.closed", stream, subscriptionId=stream, reason="graceful")
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("notified").status == "n/a"
+    assert verdict.item("reread").status == "n/a"
+    assert verdict.outcome == "passed", verdict.summary()
+    # One stream, ended by the lab, never listened for again: not spared.
+    once = Log()
+    once.request("server/discover")
+    stream = once.listen()
+    once.read()
+    once.add("listen.closed", stream, subscriptionId=stream, reason="graceful")
+    (quitter,) = judge(once.entries, once.t)
+    assert quitter.item("notified").status == "fail"
+    assert quitter.outcome == "incomplete"
+
+
+def test_injected_answers_to_reads_and_listens_are_the_labs() -> None:
+    log = Log()
+    log.request("server/discover")
+    rq = log.request("resources/read", headers={"method": "ok", "name": "ok"})
+    log.add("http.error", rq, status=500, code=None, injected=True)
+    rq = log.request("subscriptions/listen")
+    log.add("request.held", rq, method="subscriptions/listen")
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("read").status == "n/a"
+    assert verdict.item("listened").status == "n/a"
+    assert verdict.outcome == "passed"
