@@ -845,5 +845,7 @@ def workspace() -> Iterator[tuple[Children, Path]]:
 async def new_generation(store: Any, server_id: int) -> int:
     """A link's generation to record reads under, as the daemon gets one: by claiming the
     link's lease (which bumps it)."""
-    [claimed] = await store.claim_leases("bench", 3600.0, 1, [server_id], mine_too=True)
+    from service.store.lease_repository import LeaseRepository
+
+    [claimed] = await LeaseRepository(store).claim("bench", 3600.0, 1, [server_id], mine_too=True)
     return int(claimed.generation)

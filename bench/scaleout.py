@@ -63,6 +63,7 @@ from bench.harness import (
 )
 from bench.hotpath import RatePhase, rate_phase, wait_streams
 from service.store import Store
+from service.store.lease_repository import LeaseRepository
 from service.store.migrate import upgrade
 from service.webhooks.repository import WebhookRepository
 from tests.support.postgres import PgCluster, find_bin_dir
@@ -130,14 +131,14 @@ async def lease_costs(url: str, links: int) -> dict[str, float]:
         for n in range(links):
             await store.add_subscription(f"http://127.0.0.1:1/mcp?link={n}", f"u://{n}")
         started = time.perf_counter()
-        claimed = await store.claim_leases("bench", TTL, links + 1)
+        claimed = await LeaseRepository(store).claim("bench", TTL, links + 1)
         claim_s = time.perf_counter() - started
         passes = []
         for _ in range(20):
             t0 = time.perf_counter()
-            await store.lease_heartbeat("bench", "host", 1)
-            await store.renew_lease_changes("bench", TTL, [c.server_id for c in claimed])
-            await store.lease_balance(TTL)
+            await LeaseRepository(store).heartbeat("bench", "host", 1)
+            await LeaseRepository(store).renew_changes("bench", TTL, [c.server_id for c in claimed])
+            await LeaseRepository(store).balance(TTL)
             await store.list_subscriptions(server_ids=[c.server_id for c in claimed])
             passes.append(time.perf_counter() - t0)
         return {

@@ -51,6 +51,7 @@ import structlog
 from service.store import Store
 from service.store.database import database_errors, describe
 from service.store.health import is_unanswered
+from service.store.lease_repository import LeaseRepository
 from service.store.leases import Claimed, Requested
 from service.store.records import Subscription
 
@@ -105,6 +106,8 @@ def default_replica_id(state_dir: Path | None = None) -> str:
 class LeaseKeeper:
     def __init__(self, store: Store, owner: LinkOwner, ttl_s: float, replica_id: str) -> None:
         self.store = store
+        self.repo = LeaseRepository(store)
+        """The lease statements (the supervisor releases and reconciles through it too)."""
         self.owner = owner
         self.ttl_s = ttl_s
         self.replica_id = replica_id
@@ -161,9 +164,9 @@ class LeaseKeeper:
         comes up and says ``STORAGE_FAILING``, and the renew loop claims the links as soon as
         a write goes through."""
         try:
-            await self.store.lease_heartbeat(self.replica_id, socket.gethostname(), os.getpid())
+            await self.repo.heartbeat(self.replica_id, socket.gethostname(), os.getpid())
             await self.tick()
-            await self.store.wake_replicas()
+            await self.repo.wake_replicas()
         except database_errors() as exc:
             self._renew_failed(exc)
             log.warning(
@@ -187,7 +190,7 @@ class LeaseKeeper:
         if not self.store.dialect.replicated or not self.owner.held():
             return len(self.owner.held())
         try:
-            live, _ = await self.store.lease_balance(self.ttl_s)
+            live, _ = await self.repo.balance(self.ttl_s)
             if live <= 1:
                 return len(self.owner.held())
             self._handing_over = True
@@ -195,10 +198,10 @@ class LeaseKeeper:
             # successor fast enough to take a link before ``offer_leases`` returns here must
             # read as "handed over", not as a lost lease.
             self._offered.update(self.owner.held())
-            await self.store.lease_heartbeat(
+            await self.repo.heartbeat(
                 self.replica_id, socket.gethostname(), os.getpid(), stopping=True
             )
-            offered = await self.store.offer_leases(self.replica_id, None)
+            offered = await self.repo.offer(self.replica_id, None)
         except Exception as exc:
             log.warning("could not offer the links for hand-over", error=str(exc))
             return len(self.owner.held())
@@ -226,7 +229,7 @@ class LeaseKeeper:
                     await task
         try:
             async with asyncio.timeout(self.interval_s):
-                await self.store.lease_heartbeat(
+                await self.repo.heartbeat(
                     self.replica_id, socket.gethostname(), os.getpid(), stopping=True
                 )
         except Exception as exc:
@@ -235,7 +238,7 @@ class LeaseKeeper:
     async def leave(self) -> None:
         try:
             async with asyncio.timeout(self.interval_s):
-                await self.store.leave(self.replica_id)
+                await self.repo.leave(self.replica_id)
         except Exception as exc:  # the leases then expire after their TTL
             log.warning("could not release the leases", error=describe(exc))
 
@@ -351,11 +354,11 @@ class LeaseKeeper:
         the links the database lists as ours that do not run here."""
         started = time.monotonic()
         held_before = set(self.owner.held())
-        await self.store.lease_heartbeat(
+        await self.repo.heartbeat(
             self.replica_id, socket.gethostname(), os.getpid(), stopping=self._handing_over
         )
         # Only the differences come back: a pass over 1,000 held links returned 1,000 rows.
-        renewed = await self.store.renew_lease_changes(self.replica_id, self.ttl_s, held_before)
+        renewed = await self.repo.renew_changes(self.replica_id, self.ttl_s, held_before)
         self.valid_until = started + self.ttl_s
         self.stats["lease_renew_seconds"] = time.monotonic() - started
         # Against what runs now: a link adopted (an API subscribe, a standby link's take) or
@@ -390,13 +393,13 @@ class LeaseKeeper:
         orphans = sorted(i for i in orphans_seen if i not in self.owner.held())
         if orphans:  # ours in the table but not running: a previous run, or stopped locally
             await self.claim(len(orphans), only=orphans, mine_too=True)
-        live, links = await self.store.lease_balance(self.ttl_s)
+        live, links = await self.repo.balance(self.ttl_s)
         self.stats["replicas_live"] = float(live)
         share = math.ceil(links / live) if links else 0
         mine = self.owner.held()
         standby = self.owner.standby()
         if standby:  # a request may have been withdrawn or overtaken by a plain claim
-            for server_id in sorted(standby - await self.store.requested_leases(self.replica_id)):
+            for server_id in sorted(standby - await self.repo.requested(self.replica_id)):
                 await self.owner.abandon(server_id)
             standby = self.owner.standby()
         if len(mine) + len(standby) < share:
@@ -409,7 +412,7 @@ class LeaseKeeper:
             )
             need = share - len(mine) - len(standby) - len(claimed)
             if need > 0 and self.store.dialect.replicated:
-                for item in await self.store.request_leases(self.replica_id, self.ttl_s, need):
+                for item in await self.repo.request(self.replica_id, self.ttl_s, need):
                     log.info("listening in standby", server_id=item.server_id, owner=item.owner)
                     await self.owner.prepare(item)
         if len(mine) > share:
@@ -419,12 +422,12 @@ class LeaseKeeper:
                 : len(mine) - share - len(self._offered)
             ]
             if excess:
-                offered = await self.store.offer_leases(self.replica_id, excess)
+                offered = await self.repo.offer(self.replica_id, excess)
                 self._offered.update(offered)
                 self.stats["lease_offers_total"] += len(offered)
         elif self._offered and len(mine) <= share:
             # No longer above the share: take back the offers nobody requested yet.
-            await self.store.withdraw_offers(self.replica_id)
+            await self.repo.withdraw_offers(self.replica_id)
             self._offered.clear()
         # Subscriptions added or removed through this replica's API reach its links at once, and
         # another replica's changes arrive by NOTIFY (``_remote_link_change``). A full reconcile
@@ -439,14 +442,12 @@ class LeaseKeeper:
         self.stats["leases_standby"] = float(len(self.owner.standby()))
         self._passes += 1
         if self._passes % 100 == 1:
-            await self.store.forget_dead_replicas(max(3600.0, self.ttl_s * 20))
+            await self.repo.forget_dead_replicas(max(3600.0, self.ttl_s * 20))
 
     async def claim(
         self, limit: int, only: list[int] | None = None, *, mine_too: bool = False
     ) -> list[Claimed]:
-        claimed = await self.store.claim_leases(
-            self.replica_id, self.ttl_s, limit, only, mine_too=mine_too
-        )
+        claimed = await self.repo.claim(self.replica_id, self.ttl_s, limit, only, mine_too=mine_too)
         # The claimed links' subscriptions in one query, not one per link: with a query per
         # link, claiming 1,000 links took one pass longer than the TTL on a busy host, the
         # next heartbeat came too late, the other replicas counted this one dead and took
@@ -472,7 +473,7 @@ class LeaseKeeper:
     async def take(self, server_id: int) -> Claimed | None:
         """A standby link's listen was acknowledged: take its lease (fencing the previous
         owner from this commit on). None when the request is gone."""
-        taken = await self.store.take_lease(self.replica_id, self.ttl_s, server_id)
+        taken = await self.repo.take(self.replica_id, self.ttl_s, server_id)
         if taken is None:
             return None
         self.stats["lease_claims_total"] += 1

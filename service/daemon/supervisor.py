@@ -210,7 +210,7 @@ class Supervisor:
         if link is not None:
             await link.stop()
         if release:
-            await self.store.release_leases(self.replica_id, [server_id])
+            await self.leases.repo.release(self.replica_id, [server_id])
 
     async def reconcile(self) -> None:
         """Bring the held links' URI sets in line with the database (a subscription may have
@@ -222,7 +222,7 @@ class Supervisor:
         async with self._lock:
             if not self.links:
                 return
-            digests = await self.store.uri_set_digests(self.replica_id)
+            digests = await self.leases.repo.uri_set_digests(self.replica_id)
             stale = sorted(
                 server_id
                 for server_id, link in self.links.items()

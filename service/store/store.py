@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,7 +37,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from service.safetext import redact_urls
-from service.store import catalog, health, hotpath, leases, linkstate, pgpool, schema
+from service.store import catalog, health, hotpath, linkstate, pgpool, schema
 from service.store.database import Database, database_errors, parse
 from service.store.dialect import LINKS_CHANNEL, dialect_for, dumps
 from service.store.health import StorageHealth
@@ -438,89 +438,6 @@ class Store:
         if acked is not None:
             self.publish(acked.events)
         return acked
-
-    # ---- leases (scale-out; trivially held on SQLite) -------------------------------------
-    async def _lease_call(self, fn: Callable[[Connection], T]) -> T:
-        """A lease statement. On PostgreSQL it takes a pooled connection of its own instead of
-        queueing on the write lock behind every link's revision and state writes: with a
-        hundred links starting at once that queue delayed the renew past the TTL, the leases
-        lapsed, the other replicas claimed them, and the links flapped between replicas."""
-        if self.dialect.replicated:
-            return await self.in_writer(fn)
-        return await self.write(fn)
-
-    async def lease_heartbeat(
-        self, replica_id: str, host: str, pid: int, *, stopping: bool = False
-    ) -> None:
-        d = self.dialect
-        await self._lease_call(lambda c: leases.heartbeat(c, d, replica_id, host, pid, stopping))
-
-    async def renew_lease_changes(
-        self, replica_id: str, ttl: float, running: Collection[int]
-    ) -> leases.Renewed:
-        """Renew every lease of ``replica_id``; only the differences from ``running`` come
-        back (:func:`leases.renew_changes`)."""
-        d = self.dialect
-        return await self._lease_call(
-            lambda c: leases.renew_changes(c, d, replica_id, ttl, running)
-        )
-
-    async def lease_balance(self, ttl: float) -> tuple[int, int]:
-        return await self.read(lambda c: leases.balance(c, self.dialect, ttl))
-
-    async def uri_set_digests(self, replica_id: str) -> dict[int, tuple[int, int, int]]:
-        """Per link this replica leases: a digest of its URI set (:func:`leases.uri_set_digests`)."""
-        return await self.read(lambda c: leases.uri_set_digests(c, replica_id))
-
-    async def claim_leases(
-        self,
-        replica_id: str,
-        ttl: float,
-        limit: int,
-        only: list[int] | None = None,
-        *,
-        mine_too: bool = False,
-    ) -> list[leases.Claimed]:
-        d = self.dialect
-        return await self._lease_call(
-            lambda c: leases.claim(c, d, replica_id, ttl, limit, only, mine_too)
-        )
-
-    async def release_leases(self, replica_id: str, server_ids: list[int]) -> int:
-        return await self._lease_call(lambda c: leases.release(c, replica_id, server_ids))
-
-    async def leave(self, replica_id: str) -> None:
-        await self._lease_call(lambda c: leases.leave(c, replica_id))
-
-    async def offer_leases(self, replica_id: str, server_ids: list[int] | None) -> list[int]:
-        d = self.dialect
-        return await self._lease_call(lambda c: leases.offer(c, d, replica_id, server_ids))
-
-    async def withdraw_offers(self, replica_id: str) -> int:
-        return await self._lease_call(lambda c: leases.withdraw(c, replica_id))
-
-    async def request_leases(
-        self, replica_id: str, ttl: float, limit: int
-    ) -> list[leases.Requested]:
-        d = self.dialect
-        return await self._lease_call(lambda c: leases.request(c, d, replica_id, ttl, limit))
-
-    async def requested_leases(self, replica_id: str) -> set[int]:
-        return await self.read(lambda c: leases.requested(c, replica_id))
-
-    async def take_lease(
-        self, replica_id: str, ttl: float, server_id: int
-    ) -> leases.Claimed | None:
-        d = self.dialect
-        return await self._lease_call(lambda c: leases.take(c, d, replica_id, ttl, server_id))
-
-    async def wake_replicas(self, whom: str = leases.OFFERED) -> None:
-        if self.dialect.replicated:
-            await self._lease_call(lambda c: leases.wake(c, self.dialect, whom))
-
-    async def forget_dead_replicas(self, older_than_s: float) -> int:
-        d = self.dialect
-        return await self._lease_call(lambda c: leases.forget_dead(c, d, older_than_s))
 
     # ---- content --------------------------------------------------------------------------
     async def record_read(

@@ -13,6 +13,7 @@ from service.daemon.config import Settings
 from service.daemon.supervisor import Supervisor
 from service.daemon.wiring import side_services
 from service.store import Store
+from service.store.lease_repository import LeaseRepository
 from service.store.leases import uri_set_digest
 from tests.support.store import held_leases
 
@@ -46,7 +47,7 @@ async def test_reconcile_reloads_only_the_links_that_changed(store: Store, tmp_p
     a1, _ = await store.add_subscription("http://127.0.0.1:1/a", "test://a/1")
     a2, _ = await store.add_subscription("http://127.0.0.1:1/a", "test://a/2")
     b1, _ = await store.add_subscription("http://127.0.0.1:1/b", "test://b/1")
-    claimed = await store.claim_leases(ME, 60.0, 10)
+    claimed = await LeaseRepository(store).claim(ME, 60.0, 10)
     assert {c.server_id for c in claimed} == {a1.server_id, b1.server_id}
     settings = Settings(state_dir=tmp_path, replica_id=ME)
     sup = Supervisor(store, settings, *side_services(store, settings))
@@ -61,7 +62,7 @@ async def test_reconcile_reloads_only_the_links_that_changed(store: Store, tmp_p
         return await real_list(*args, **kwargs)
 
     store.list_subscriptions = counting_list  # type: ignore[method-assign]
-    digests = await store.uri_set_digests(ME)
+    digests = await LeaseRepository(store).uri_set_digests(ME)
     assert digests == {
         a1.server_id: uri_set_digest(link_a.wanted),
         b1.server_id: uri_set_digest(link_b.wanted),

@@ -33,6 +33,7 @@ import httpx
 import pytest
 
 from service.store import Store
+from service.store.lease_repository import LeaseRepository
 from tests.daemon.test_daemon import SLOW, put
 from tests.support import poll
 from tests.support.daemon import Daemon
@@ -181,7 +182,7 @@ async def _prepare(url: str, links: list[tuple[str, str]]) -> None:
         for link_url, link_uri in links:
             await store.add_subscription(link_url, link_uri)
         for k in range(REPLICAS):
-            await store.claim_leases(f"r{k}", 60.0, -(-LINKS // REPLICAS))
+            await LeaseRepository(store).claim(f"r{k}", 60.0, -(-LINKS // REPLICAS))
     finally:
         await store.close()
 

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from service.store import Store
+from service.store.lease_repository import LeaseRepository
 from tests.support.store import bump_generation, held_leases
 
 pytestmark = pytest.mark.anyio
@@ -44,17 +45,17 @@ async def test_an_expired_lease_of_a_live_owner_is_left_to_it(
     lease whose owner heartbeats; the owner's renew takes it back."""
     a, b = pg_pair
     ids = await add_links(a, 4)
-    await a.lease_heartbeat("a", "h", 1)
-    assert len(await a.claim_leases("a", TTL, 10)) == 4
+    await LeaseRepository(a).heartbeat("a", "h", 1)
+    assert len(await LeaseRepository(a).claim("a", TTL, 10)) == 4
     async with a.engine.begin() as conn:  # the database was frozen past the TTL
         await conn.execute(text("UPDATE servers SET lease_until = 0"))
-    await a.lease_heartbeat("a", "h", 1)  # a is back first
-    assert await b.claim_leases("b", TTL, 10) == [], "a live owner keeps its links"
+    await LeaseRepository(a).heartbeat("a", "h", 1)  # a is back first
+    assert await LeaseRepository(b).claim("b", TTL, 10) == [], "a live owner keeps its links"
     assert set(await held_leases(a, "a", TTL)) == set(ids)
     async with a.engine.begin() as conn:  # a stops heartbeating: now they are free
         await conn.execute(text("UPDATE servers SET lease_until = 0"))
         await conn.execute(text("UPDATE replicas SET heartbeat_at = 0"))
-    assert len(await b.claim_leases("b", TTL, 10)) == 4
+    assert len(await LeaseRepository(b).claim("b", TTL, 10)) == 4
 
 
 async def test_concurrent_claims_never_overlap(pg_pair: tuple[Store, Store]) -> None:
@@ -62,7 +63,7 @@ async def test_concurrent_claims_never_overlap(pg_pair: tuple[Store, Store]) -> 
     ids = await add_links(a, 40)
     for _ in range(3):  # rounds of racing claims of 10 each; the last finds 0-10 left
         got_a, got_b = await asyncio.gather(
-            a.claim_leases("a", TTL, 10), b.claim_leases("b", TTL, 10)
+            LeaseRepository(a).claim("a", TTL, 10), LeaseRepository(b).claim("b", TTL, 10)
         )
         assert not {c.server_id for c in got_a} & {c.server_id for c in got_b}
     held_a = await held_leases(a, "a", TTL)
@@ -70,7 +71,9 @@ async def test_concurrent_claims_never_overlap(pg_pair: tuple[Store, Store]) -> 
     assert not set(held_a) & set(held_b)
     assert len(held_a) + len(held_b) == 40
     assert set(held_a) | set(held_b) == set(ids)
-    assert await b.claim_leases("b", TTL, 100, only=list(held_a)) == [], "held links stay put"
+    assert await LeaseRepository(b).claim("b", TTL, 100, only=list(held_a)) == [], (
+        "held links stay put"
+    )
 
 
 async def test_a_paused_replica_is_fenced_out_after_a_new_claim(
@@ -78,14 +81,14 @@ async def test_a_paused_replica_is_fenced_out_after_a_new_claim(
 ) -> None:
     a, b = pg_pair
     sub, _ = await a.add_subscription("http://127.0.0.1:1/mcp", "test://a")
-    [mine] = await a.claim_leases("a", TTL, 10)
+    [mine] = await LeaseRepository(a).claim("a", TTL, 10)
     gen_a = await bump_generation(a, sub.server_id, expected=mine.generation)
     assert gen_a == mine.generation + 1
     contents = [{"uri": "test://a", "text": "from a"}]
     assert await a.record_read(sub.id, sub.server_id, gen_a, contents, "from a") is not None
-    assert await b.claim_leases("b", TTL, 10) == [], "an unexpired lease is not taken"
+    assert await LeaseRepository(b).claim("b", TTL, 10) == [], "an unexpired lease is not taken"
     await expire_all(a)  # a was paused past its lease
-    [theirs] = await b.claim_leases("b", TTL, 10)
+    [theirs] = await LeaseRepository(b).claim("b", TTL, 10)
     assert theirs.previous_owner == "a" and theirs.epoch == mine.epoch + 1
     assert theirs.generation > gen_a, "the claim moves the generation fence"
     events_before = await a.last_event_id()
@@ -106,19 +109,19 @@ async def test_a_paused_replica_is_fenced_out_after_a_new_claim(
 async def test_release_and_balance(pg_pair: tuple[Store, Store]) -> None:
     a, b = pg_pair
     await add_links(a, 4)
-    await a.lease_heartbeat("a", "h", 1)
-    await b.lease_heartbeat("b", "h", 2)
-    assert await a.lease_balance(TTL) == (2, 4)
-    await b.lease_heartbeat("b", "h", 2, stopping=True)
-    assert await a.lease_balance(TTL) == (1, 4), "a stopping replica is not counted"
-    claimed = await a.claim_leases("a", TTL, 4)
+    await LeaseRepository(a).heartbeat("a", "h", 1)
+    await LeaseRepository(b).heartbeat("b", "h", 2)
+    assert await LeaseRepository(a).balance(TTL) == (2, 4)
+    await LeaseRepository(b).heartbeat("b", "h", 2, stopping=True)
+    assert await LeaseRepository(a).balance(TTL) == (1, 4), "a stopping replica is not counted"
+    claimed = await LeaseRepository(a).claim("a", TTL, 4)
     assert len(claimed) == 4
-    assert await a.release_leases("a", [claimed[0].server_id]) == 1
-    again = await b.claim_leases("b", TTL, 4)
+    assert await LeaseRepository(a).release("a", [claimed[0].server_id]) == 1
+    again = await LeaseRepository(b).claim("b", TTL, 4)
     assert [c.server_id for c in again] == [claimed[0].server_id], "released: free at once"
-    await a.leave("a")
-    assert len(await b.claim_leases("b", TTL, 4)) == 3
-    assert await a.lease_balance(TTL) == (1, 4)
+    await LeaseRepository(a).leave("a")
+    assert len(await LeaseRepository(b).claim("b", TTL, 4)) == 3
+    assert await LeaseRepository(a).balance(TTL) == (1, 4)
 
 
 async def test_handover_is_make_before_break_and_fenced(pg_pair: tuple[Store, Store]) -> None:
@@ -126,27 +129,27 @@ async def test_handover_is_make_before_break_and_fenced(pg_pair: tuple[Store, St
     one write after (the take moves owner, epoch and generation in one statement)."""
     a, b = pg_pair
     sub, _ = await a.add_subscription("http://127.0.0.1:1/mcp", "test://a")
-    await a.lease_heartbeat("a", "h", 1)
-    await b.lease_heartbeat("b", "h", 2)
-    [mine] = await a.claim_leases("a", TTL, 10)
+    await LeaseRepository(a).heartbeat("a", "h", 1)
+    await LeaseRepository(b).heartbeat("b", "h", 2)
+    [mine] = await LeaseRepository(a).claim("a", TTL, 10)
     gen_a = await bump_generation(a, sub.server_id, expected=mine.generation)
     assert gen_a is not None
-    assert await b.request_leases("b", TTL, 10) == [], "nothing offered yet"
-    assert await a.offer_leases("a", None) == [sub.server_id]
-    assert await a.offer_leases("a", None) == [], "an offer is made once"
-    [req] = await b.request_leases("b", TTL, 10)
+    assert await LeaseRepository(b).request("b", TTL, 10) == [], "nothing offered yet"
+    assert await LeaseRepository(a).offer("a", None) == [sub.server_id]
+    assert await LeaseRepository(a).offer("a", None) == [], "an offer is made once"
+    [req] = await LeaseRepository(b).request("b", TTL, 10)
     assert (req.server_id, req.owner) == (sub.server_id, "a")
-    assert await a.request_leases("a", TTL, 10) == [], "the owner never requests its own"
-    assert await b.requested_leases("b") == {sub.server_id}
+    assert await LeaseRepository(a).request("a", TTL, 10) == [], "the owner never requests its own"
+    assert await LeaseRepository(b).requested("b") == {sub.server_id}
     # Requested but not taken: the owner still holds the lease and its writes land.
     assert await held_leases(a, "a", TTL) == {sub.server_id: mine.epoch}
     before = [{"uri": "test://a", "text": "before the take"}]
     assert await a.record_read(sub.id, sub.server_id, gen_a, before, "before the take")
-    assert await a.withdraw_offers("a") == 0, "a requested link is not withdrawn"
-    taken = await b.take_lease("b", TTL, sub.server_id)
+    assert await LeaseRepository(a).withdraw_offers("a") == 0, "a requested link is not withdrawn"
+    taken = await LeaseRepository(b).take("b", TTL, sub.server_id)
     assert taken is not None and taken.previous_owner == "a"
     assert taken.epoch == mine.epoch + 1 and taken.generation > gen_a
-    assert await b.take_lease("b", TTL, sub.server_id) is None, "taken once"
+    assert await LeaseRepository(b).take("b", TTL, sub.server_id) is None, "taken once"
     events = await a.last_event_id()
     after = [{"uri": "test://a", "text": "stale"}]
     assert await a.record_read(sub.id, sub.server_id, gen_a, after, "stale") is None
@@ -163,28 +166,30 @@ async def test_handover_requests_race_withdraw_and_expire(pg_pair: tuple[Store, 
     a, b = pg_pair
     ids = await add_links(a, 20)
     for replica in ("a", "b", "c"):
-        await a.lease_heartbeat(replica, "h", 1)
-    await a.claim_leases("a", TTL, 20)
-    assert len(await a.offer_leases("a", ids[:10])) == 10
+        await LeaseRepository(a).heartbeat(replica, "h", 1)
+    await LeaseRepository(a).claim("a", TTL, 20)
+    assert len(await LeaseRepository(a).offer("a", ids[:10])) == 10
     got_b, got_c = await asyncio.gather(
-        b.request_leases("b", TTL, 6), a.request_leases("c", TTL, 6)
+        LeaseRepository(b).request("b", TTL, 6), LeaseRepository(a).request("c", TTL, 6)
     )
     assert len(got_b) + len(got_c) == 10
     assert not {r.server_id for r in got_b} & {r.server_id for r in got_c}, "one successor each"
     assert {r.server_id for r in got_b} | {r.server_id for r in got_c} == set(ids[:10])
     # c stops before taking: its requests may be taken over by a live replica.
-    await a.lease_heartbeat("c", "h", 1, stopping=True)
-    again = await b.request_leases("b", TTL, 20)
+    await LeaseRepository(a).heartbeat("c", "h", 1, stopping=True)
+    again = await LeaseRepository(b).request("b", TTL, 20)
     assert {r.server_id for r in again} == {r.server_id for r in got_c}
-    assert await a.take_lease("c", TTL, got_c[0].server_id) is None, "c lost its request"
+    assert await LeaseRepository(a).take("c", TTL, got_c[0].server_id) is None, "c lost its request"
     # Offers nobody requested are withdrawn; a plain claim after expiry clears a request.
-    assert len(await a.offer_leases("a", ids[10:12])) == 2
-    assert await a.withdraw_offers("a") == 2
-    assert await b.request_leases("b", TTL, 20) == []
+    assert len(await LeaseRepository(a).offer("a", ids[10:12])) == 2
+    assert await LeaseRepository(a).withdraw_offers("a") == 2
+    assert await LeaseRepository(b).request("b", TTL, 20) == []
     await expire_all(a)
-    claimed = await a.claim_leases("c", TTL, 20, only=[got_b[0].server_id])
+    claimed = await LeaseRepository(a).claim("c", TTL, 20, only=[got_b[0].server_id])
     assert [c.server_id for c in claimed] == [got_b[0].server_id]
-    assert await b.take_lease("b", TTL, got_b[0].server_id) is None, "overtaken by a claim"
+    assert await LeaseRepository(b).take("b", TTL, got_b[0].server_id) is None, (
+        "overtaken by a claim"
+    )
 
 
 async def test_sqlite_holds_every_link_even_after_a_crash(
@@ -201,12 +206,12 @@ async def test_sqlite_holds_every_link_even_after_a_crash(
 
 async def _sqlite_takeover(store: Store) -> None:
     ids = await add_links(store, 3)
-    first = await store.claim_leases("run1", TTL, 10)
+    first = await LeaseRepository(store).claim("run1", TTL, 10)
     assert [c.server_id for c in first] == ids
-    second = await store.claim_leases("run2", TTL, 10)
+    second = await LeaseRepository(store).claim("run2", TTL, 10)
     assert [c.server_id for c in second] == ids
     assert all(c.previous_owner == "run1" for c in second)
-    assert await store.lease_balance(TTL) == (1, 3)
+    assert await LeaseRepository(store).balance(TTL) == (1, 3)
 
 
 async def test_each_delivery_attempt_is_leased_to_one_replica(
@@ -299,22 +304,22 @@ async def test_a_pass_claims_and_offers_many_links_in_a_few_statements(
     assert owner.held() == set(ids)
     assert sorted(owner.links[ids[0]]) == ["test://a", "test://b"]
     assert len(reads) == 1, "one query for the subscriptions of all the claimed links"
-    await b.lease_heartbeat("replica-b", "host", 2)  # a second live replica: share 6
+    await LeaseRepository(b).heartbeat("replica-b", "host", 2)  # a second live replica: share 6
     offers: list[list[int] | None] = []
-    offer_leases = a.offer_leases
+    offer_leases = keeper.repo.offer
 
     async def counted_offer(replica: str, server_ids: list[int] | None) -> list[int]:
         offers.append(None if server_ids is None else list(server_ids))
         return await offer_leases(replica, server_ids)
 
-    a.offer_leases = counted_offer  # type: ignore[method-assign]
+    keeper.repo.offer = counted_offer  # type: ignore[method-assign]
     await keeper.tick()
     assert len(owner.held()) == 12 and not owner.dropped, "offered, still running"
     assert len(offers) == 1 and offers[0] is not None and len(offers[0]) == 6, "one statement"
-    requested = await b.request_leases("replica-b", TTL, 12)
+    requested = await LeaseRepository(b).request("replica-b", TTL, 12)
     assert sorted(r.server_id for r in requested) == sorted(offers[0])
     for r in requested:  # replica-b's standby listens were acknowledged
-        assert await b.take_lease("replica-b", TTL, r.server_id) is not None
+        assert await LeaseRepository(b).take("replica-b", TTL, r.server_id) is not None
     await keeper.tick()
     assert len(owner.held()) == 6 and sorted(owner.dropped) == sorted(offers[0])
 
@@ -323,19 +328,19 @@ async def test_a_renew_returns_only_what_differs_from_the_running_links(store: S
     """The lease pass's renew: every lease extended, and back come only the links running here
     that are not ours any more and the ones ours that do not run here (both backends)."""
     ids = await add_links(store, 3)
-    claimed = await store.claim_leases("a", TTL, 2)
+    claimed = await LeaseRepository(store).claim("a", TTL, 2)
     mine = [c.server_id for c in claimed]
     assert mine == ids[:2]
     async with store.engine.begin() as conn:
         await conn.execute(text("UPDATE servers SET lease_until = 1"))
-    quiet = await store.renew_lease_changes("a", TTL, set(mine))
+    quiet = await LeaseRepository(store).renew_changes("a", TTL, set(mine))
     assert (quiet.lost, quiet.orphans) == ([], [])
     async with store.engine.connect() as conn:
         until = (await conn.execute(text("SELECT id, lease_until FROM servers"))).all()
     assert {r.id for r in until if r.lease_until and r.lease_until > 1} == set(mine)
-    gone = await store.renew_lease_changes("a", TTL, {*mine, ids[2]})
+    gone = await LeaseRepository(store).renew_changes("a", TTL, {*mine, ids[2]})
     assert (gone.lost, gone.orphans) == ([ids[2]], [])
-    orphan = await store.renew_lease_changes("a", TTL, {mine[0]})
+    orphan = await LeaseRepository(store).renew_changes("a", TTL, {mine[0]})
     assert (orphan.lost, orphan.orphans) == ([], [mine[1]])
-    none_running = await store.renew_lease_changes("a", TTL, set())
+    none_running = await LeaseRepository(store).renew_changes("a", TTL, set())
     assert (none_running.lost, none_running.orphans) == ([], mine)
