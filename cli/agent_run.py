@@ -153,6 +153,29 @@ def opencode_request(prompt: str, extra: Sequence[str]) -> dict[str, Any]:
     return {"parts": [{"type": "text", "text": prompt}]}
 
 
+def trigger_command(
+    program: str,
+    agent: str,
+    prompt_file: str,
+    *,
+    session: str | None,
+    queue: bool,
+    api: str | None,
+    extra: Sequence[str],
+) -> list[str]:
+    """What ``mcpsubctl trigger add --agent AGENT …`` stores as the trigger's command: this
+    command, with ``extra`` (the words after ``--``) as the agent's flags. ``api`` is the
+    daemon's socket, named because a trigger's environment carries no ``MCPSUB_*`` setting."""
+    command = [program, "agent-run", "--agent", agent, "--prompt-file", prompt_file]
+    if session:
+        command += ["--session", session]
+    if queue:
+        command.append("--queue")
+    if api:
+        command += ["--api", api]
+    return [*command, *(["--", *extra] if extra else [])]
+
+
 # ---- the diff, asked of the daemon -------------------------------------------------------
 def daemon_diff(api: str | None, change: Change) -> str | None:
     """The unified diff of the change's revision against the one before, from the daemon
@@ -293,6 +316,56 @@ def post_opencode(args: argparse.Namespace, prompt: str, extra: Sequence[str]) -
         )
     sys.stdout.write(f"posted the change to OpenCode session {args.session}\n")
     return 0
+
+
+def add_trigger_agent_arguments(p: argparse.ArgumentParser) -> None:
+    """``trigger add``'s shorthand for a trigger whose program is ``agent-run``."""
+    p.add_argument(
+        "--agent",
+        choices=AGENTS,
+        default=None,
+        help="run this agent CLI on each change (mcpsubctl agent-run); the words after -- "
+        "are then its flags",
+    )
+    p.add_argument("--prompt-file", default=None, help="with --agent: what the agent should do")
+    p.add_argument(
+        "--session", default=None, help="with --agent: continue this session (or post into it)"
+    )
+    p.add_argument(
+        "--queue", action="store_true", help="with --agent codex: codex queue into --session"
+    )
+
+
+def expand_trigger_agent(
+    args: argparse.Namespace, command: list[str], socket: str | None
+) -> str | None:
+    """With ``--agent``, rewrite ``command`` (the words after ``--``) in place into the
+    ``agent-run`` command line; the problem, if the flags do not fit together."""
+    if args.agent is None:
+        if args.prompt_file or args.session or args.queue:
+            return "--prompt-file, --session and --queue go with --agent"
+        return None
+    if not args.prompt_file:
+        return "--agent needs --prompt-file"
+    path = os.path.abspath(args.prompt_file)
+    try:
+        read_prompt_file(path)
+    except (OSError, ValueError) as exc:
+        return f"cannot read the prompt file: {exc}"
+    me = os.path.abspath(sys.argv[0])
+    from cli.trigger_cmds import resolve_program
+
+    program = me if os.path.basename(me) == "mcpsubctl" else resolve_program("mcpsubctl")
+    command[:] = trigger_command(
+        program,
+        args.agent,
+        path,
+        session=args.session,
+        queue=args.queue,
+        api=f"unix://{socket}" if socket else None,
+        extra=command,
+    )
+    return None
 
 
 def add_agent_run_command(

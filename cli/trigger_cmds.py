@@ -229,6 +229,11 @@ def _add(client: DaemonClient, args: argparse.Namespace) -> int:
     command = list(args.command_line)
     if command and command[0] == "--":
         command = command[1:]
+    from cli.agent_run import expand_trigger_agent
+
+    problem = expand_trigger_agent(args, command, client.endpoint.socket)
+    if problem:
+        return fail(args, "USAGE_ERROR", problem, "docs/agents.md, 'Start an agent on a change'")
     if not command:
         return fail(
             args,
@@ -330,6 +335,9 @@ def add_trigger_arguments(p: argparse.ArgumentParser) -> None:
         help="pass NAME from the daemon's environment, or set it (repeatable)",
     )
     p.add_argument("--cwd", default=None, help="working directory (default: the daemon's HOME)")
+    from cli.agent_run import add_trigger_agent_arguments
+
+    add_trigger_agent_arguments(p)
     p.add_argument(
         "command_line",
         nargs=argparse.REMAINDER,

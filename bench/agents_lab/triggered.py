@@ -99,43 +99,75 @@ def agent_run_args(world: World, cli: str, prompt_file: Path, session: str | Non
     return [*args, "--", *AGENT_FLAGS[cli]]
 
 
-def agentrun(cli: str, session: bool = False, via: str = "pipe") -> dict[str, Any]:
+def agent_env(world: World, agent: Agent) -> dict[str, str]:
+    """What the agent CLI needs in its environment (its model endpoint and key, the
+    telemetry switches): given to the daemon, and passed to the trigger with ``--env``."""
+    keep = {k: v for k, v in {**world.env, **agent.extra_env()}.items() if v}
+    return {k: v for k, v in keep.items() if k not in ("PATH", "HOME", "LANG", "MCPSUB_API")}
+
+
+def start_triggered_world(cli: str, script: Script) -> tuple[World, Agent, dict[str, str]]:
+    """A world whose daemon's environment has what ``cli`` needs, the CLI configured."""
     world = World()
-    world.model.script = Script([{"say": "Reviewed: the board changed."}])
-    with world:
-        world.subscribe()
-        agent = make_agent(world, cli, Transport())
-        files = agent.configure()
+    world.model.script = script
+    world.start(daemon=False)
+    agent = make_agent(world, cli, Transport())
+    files = agent.configure()
+    world.env.update(agent_env(world, agent))
+    world.start_daemon()
+    world.subscribe()
+    return world, agent, files
+
+
+def add_trigger(
+    world: World, agent: Agent, cli: str, prompt_file: Path, session: str | None, *flags: str
+) -> tuple[int, dict[str, Any]]:
+    """``mcpsubctl trigger add --uri URI --agent CLI …`` as docs/agents.md shows it; returns
+    (the trigger id, what it stored)."""
+    args = ["trigger", "add", "--uri", URI, "--agent", cli, "--prompt-file", str(prompt_file)]
+    args += ["--cwd", str(world.work), *flags]
+    if session:
+        args += ["--session", session]
+    for name in sorted(agent_env(world, agent)):
+        args += ["--env", name]
+    done = world.ctl(*args, "--json", "--", *AGENT_FLAGS[cli])
+    if done.returncode != 0:
+        raise RuntimeError(f"trigger add: {done.returncode} {done.stdout} {done.stderr}")
+    created: dict[str, Any] = json.loads(done.stdout)
+    return int(created["id"]), created
+
+
+def trigger_runs(world: World, trigger_id: int) -> list[dict[str, Any]]:
+    done = world.ctl("trigger", "runs", str(trigger_id), "--json", "--limit", "100")
+    body = json.loads(done.stdout) if done.returncode == 0 else {}
+    runs = body.get("runs", body) if isinstance(body, dict) else body
+    return list(runs) if isinstance(runs, list) else []
+
+
+def agentrun(cli: str, session: bool = False, via: str = "trigger") -> dict[str, Any]:
+    """A change on the lab starts the agent: ``via="trigger"``, through ``mcpsubctl trigger
+    add --agent CLI`` (the daemon runs ``agent-run``); ``via="pipe"``, ``agent-run`` run by
+    hand with the change on stdin."""
+    world, agent, files = start_triggered_world(
+        cli, Script([{"say": "Reviewed: the board changed."}])
+    )
+    try:
         prompt_file = world.root / "review.md"
         prompt_file.write_text(PROMPT)
         word = f"WORD-{uuid.uuid4().hex[:8]}"
         sid, first = start_session(agent, cli, word) if session else (None, None)
+        stored: dict[str, Any] = {}
+        if via == "trigger":
+            _, stored = add_trigger(world, agent, cli, prompt_file, sid)
         seq = max((e.seq for e in world.model.log), default=0)
         mark = marker(0)
         text = f"board: v1\nstate: {mark}"
         changed = world.put(text)
-        args = agent_run_args(world, cli, prompt_file, sid)
         ran: dict[str, Any] = {}
         if via == "pipe":
             world.wait_content(mark)
-            netns.require_private()
-            started = time.monotonic()
-            done = subprocess.run(
-                [str(BIN / "mcpsubctl"), *args],
-                input=change_json(world, text).decode(),
-                cwd=world.work,
-                env={**world.env, **agent.extra_env()},
-                capture_output=True,
-                text=True,
-                timeout=180,
-                check=False,
-            )
-            ran = {
-                "exit": done.returncode,
-                "seconds": round(time.monotonic() - started, 2),
-                "stdoutTail": done.stdout[-800:],
-                "stderrTail": done.stderr[-1500:],
-            }
+            args = agent_run_args(world, cli, prompt_file, sid)
+            ran = pipe_agent_run(world, agent, args, text)
         hit = world.model.wait_for(lambda e: e.main and e.seq > seq and mark in e.raw, 120)
         return {
             "scenario": "agentrun",
@@ -144,7 +176,7 @@ def agentrun(cli: str, session: bool = False, via: str = "pipe") -> dict[str, An
             "via": via,
             "session": sid,
             "config": files,
-            "argv": ["mcpsubctl", *args],
+            "trigger": {k: stored.get(k) for k in ("program", "args", "env", "cwd")},
             "firstSession": first,
             "run": ran,
             "newTextInFirstRequest": hit is not None,
@@ -152,8 +184,9 @@ def agentrun(cli: str, session: bool = False, via: str = "pipe") -> dict[str, An
             "earlierTurnSeen": bool(hit and word in hit.raw),
             "latency": round(hit.t - changed, 3) if hit else None,
             "modelSaw": said(hit.body, mark, 900) if hit else "",
-            "nodeBin": str(NODE_BIN),
         }
+    finally:
+        world.stop()
 
 
 SCENARIOS = {"agentrun": agentrun}

@@ -20,7 +20,7 @@ from cli.agent_run import (
     parse_change,
 )
 from tests.api.live import LiveApi
-from tests.support.cli import BIN, cli_env
+from tests.support.cli import BIN, cli_env, run_cli
 
 URL = "http://127.0.0.1:8089/mcp"
 RECORDER = "import json, sys; json.dump(sys.argv[1:], open(sys.argv[0] + '.argv', 'w'))"
@@ -135,3 +135,35 @@ def test_codex_queue_goes_into_the_named_session_and_only_there() -> None:
         agent_argv("codex", "P", None, [], queue=True)
     with pytest.raises(ValueError):
         agent_argv("claude-code", "P", "S", [], queue=True)
+
+
+def test_trigger_add_agent_stores_the_agent_run_command(live: LiveApi, tmp_path: Path) -> None:
+    prompt = tmp_path / "review.md"
+    prompt.write_text("Review it.\n")
+    done = run_cli("mcpsubctl", "trigger", "add", "--api", live.api, "--uri", "test://a/*",
+                   "--agent", "codex", "--prompt-file", str(prompt), "--session", "T1",
+                   "--queue", "--json", "--", "--skip-git-repo-check")  # fmt: skip
+    assert done.code == 0, done
+    stored = done.json
+    assert Path(stored["program"]).name == "mcpsubctl"
+    assert stored["args"] == [
+        "agent-run", "--agent", "codex", "--prompt-file", str(prompt), "--session", "T1",
+        "--queue", "--api", live.api, "--", "--skip-git-repo-check",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        (["--agent", "gemini"], "--agent needs --prompt-file"),
+        (["--agent", "gemini", "--prompt-file", "/nonexistent"], "cannot read the prompt file"),
+        (["--session", "S", "--", "true"], "go with --agent"),
+    ],
+)
+def test_trigger_add_agent_usage_errors_store_nothing(
+    live: LiveApi, flags: list[str], problem: str
+) -> None:
+    done = run_cli("mcpsubctl", "trigger", "add", "--api", live.api, "--uri", "test://a", *flags)
+    assert done.code == 2 and problem in done.stderr, done
+    listed = run_cli("mcpsubctl", "trigger", "list", "--api", live.api, "--json")
+    assert listed.code == 0 and listed.json["triggers"] == [], listed
