@@ -102,6 +102,7 @@ CODES: dict[str, Code] = {
     "AUTH_FAILED": Code(EXIT_AUTH),
     "API_TOKEN_REQUIRED": Code(EXIT_AUTH, 401),
     "CSRF_TOKEN_REQUIRED": Code(EXIT_AUTH, 403),
+    "SESSION_ENDED": Code(EXIT_AUTH, 401, "log in to the console again (mcpsubctl ui)"),
     "PERMISSION_DENIED": Code(EXIT_AUTH),
     "HOST_NOT_ALLOWED": Code(EXIT_AUTH, 421),
     "ORIGIN_NOT_ALLOWED": Code(EXIT_AUTH, 403),
