@@ -24,7 +24,7 @@ import email.utils
 import json
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -111,7 +111,7 @@ def excerpt(body: bytes, secrets: tuple[str, ...] = ()) -> str:
     return text.encode()[:RESPONSE_EXCERPT].decode("utf-8", "replace")
 
 
-def target_secrets(url: str, signing: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+def target_secrets(url: str, signing: Sequence[str]) -> tuple[str, ...]:
     """What a receiver must not get shown back: its URL's credentials and the signing
     secrets, whole and as the key after ``whsec_`` (:func:`service.safetext.known_secrets`)."""
     keys = [secret.removeprefix(SECRET_PREFIX) for secret in signing]
@@ -546,7 +546,7 @@ class Dispatcher:
             allow_private,
             item.body,
             headers,
-            target_secrets(url, secrets_in_use),
+            secrets_in_use,
         )
         return replace(
             outcome,
@@ -562,11 +562,13 @@ class Dispatcher:
         allow_private: bool,
         body: bytes,
         headers: dict[str, str],
-        secrets: tuple[str, ...],
+        signing: Sequence[str],
     ) -> Outcome:
         """One POST on the target's transport, as an :class:`Outcome`; the attempt as a
         whole is bounded by the timeout (a trickling receiver resets per-read timeouts).
-        The one place a receiver's words enter: its answer and errors lose ``secrets``."""
+        The one place a receiver's words enter: its answer and errors lose the credentials
+        sent to it (:func:`target_secrets` of ``url`` and the ``signing`` secrets, worked
+        out only when there is text to redact: most answers are empty)."""
         transport = self._transport(target_id, url, allow_private)
         try:
             async with asyncio.timeout(self.settings.timeout_s):
@@ -580,9 +582,12 @@ class Dispatcher:
             return Outcome(False, None, UNENCODABLE_HOST, permanent=True)
         except McpError as exc:
             return refused_outcome(exc) or Outcome(
-                False, None, redact_known(f"{type(exc).__name__}: {exc}", secrets)[:300]
+                False,
+                None,
+                redact_known(f"{type(exc).__name__}: {exc}", target_secrets(url, signing))[:300],
             )
         outcome = attempt_outcome(answer.status, answer.headers, time.time())
+        secrets = target_secrets(url, signing) if answer.body else ()
         return replace(outcome, response_body=excerpt(answer.body, secrets))
 
     async def send_test(self, target_id: int) -> Outcome:
@@ -615,7 +620,7 @@ class Dispatcher:
             target.allow_private_target,
             body,
             headers,
-            target_secrets(target.wire_url, signing),
+            signing,
         )
 
     # ---- outcomes: queued, written in batches by one task -------------------------------

@@ -1,5 +1,5 @@
-"""What a console session opened ends with it: an event stream (``?include=content``) and a
-long poll made with the cookie end when the session does (logout, ``mcpsubctl ui
+"""What a console session opened ends with it: an event stream (``?include=content``), a
+long poll and the face's open answer made with the cookie end when the session does (logout, ``mcpsubctl ui
 --revoke-all``, expiry) and carry no later revision. Before: a stream opened before
 ``POST /ui/logout`` kept delivering every revision's content while the same cookie got 401.
 
@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from service.face import protocol as p
 from tests.hostile.helpers import put, subscribe, wait_text
 from tests.support.daemon import Daemon, tcp_api_env
 from tests.support.lab import LabServer
@@ -28,23 +29,28 @@ URI = "test://session-stream"
 class OpenRequest:
     """One request made with a cookie, read in a thread until its body ends."""
 
-    def __init__(self, base: str, cookie: str, path: str, params: dict[str, str]) -> None:
+    def __init__(
+        self, base: str, cookie: str, path: str, params: dict[str, str], **request: Any
+    ) -> None:
         self.text = ""
         self.status: int | None = None
         self.error: BaseException | None = None
         self.ended = threading.Event()
         self.ended_at = 0.0
-        args = (base, cookie, path, params)
+        args = (base, cookie, path, params, request)
         self._thread = threading.Thread(target=self._run, args=args, daemon=True)
         self._thread.start()
 
-    def _run(self, base: str, cookie: str, path: str, params: dict[str, str]) -> None:
+    def _run(
+        self, base: str, cookie: str, path: str, params: dict[str, str], request: dict[str, Any]
+    ) -> None:
         timeout = httpx.Timeout(10.0, read=120.0)
-        headers = {"Cookie": f"mcpsub_session={cookie}"}
+        method = request.pop("method", "GET")
+        headers = {"Cookie": f"mcpsub_session={cookie}", **request.pop("headers", {})}
         try:
             with (
                 httpx.Client(base_url=base, timeout=timeout) as client,
-                client.stream("GET", path, params=params, headers=headers) as answer,
+                client.stream(method, path, params=params, headers=headers, **request) as answer,
             ):
                 self.status = answer.status_code
                 for piece in answer.iter_text():
@@ -64,6 +70,28 @@ def lab() -> Iterator[LabServer]:
 
 def _daemon(tmp_path: Path, **env: str) -> Daemon:
     return Daemon(tmp_path / "state", {**tcp_api_env(), **env}).start()
+
+
+def _face_wait(csrf: str) -> dict[str, Any]:
+    """``wait_for_change`` on ``/mcp`` (2026-07-28, stateless): an answer that stays open."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "wait_for_change",
+            "arguments": {"uri": URI, "timeoutSeconds": 100},
+            "_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}},
+        },
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": p.MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "wait_for_change",
+        "X-CSRF-Token": csrf,
+    }
+    return {"method": "POST", "json": body, "headers": headers}
 
 
 def _connections(d: Daemon) -> float:
@@ -105,6 +133,8 @@ def _stream_then_end(d: Daemon, lab: LabServer, text: str, end: Any) -> float:
     before = _connections(d)
     poll = OpenRequest(d.tcp_url, cookie, "/v1/wait", {"uri": URI, "timeout_ms": "100000"})
     until("the long poll is connected", used(lambda: _connections(d) > before))
+    face = OpenRequest(d.tcp_url, cookie, "/mcp", {}, **_face_wait(csrf))
+    until("the face's wait is connected", used(lambda: _connections(d) > before + 1))
     session.close()
     started = time.monotonic()
     end(cookie, csrf)
@@ -115,6 +145,8 @@ def _stream_then_end(d: Daemon, lab: LabServer, text: str, end: Any) -> float:
     # SESSION_ENDED when it was waiting; API_TOKEN_REQUIRED in the rare case its head was
     # read only after the session ended.
     assert '"SESSION_ENDED"' in poll.text or '"API_TOKEN_REQUIRED"' in poll.text, poll.text
+    assert face.ended.wait(30), "the face's open answer outlived its session"
+    assert face.error is None and f"{text}-after" not in face.text, face.error
     put(lab, URI, f"{text}-after")
     wait_text(d, URI, f"{text}-after")  # stored: a live stream would have carried it
     assert f"{text}-after" not in stream.text
