@@ -10,9 +10,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 PREFIX = "mcpsub_"
@@ -30,8 +36,10 @@ class SnapshotCollector(Collector):
         snapshot: Callable[[], dict[str, float]],
         ready: Callable[[], bool],
         started_at: Callable[[], float],
+        histograms: Callable[[], dict[str, Histogram]] | None = None,
     ) -> None:
         self._snapshot = snapshot
+        self._histograms = histograms
         self._ready = ready
         self._started_at = started_at
         self.store_counts: dict[str, int] = {}
@@ -58,6 +66,28 @@ class SnapshotCollector(Collector):
         yield GaugeMetricFamily(
             PREFIX + "last_event_id", "id of the newest event", value=float(self.last_event_id)
         )
+        for key, histogram in sorted((self._histograms or dict)().items()):
+            cumulative = [(f"{bound:g}", float(n)) for bound, n in zip(histogram.buckets,
+                                                                     histogram.counts, strict=True)]  # fmt: skip
+            yield HistogramMetricFamily(
+                metric_name(key),
+                key,
+                buckets=[*cumulative, ("+Inf", float(histogram.total))],
+                sum_value=histogram.sum_s,
+            )
+
+
+class Histogram(Protocol):
+    """Cumulative bucket counts (seconds), as ``service.triggers.runner.Durations`` keeps."""
+
+    @property
+    def buckets(self) -> tuple[float, ...]: ...
+    @property
+    def counts(self) -> list[int]: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def sum_s(self) -> float: ...
 
 
 def uptime(started_at: float) -> float:

@@ -42,6 +42,7 @@ EXPECTED = {
         "Verdict: **passed**",
         "mcp-resource-subscribe-probe-client passed",
     ],
+    "triggers.md": ['"type":"resource.updated"', "attempt 1: exit 0", "keep-changes"],
     "protocol-migration.md": ['"code":-32022', "Verdict: **failed** · protocol: 2025 only"],
 }
 
