@@ -130,6 +130,7 @@ compat: setup  ## MCP clients and the conformance suite against the lab
 # its blocks of results/agents.md and results/compatibility.md.
 agents-lab: setup bench/agents_lab/node_modules/.agents-lab-installed  ## real agent CLIs against a scripted model, offline (root)
 	$(PY) -m bench.agents_lab report --dump /tmp/agents-lab.json
+	$(PY) -m bench.agents_lab triggers --dump /tmp/agents-lab-triggers.json
 
 clean:  ## remove .venv, .tools and caches
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

@@ -32,6 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--session", action="store_true", help="agentrun: continue a session")
     one.add_argument("--via", default="trigger", choices=["trigger", "pipe"])
     one.add_argument("--way", default="monitor", choices=["monitor", "rewake"])
+    trig = sub.add_parser("triggers", help="agents started or woken by a change; results/")
+    trig.add_argument("--changes", type=int, default=20)
+    trig.add_argument(
+        "--out-dir", type=Path, default=Path(__file__).resolve().parents[2] / "results"
+    )
+    trig.add_argument("--dump", type=Path, help="also save the raw facts (JSON)")
+    trig.add_argument("--note", default="", help="a sentence for the block's header")
     rep = sub.add_parser("report", help="run every scenario; write results/")
     rep.add_argument("--changes", type=int, default=20)
     rep.add_argument(
@@ -56,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
 
     scenarios.SCENARIOS.update(triggered.SCENARIOS)
 
+    if args.command == "triggers":
+        return triggered.main(args.changes, args.out_dir, note=args.note, dump=args.dump)
     if args.command == "report":
         from bench.agents_lab import report
 

@@ -66,6 +66,9 @@ class Script:
     steps: list[dict[str, Any]]
     after_step: Callable[[int], None] | None = None
     """Called (on the server thread) just after step N's answer was sent."""
+    before_main: Callable[[Logged], None] | None = None
+    """Called (on the server thread) with each main request once logged, before it is
+    answered: a scenario may hold the answer back there (a model that hangs)."""
 
 
 class ScriptedModel:
@@ -485,9 +488,9 @@ class _Handler(BaseHTTPRequestHandler):
             step_index: int | None = None
             if main:
                 step_index, step = owner.step_for(anthropic_tool_results(body))
-            owner.record(
-                Logged(seq, t, "POST", self.path, "anthropic", main, step_index, body, raw)
-            )
+            logged = Logged(seq, t, "POST", self.path, "anthropic", main, step_index, body, raw)
+            owner.record(logged)
+            self._before(logged)
             if not main:
                 step = {"say": "ok"}
             elif not_ready(step, "anthropic", body, raw):
@@ -502,9 +505,9 @@ class _Handler(BaseHTTPRequestHandler):
             step_index, step = (
                 owner.step_for(responses_tool_results(body)) if main else (None, {"say": "ok"})
             )
-            owner.record(
-                Logged(seq, t, "POST", self.path, "responses", main, step_index, body, raw)
-            )
+            logged = Logged(seq, t, "POST", self.path, "responses", main, step_index, body, raw)
+            owner.record(logged)
+            self._before(logged)
             if main and not_ready(step, "responses", body, raw):
                 step, step_index = RETRY_STEP["responses"], None
             self._stream(responses_answer(body, step, cursor))
@@ -517,7 +520,9 @@ class _Handler(BaseHTTPRequestHandler):
                 answer = gemini_answer(body, step, cursor)
             else:
                 answer = gemini_side_answer(body)
-            owner.record(Logged(seq, t, "POST", self.path, "gemini", main, step_index, body, raw))
+            logged = Logged(seq, t, "POST", self.path, "gemini", main, step_index, body, raw)
+            owner.record(logged)
+            self._before(logged)
             if ":streamGenerateContent" in path:
                 self._stream(iter([_sse(None, answer)]))
             else:
@@ -529,6 +534,11 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             owner.record(Logged(seq, t, "POST", self.path, "other", False, None, body, raw))
             self._json(404, {"error": {"message": f"scripted model: no route {path}"}})
+
+    def _before(self, entry: Logged) -> None:
+        hook = self.owner.script.before_main
+        if entry.main and hook is not None:
+            hook(entry)
 
     def _after(self, step_index: int | None) -> None:
         hook = self.owner.script.after_step

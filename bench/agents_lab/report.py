@@ -29,16 +29,21 @@ LATENCY_TARGET_S = 0.5
 CLIS = ["claude-code", "codex", "gemini", "opencode"]
 
 
+BLOCKS = ((START, END), ("<!-- agents-lab-triggers:start -->", "<!-- agents-lab-triggers:end -->"))
+"""The blocks ``make agents-lab`` writes (bench/agents_lab/triggered.py writes the second)."""
+
+
 def keep_block(path: Path, text: str) -> str:
-    """``text`` with the agent lab's block of the file at ``path`` (if any) appended, so a
+    """``text`` with the agent lab's blocks of the file at ``path`` (if any) appended, so a
     bench that rewrites the file does not drop what ``make agents-lab`` measured."""
     if not path.exists():
         return text
     old = path.read_text(encoding="utf-8")
-    if START not in old or END not in old or START in text:
-        return text
-    block = old[old.index(START) : old.index(END) + len(END)]
-    return text.rstrip("\n") + "\n\n" + block + "\n"
+    for start, end in BLOCKS:
+        if start in old and end in old and start not in text:
+            block = old[old.index(start) : old.index(end) + len(end)]
+            text = text.rstrip("\n") + "\n\n" + block + "\n"
+    return text
 
 
 def splice(path: Path, block: str) -> None:
