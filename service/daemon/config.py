@@ -79,6 +79,9 @@ class Settings:
     token_check_s: float = 60.0
     """How often a link re-resolves its token (a refresh near expiry triggers a re-listen)."""
     read_concurrency: int = 64
+    trace_file: str = ""
+    """Write the wire transcript of every link (and webhook POST) to this file, as
+    ``--trace`` does for the CLIs (docs/cli.md "Wire transcript"); empty = none."""
     link_inbox_max: int = 1024
     """Distinct URIs pending re-read per link before its stream reader stops reading."""
     stream_max_frames_per_s: float = 5000.0

@@ -11,9 +11,11 @@ import service.daemon.norich  # noqa: F401  # first: structlog without rich
 # isort: split
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from service._version import __version__
@@ -82,6 +84,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _transcript(path: str) -> Iterator[None]:
+    """``trace_file``: every transport the daemon makes writes the wire transcript there."""
+    if not path:
+        yield
+        return
+    from service.mcp.transports.trace import recording
+
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(recording(path, program="mcpsubd"))
+        except OSError as exc:
+            raise ConfigError(f"trace_file {path}: {exc.strerror or exc}") from exc
+        yield
+
+
 def main(argv: list[str] | None = None) -> None:
     from service.exits import run_main
 
@@ -121,7 +139,8 @@ def _main(argv: list[str] | None) -> int:
             return dbcommands.migrate_db(settings, args.to)
         if args.command == "migrate":
             return dbcommands.migrate(settings)
-        return asyncio.run(serve(settings, source, status))
+        with _transcript(settings.trace_file):
+            return asyncio.run(serve(settings, source, status))
     except ConfigError as exc:
         print(f"mcpsubd: {exc}", file=sys.stderr)
         return EXIT_CONFIG

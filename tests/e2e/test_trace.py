@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
+from service.daemon.exitcodes import EXIT_CONFIG
 from tests.support.cli import run_cli
+from tests.support.daemon import daemon_factory  # noqa: F401
 from tests.support.lab import LabServer
+from tests.support.poll import until
 
 PROG = "mcp-resource-subscriber"
 REVIEW = "test://review/status"
@@ -163,3 +166,48 @@ def test_an_unusable_trace_path_is_a_usage_error(lab: LabServer, tmp_path: Path)
     sent = [e for e in lab.log()[before:] if e.get("event") == "mcp.request"]
     assert sent == [], "nothing is sent when the trace cannot be written"
     assert os.path.islink(link)
+
+
+def test_mcpsubd_traces_every_link_with_trace_file(
+    daemon_factory: Any,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The daemon's documented setting ``trace_file`` (MCPSUB_TRACE_FILE): the same transcript
+    for every link, each line naming its server's URL."""
+    trace = tmp_path / "daemon-wire.jsonl"
+    with LabServer({"MCP_TEST_UPDATE_DELAY_SECONDS": "0.3"}) as plain_lab:
+        d = daemon_factory(env={"MCPSUB_TRACE_FILE": str(trace)})
+        sub = d.ctl("subscribe", "--url", plain_lab.url, "--uri", REVIEW, "--json")
+        assert sub.code == 0, sub
+        plain_lab.wait_event("resources.read", count=2, timeout=30)  # the re-read after v2
+        until(
+            "the update in the transcript",
+            lambda: "notifications/resources/updated" in trace.read_text(),
+            timeout=30,
+        )
+        d.stop()
+    assert stat.S_IMODE(trace.stat().st_mode) == 0o600
+    records = lines_of(trace)
+    assert records[0] == {**records[0], "type": "trace-start", "program": "mcpsubd"}
+    order = sequence(records)
+    for step in (
+        "request server/discover",
+        "request subscriptions/listen",
+        "stream-open",
+        "sse notifications/subscriptions/acknowledged",
+        "sse notifications/resources/updated",
+    ):
+        assert step in order, (step, order)
+    assert order.index("sse notifications/subscriptions/acknowledged") > order.index(
+        "request subscriptions/listen"
+    )
+    assert all(r["url"] == plain_lab.url for r in records[1:] if "url" in r)
+
+
+def test_mcpsubd_refuses_an_unusable_trace_file(tmp_path: Path) -> None:
+    result = run_cli(
+        "mcpsubd", "--state-dir", str(tmp_path / "state"),
+        env={"MCPSUB_TRACE_FILE": str(tmp_path / "no-such-dir" / "t.jsonl")}, timeout=30,
+    )  # fmt: skip
+    assert result.code == EXIT_CONFIG, result
+    assert "trace_file" in result.stderr and "Traceback" not in result.stderr

@@ -177,8 +177,9 @@ def _body(content: bytes) -> dict[str, Any]:
 class _EventReader:
     """SSE events of one body for the transcript, decoded apart from the client's own."""
 
-    def __init__(self, recorder: Recorder, content_encoding: str | None) -> None:
+    def __init__(self, recorder: Recorder, content_encoding: str | None, url: str) -> None:
         self._recorder = recorder
+        self._url = url
         self._sse: SSEDecoder | None = SSEDecoder()
         try:
             self._content: ContentDecoder | None = ContentDecoder(content_encoding)
@@ -199,9 +200,9 @@ class _EventReader:
 
     def _record(self, item: Event | Comment) -> None:
         if isinstance(item, Comment):
-            self._recorder.write("in", "sse-comment", text=item.text[:MAX_RAW_CHARS])
+            self._recorder.write("in", "sse-comment", url=self._url, text=item.text[:MAX_RAW_CHARS])
             return
-        fields: dict[str, Any] = {"event": item.event}
+        fields: dict[str, Any] = {"url": self._url, "event": item.event}
         if item.id is not None:
             fields["id"] = item.id
         self._recorder.write("in", "sse", **fields, **_body(item.data.encode()))
@@ -210,15 +211,16 @@ class _EventReader:
 class _TracedStream:
     """A :class:`StreamAnswer` whose events are written to the transcript as they arrive."""
 
-    def __init__(self, inner: StreamAnswer, recorder: Recorder) -> None:
+    def __init__(self, inner: StreamAnswer, recorder: Recorder, url: str) -> None:
         self._inner = inner
         self._recorder = recorder
+        self._url = url
         self.status = inner.status
         self.headers = inner.headers
         self._ended = False
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        reader = _EventReader(self._recorder, self.headers.get("content-encoding"))
+        reader = _EventReader(self._recorder, self.headers.get("content-encoding"), self._url)
         try:
             async for chunk in self._inner.chunks():
                 reader.feed(chunk)
@@ -230,7 +232,7 @@ class _TracedStream:
 
     async def read_all(self, limit: int) -> bytes:
         body = await self._inner.read_all(limit)
-        self._recorder.write("in", "body", **_body(body))
+        self._recorder.write("in", "body", url=self._url, **_body(body))
         return body
 
     async def aclose(self) -> None:
@@ -241,7 +243,7 @@ class _TracedStream:
     def _end(self, reason: str) -> None:
         if not self._ended:
             self._ended = True
-            self._recorder.write("-", "stream-end", reason=reason)
+            self._recorder.write("-", "stream-end", url=self._url, reason=reason)
 
     @property
     def is_closed(self) -> bool:
@@ -274,16 +276,23 @@ class TracingTransport:
         try:
             answer = await self._inner.post(content, headers, idempotent=idempotent)
         except Exception as exc:
-            self._recorder.write("in", "error", what=f"{type(exc).__name__}: {exc}")
+            self._recorder.write("in", "error", url=self.url, what=f"{type(exc).__name__}: {exc}")
             raise
         shown = _headers(answer.headers, ANSWER_HEADERS)
         mime = answer.headers.get("content-type", "").split(";")[0].strip().lower()
         if mime == "text/event-stream":
-            self._recorder.write("in", "response", status=answer.status, headers=shown)
-            _EventReader(self._recorder, None).feed(answer.body)
+            self._recorder.write(
+                "in", "response", url=self.url, status=answer.status, headers=shown
+            )
+            _EventReader(self._recorder, None, self.url).feed(answer.body)
         else:
             self._recorder.write(
-                "in", "response", status=answer.status, headers=shown, **_body(answer.body)
+                "in",
+                "response",
+                url=self.url,
+                status=answer.status,
+                headers=shown,
+                **_body(answer.body),
             )
         return answer
 
@@ -292,15 +301,16 @@ class TracingTransport:
         try:
             stream = await self._inner.open_stream(content, headers)
         except Exception as exc:
-            self._recorder.write("in", "error", what=f"{type(exc).__name__}: {exc}")
+            self._recorder.write("in", "error", url=self.url, what=f"{type(exc).__name__}: {exc}")
             raise
         self._recorder.write(
             "in",
             "stream-open",
+            url=self.url,
             status=stream.status,
             headers=_headers(stream.headers, ANSWER_HEADERS),
         )
-        return _TracedStream(stream, self._recorder)
+        return _TracedStream(stream, self._recorder, self.url)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
