@@ -92,6 +92,7 @@ def _main(args: list[str]) -> int:
     if has_flag(args, "--version", "-v"):
         sys.stdout.write(f"{PROGRAM} v{_version()}\n")
         return 0
+    _honor_node_tls()  # every https request of the run, the OAuth login's included
     if has_flag(args, "--login"):
         from cli.login import run_login
 
@@ -171,7 +172,6 @@ def _subscribe(args: list[str]) -> int:
         )
     if token_flag:
         warn_token_flag()
-    _honor_node_tls()
     skip = (
         has_flag(args, "--skip-resource-list-check")
         or env.get("MCP_PROBE_SKIP_LIST_CHECK") == "true"
@@ -253,7 +253,6 @@ def _call(args: list[str]) -> int:
         return fail("INVALID_ARGS", f"--args must be a JSON object, got: {str(raw_args)[:120]}")
     if token_flag:
         warn_token_flag()
-    _honor_node_tls()
     from cli.runner import run_tool_call
 
     outcome = run_tool_call(
