@@ -50,7 +50,7 @@ from service.webhooks.repository import (
     delivery_body,
     iso,
 )
-from service.webhooks.signing import SECRET_PREFIX, signature_header
+from service.webhooks.signing import SECRET_PREFIX, signed_headers
 
 log = structlog.get_logger("mcpsubd.webhooks")
 
@@ -162,6 +162,15 @@ def refused_outcome(exc: BaseException) -> Outcome | None:
         return None
     error = f"PRIVATE_TARGET: {refused}; {PRIVATE_TARGET_HINT}"
     return Outcome(False, None, error[:300], permanent=True)
+
+
+def request_headers(secrets_in_use: Sequence[str], webhook_id: str, body: bytes) -> dict[str, str]:
+    """Every header of one signed POST of ``body``, signed now (a delivery and a test alike)."""
+    return {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        **signed_headers(secrets_in_use, webhook_id, int(time.time()), body),
+    }
 
 
 def next_attempt_time(
@@ -528,16 +537,7 @@ class Dispatcher:
                 return Outcome(False, None, "target disabled or removed")
             url, allow_private = target.wire_url, target.allow_private_target
             secrets_in_use = tuple(await self.repo.signing_secrets(target.id))
-        timestamp = int(time.time())
-        headers = {
-            "content-type": "application/json",
-            "user-agent": USER_AGENT,
-            "webhook-id": delivery.webhook_id,
-            "webhook-timestamp": str(timestamp),
-            "webhook-signature": signature_header(
-                secrets_in_use, delivery.webhook_id, timestamp, item.body
-            ),
-        }
+        headers = request_headers(secrets_in_use, delivery.webhook_id, item.body)
         self.stats["attempts_total"] += 1
         started, clock = time.time(), time.monotonic()
         outcome = await self._post(
@@ -605,15 +605,8 @@ class Dispatcher:
             },
             separators=(",", ":"),
         ).encode()
-        timestamp = int(time.time())
         signing = await self.repo.signing_secrets(target_id)
-        headers = {
-            "content-type": "application/json",
-            "user-agent": USER_AGENT,
-            "webhook-id": webhook_id,
-            "webhook-timestamp": str(timestamp),
-            "webhook-signature": signature_header(signing, webhook_id, timestamp, body),
-        }
+        headers = request_headers(signing, webhook_id, body)
         return await self._post(
             target.id,
             target.wire_url,

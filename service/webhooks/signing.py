@@ -5,6 +5,11 @@ the header is a space-separated list of ``v1,<base64>`` so that during a secret 
 sign with both secrets and a receiver accepts either. Secrets are ``whsec_`` + base64 of the
 key bytes (we generate 32 random bytes). The ``standardwebhooks`` package verifies our
 output in the tests; we do not depend on it at run time.
+
+This module is the one place that knows the scheme: the secret's form (:func:`generate_secret`,
+:func:`checked_secret` for a person's own, :func:`secret_key`), the three headers a delivery
+carries (:func:`signed_headers`) and their check (:func:`verify_headers`, ``cli/receiver.py``).
+Another scheme would be another module with these functions.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import functools
 import hashlib
 import hmac
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32
@@ -23,6 +28,11 @@ SECRET_BYTES = 32
 
 class InvalidSecret(ValueError):
     """Not ``whsec_`` + base64 of 24 to 64 bytes."""
+
+
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+SIGNATURE_HEADER = "webhook-signature"
 
 
 def generate_secret() -> str:
@@ -38,6 +48,21 @@ def secret_key(secret: str) -> bytes:
     if not 24 <= len(key) <= 64:
         raise InvalidSecret("the secret must decode to 24..64 bytes (Standard Webhooks)")
     return key
+
+
+def checked_secret(secret: str) -> str:
+    """A secret a person gives, as it is kept; InvalidSecret unless ``whsec_`` + the canonical
+    base64 of 24 to 64 bytes. The base64 decoder ignores a last character's unused bits
+    ("…B==" and "…A==" name one key): only the canonical spelling is taken, so that a secret
+    is one string everywhere (Standard Webhooks libraries write it canonically)."""
+    key = secret_key(secret)
+    if not secret.startswith(SECRET_PREFIX):
+        raise InvalidSecret(f"the secret must start with {SECRET_PREFIX}")
+    if base64.b64encode(key).decode() != secret.removeprefix(SECRET_PREFIX):
+        raise InvalidSecret(
+            "the secret's base64 is not canonical (its last character carries unused bits)"
+        )
+    return secret
 
 
 @functools.lru_cache(maxsize=256)
@@ -59,7 +84,29 @@ def signature_header(
     return " ".join(sign(s, webhook_id, timestamp, body) for s in secrets_in_use)
 
 
+def signed_headers(
+    secrets_in_use: Sequence[str], webhook_id: str, timestamp: int, body: bytes
+) -> dict[str, str]:
+    """The three headers that let a receiver check a delivery of ``body``."""
+    return {
+        ID_HEADER: webhook_id,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: signature_header(secrets_in_use, webhook_id, timestamp, body),
+    }
+
+
 def verify(secret: str, webhook_id: str, timestamp: int, body: bytes, header: str) -> bool:
     """True if any ``v1`` entry of ``header`` matches (constant-time compare)."""
     expected = sign(secret, webhook_id, timestamp, body)
     return any(hmac.compare_digest(expected, entry) for entry in header.split())
+
+
+def verify_headers(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
+    """A receiver's check of a delivery from its headers (False for missing or malformed)."""
+    try:
+        timestamp = int(headers.get(TIMESTAMP_HEADER, ""))
+        return verify(
+            secret, headers.get(ID_HEADER, ""), timestamp, body, headers.get(SIGNATURE_HEADER, "")
+        )
+    except ValueError:
+        return False

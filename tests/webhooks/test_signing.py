@@ -82,3 +82,26 @@ def test_reference_library_rejects_tampering(tamper: str) -> None:
 def test_bad_secrets_are_refused(secret: str) -> None:
     with pytest.raises(signing.InvalidSecret):
         signing.secret_key(secret)
+
+
+def test_signed_headers_are_what_verify_headers_checks() -> None:
+    secret = signing.generate_secret()
+    headers = signing.signed_headers([secret], "msg_1", 1_700_000_000, b'{"a":1}')
+    assert set(headers) == {"webhook-id", "webhook-timestamp", "webhook-signature"}
+    assert signing.verify_headers(secret, headers, b'{"a":1}')
+    assert not signing.verify_headers(secret, headers, b'{"a":2}')
+    assert not signing.verify_headers(secret, {**headers, "webhook-timestamp": "x"}, b'{"a":1}')
+    assert not signing.verify_headers("whsec_short", headers, b'{"a":1}')
+    assert not signing.verify_headers(secret, {}, b"")
+
+
+def test_checked_secret_takes_only_the_canonical_whsec_form() -> None:
+    secret = signing.generate_secret()
+    assert signing.checked_secret(secret) == secret
+    raw = secret.removeprefix("whsec_")
+    with pytest.raises(signing.InvalidSecret, match="must start with whsec_"):
+        signing.checked_secret(raw)
+    canonical = "whsec_" + base64.b64encode(bytes(32)).decode()  # ends "A="
+    assert signing.checked_secret(canonical) == canonical
+    with pytest.raises(signing.InvalidSecret, match="not canonical"):
+        signing.checked_secret(canonical[:-2] + "B=")
