@@ -77,6 +77,10 @@ def test_a_change_runs_the_program_with_the_change(
     assert "\x1b" not in shown.stdout and "\\x1b[31mred" in shown.stdout
     listed = d.ctl("trigger", "list")
     assert "rec" in listed.stdout and "succeeded 1" in listed.stdout
+    metrics = d.api("GET", "/metrics").text
+    assert "mcpsub_trigger_runs_started_total 1.0" in metrics
+    assert "mcpsub_trigger_runs_succeeded_total 1.0" in metrics
+    assert "mcpsub_trigger_run_duration_seconds_count 1.0" in metrics
 
 
 @pytest.mark.usefixtures("database_url")
@@ -184,3 +188,31 @@ def test_a_run_in_flight_runs_again_after_the_daemon_comes_back(
     assert "INTERRUPTED" in interrupted["error"] and second["exitCode"] == 0
     if how == "restart":  # a stop ends the program's group; kill -9 leaves it to finish
         assert _gone(first["pid"])
+
+
+def test_no_more_programs_run_at_once_than_the_daemon_allows(
+    shared_lab: LabServer, uri: str, daemon_factory: Any, tmp_path: Path
+) -> None:
+    """Three triggers that may each run two at once, one change, trigger_max_running 2:
+    two programs run, the third run waits recorded, and starts when one ends."""
+    put(shared_lab, uri, "v1")
+    d = daemon_factory(env={**FAST, "MCPSUB_TRIGGER_MAX_RUNNING": "2"})
+    command, out = recorder(tmp_path)
+    (out / "hold").write_text("")
+    triggers = [add_trigger(d, command, uriPatterns=[uri], concurrency=2) for _ in range(3)]
+    subscribe(d, shared_lab.url, uri)
+
+    def states() -> list[str]:
+        found = d.api("GET", "/v1/triggers/runs").json()["runs"]
+        return sorted(r["state"] for r in found)
+
+    until("two running, one waiting", lambda: states() == ["pending", "running", "running"], LONG)
+    until("two programs started", lambda: len(records(out)) == 2, LONG)
+    (out / "release").write_text("")
+    for trigger in triggers:
+        wait_runs(d, trigger["id"], lambda rs: rs and rs[0]["state"] == "succeeded")
+    running = peak = 0
+    for line in (out / "log").read_text().splitlines():
+        running += 1 if line.startswith("start") else -1
+        peak = max(peak, running)
+    assert peak == 2 and len(records(out)) == 3
