@@ -15,21 +15,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("service.mcp",),
+    ("service.auth", "service.store"),
+    ("service.failures", "service.probe", "service.toolcall", "service.webhooks"),
+    ("service.follow", "service.triggers"),
     ("service.app",),
     ("service.http",),
     ("service.api", "service.face", "service.console"),
     ("service.daemon",),
 )
-"""The front-end layering, lowest first (docs/architecture.md, issue 28 §1): the application
-layer, the HTTP concerns the front ends share, the three front ends (the REST API, the MCP
-face, the console), the daemon that composes them. Every other module of ``service/`` (store,
-mcp, webhooks, auth, ...) is below all of them. A module may import its own package and any
-lower layer; never a higher one, never another package of its own layer (the API never
-imports the face or the console, the face never the API)."""
+"""Every package of ``service/`` and its rank, lowest first (docs/architecture.md "Layers"):
+the MCP client; the token store and the database (neither knows the other); what is built on
+them (the one classifier, the wait algorithm, a tool call, the webhooks); ``--follow`` and the
+triggers; the application layer; the HTTP concerns the front ends share; the three front ends
+(the REST API, the MCP face, the console); the daemon that composes them. Every module not
+named here is a leaf (rank 0: ``safetext``, ``safejson``, ``backoff``, ``errorcodes``, ...) and
+imports only leaves. A module may import its own package and any lower rank; never a higher
+one, never another package of its own rank (the API never imports the face or the console,
+the store never the token store). A new package is one entry here."""
 
 
 def layer_of(module: str) -> tuple[int, str]:
-    """(rank, package): rank 0 for the modules below the layers."""
+    """(rank, package): rank 0 for the leaves."""
     for rank, packages in enumerate(LAYERS, start=1):
         for package in packages:
             if module == package or module.startswith(package + "."):
@@ -127,13 +134,15 @@ def test_service_has_no_import_cycles() -> None:
     assert found == [], f"import cycles in service/: {[sorted(c) for c in found]}"
 
 
-def test_no_front_end_imports_another_or_a_layer_above() -> None:
+def test_no_package_imports_another_of_its_rank_or_one_above() -> None:
     assert layering_violations(graph_of(ROOT)) == []
 
 
 def test_the_layering_check_finds_a_front_end_importing_another(tmp_path: Path) -> None:
     """The check itself can fail: the API importing the face (inside a function, even), the
-    face importing the API, the application layer importing the shared HTTP layer."""
+    face importing the API, the application layer importing the shared HTTP layer, the store
+    importing the webhooks or the token store's package, the MCP client the store, a leaf
+    the MCP client."""
     files = {
         "service/api/routes.py": "def f():\n    from service.face.backend import FaceError\n",
         "service/face/inproc.py": "from service.api import views\n",
@@ -143,6 +152,12 @@ def test_the_layering_check_finds_a_front_end_importing_another(tmp_path: Path) 
         "service/http/guard.py": "from service.app.errors import ApiError\n",
         "service/store/store.py": "from service.daemon import main\n",
         "service/daemon/main.py": "from service.api import routes\n",
+        "service/store/hotpath.py": "from service.webhooks import outbox\n",
+        "service/webhooks/outbox.py": "",
+        "service/safetext.py": "from service.mcp import wire\n",
+        "service/mcp/wire.py": "",
+        "service/mcp/client.py": "from service.store import store\n",
+        "service/auth/store.py": "from service.store import store\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +165,11 @@ def test_the_layering_check_finds_a_front_end_importing_another(tmp_path: Path) 
     assert layering_violations(graph_of(tmp_path)) == [
         "service.api.routes -> service.face.backend",
         "service.app.errors -> service.http.guard",
+        "service.auth.store -> service.store.store",
         "service.face.inproc -> service.api.views",
+        "service.mcp.client -> service.store.store",
+        "service.safetext -> service.mcp.wire",
+        "service.store.hotpath -> service.webhooks.outbox",
         "service.store.store -> service.daemon.main",
     ]
 
