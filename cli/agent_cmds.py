@@ -162,6 +162,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
         cursor = args.after
         if cursor is None:  # "from now": the newest event when tail starts
             cursor = int(client.status().get("lastEventId") or 0)
+        server = _server_url(client, args.server) if args.server else None
     except DaemonUnavailable as exc:
         return _fail(args, "DAEMON_UNAVAILABLE", exc.message, exc.hint)
     except DaemonError as exc:
@@ -188,7 +189,11 @@ def cmd_tail(args: argparse.Namespace) -> int:
                     if event_id is None or event_id <= cursor:
                         continue  # already printed before a reconnect
                     cursor = event_id
-                    if event_type == "resource.updated" and matches(data.get("uri"), patterns):
+                    if (
+                        event_type == "resource.updated"
+                        and matches(data.get("uri"), patterns)
+                        and server in (None, data.get("serverUrl"))
+                    ):
                         change = changed_line(side, data) if side is not None else None
                         _emit(tail_line(data, as_json=args.json, change=change))
                         shown += 1
@@ -206,6 +211,27 @@ def cmd_tail(args: argparse.Namespace) -> int:
                 away = reason
             time.sleep(delay)  # a retry interval, not synchronisation
             delay = min(delay * 2, RETRY_MAX_S)
+
+
+def _server_url(client: Any, server: str) -> str:
+    """``--server``'s URL: as given, or the URL of the watched server with that id (the ids
+    ``AMBIGUOUS_URI`` and ``mcpsubctl status --json`` show); DaemonError when none has it."""
+    from cli.localapi import DaemonError
+
+    if not server.isdigit():
+        from service.safetext import redact_urls
+
+        return redact_urls(server)  # events carry the shown URL
+    for link in client.status().get("links") or []:
+        if link.get("serverId") == int(server):
+            return str(link.get("url"))
+    raise DaemonError(
+        404,
+        "NOT_WATCHED",
+        f"no watched server has id {server}",
+        "see `mcpsubctl status --json`",
+        {},
+    )
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
@@ -250,6 +276,12 @@ def add_agent_commands(
         default=None,
         metavar="PATTERN",
         help="only these URIs: exact or shell-style pattern (test://review/*); repeatable",
+    )
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL|ID",
+        help="only the changes read from this server (its URL or id)",
     )
     p.add_argument(
         "--after",

@@ -148,7 +148,7 @@ def _follow(client: DaemonClient, args: argparse.Namespace) -> int:
 # ---- read -----------------------------------------------------------------------------------
 def cmd_read(args: argparse.Namespace) -> int:
     def body(client: DaemonClient) -> int:
-        content = client.content(args.uri, args.url)
+        content = client.content(args.uri, args.url, args.server)
         if args.json:
             emit(dumps(content))
             return 0
@@ -235,4 +235,10 @@ def register(sub: Any, commands: dict[str, Callable[[argparse.Namespace], int]])
     )
     p.add_argument("--uri", required=True, help="resource URI")
     p.add_argument("--url", default=None, help="server URL, when several watch the URI")
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL|ID",
+        help="the server (its URL or id), when several watch the URI (else AMBIGUOUS_URI)",
+    )
     commands.update(events=cmd_events, read=cmd_read)

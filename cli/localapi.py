@@ -358,8 +358,10 @@ class DaemonClient:
     def resubscribe(self, url: str | None = None) -> list[str]:
         return list(self.request("POST", "/v1/resubscribe", params={"url": url})[1]["rechecked"])
 
-    def content(self, uri: str, url: str | None = None) -> dict[str, Any]:
-        return self.get("/v1/content", uri=uri, url=url)
+    def content(
+        self, uri: str, url: str | None = None, server: str | None = None
+    ) -> dict[str, Any]:
+        return self.get("/v1/content", uri=uri, url=url, server=server)
 
     def events(
         self, after: int = 0, limit: int = 100, uri: str | None = None, types: str | None = None
@@ -367,10 +369,19 @@ class DaemonClient:
         return self.get("/v1/events", after=after, limit=limit, uri=uri, type=types)
 
     def wait(
-        self, uri: str, *, url: str | None, after: int | None, timeout_ms: float
+        self,
+        uri: str,
+        *,
+        url: str | None,
+        after: int | None,
+        timeout_ms: float,
+        server: str | None = None,
     ) -> dict[str, Any]:
         """Long-poll; raises DaemonError NOTIFICATION_TIMEOUT (408) when nothing came."""
-        params = {"uri": uri, "url": url, "after": after, "timeout_ms": int(timeout_ms)}
+        params = {
+            "uri": uri, "url": url, "server": server, "after": after,
+            "timeout_ms": int(timeout_ms),
+        }  # fmt: skip
         return self.request(
             "GET", "/v1/wait", params=params, timeout_s=timeout_ms / 1000 + WAIT_SLACK_S
         )[1]

@@ -157,7 +157,7 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
     current: dict[str, Any] | None = None
     sub_id: int | None = None
     try:
-        current = client.content(uri, args.url)
+        current = client.content(uri, args.url, args.server)
     except DaemonError as exc:
         if exc.error_code == "NOT_WATCHED":
             if not args.url:
@@ -184,7 +184,7 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
             _sub, code, hint = first_state(client, sub_id, deadline)
             if code is not None:
                 return _wait_failure(args, code, f"the subscription of {uri} failed: {code}", hint)
-        current = _current_or_none(client, uri, args.url)
+        current = _current_or_none(client, uri, args.url, args.server)
         if current is None:
             return _wait_timed_out(client, args, result, None, timeout_ms)
     result.server_url = result.server_url or current.get("serverUrl") or ""
@@ -195,7 +195,7 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
     while True:
         chunk = min(POLL_CHUNK_MS, max(1, math.ceil((deadline - time.monotonic()) * 1000)))
         try:
-            got = client.wait(uri, url=args.url, after=after, timeout_ms=chunk)
+            got = client.wait(uri, url=args.url, after=after, timeout_ms=chunk, server=args.server)
             break
         except DaemonError as exc:
             if exc.error_code != "NOTIFICATION_TIMEOUT":
@@ -215,7 +215,9 @@ def _update_after(client: DaemonClient, args: argparse.Namespace) -> dict[str, A
     case of a script's loop, issue 21 §3); None sends ``wait`` down the full path (a URI not
     watched yet, no update yet, an older daemon), which asks again from the start."""
     try:
-        got = client.wait(args.uri, url=args.url, after=args.after, timeout_ms=1)
+        got = client.wait(
+            args.uri, url=args.url, after=args.after, timeout_ms=1, server=args.server
+        )
     except DaemonError:
         return None
     return got if isinstance(got.get("link"), dict) else None
@@ -245,9 +247,11 @@ def _print_update(args: argparse.Namespace, result: Any, got: dict[str, Any]) ->
     _print_wait(args, result, event.get("id"), revision.get("revision", event.get("revision")))
 
 
-def _current_or_none(client: DaemonClient, uri: str, url: str | None) -> dict[str, Any] | None:
+def _current_or_none(
+    client: DaemonClient, uri: str, url: str | None, server: str | None = None
+) -> dict[str, Any] | None:
     try:
-        return client.content(uri, url)
+        return client.content(uri, url, server)
     except DaemonError as exc:
         if exc.error_code in ("NO_CONTENT_YET", "NOT_WATCHED"):
             return None
@@ -333,6 +337,12 @@ def register(sub: Any, commands: dict[str, Callable[[argparse.Namespace], int]])
     api_flags(p)
     p.add_argument("--uri", required=True, help="resource URI")
     p.add_argument("--url", default=None, help="server URL; subscribes first when not watched")
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL|ID",
+        help="the server (its URL or id), when several watch the URI (else AMBIGUOUS_URI)",
+    )
     p.add_argument(
         "--after",
         type=int,

@@ -68,7 +68,7 @@ CODES: dict[str, Code] = {
     ),
     "INVALID_PARAMETER": Code(EXIT_USAGE, 400),
     "INVALID_ARGUMENT": Code(EXIT_USAGE),
-    "AMBIGUOUS_URI": Code(EXIT_USAGE),
+    "AMBIGUOUS_URI": Code(EXIT_USAGE, 409, "name the server: --server URL|ID (the API's ?server=)"),
     "BODY_TOO_LARGE": Code(EXIT_USAGE, 413),
     "DIFF_TOO_LARGE": Code(
         EXIT_USAGE,
@@ -108,6 +108,7 @@ CODES: dict[str, Code] = {
     "ORIGIN_NOT_ALLOWED": Code(EXIT_AUTH, 403),
     "AGENT_ORIGIN_NOT_ALLOWED": Code(EXIT_AUTH, 403),
     "NOT_CREATED_BY_AGENT": Code(EXIT_AUTH, 403),
+    "URI_WATCHED_ELSEWHERE": Code(EXIT_AUTH, 403),
     # ---- the MCP server's answers -------------------------------------------------------
     "PROTOCOL_UNSUPPORTED": Code(EXIT_PROTOCOL),
     "UNKNOWN_PROTOCOL": Code(EXIT_PROTOCOL),

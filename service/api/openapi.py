@@ -141,6 +141,8 @@ def _patch_operation(path: str, method: str, op: dict[str, Any]) -> None:
         codes += ["408", "413"]
     if path == "/v1/wait":
         codes.append("408")
+    if path in ("/v1/content", "/v1/wait"):
+        codes.append("409")  # AMBIGUOUS_URI: several servers watch the URI, none named
     if path in _BUSY_PATHS:
         codes.append("503")
     if path == "/healthz":
@@ -160,6 +162,10 @@ def _patch_operation(path: str, method: str, op: dict[str, Any]) -> None:
             }
         if path in _FILTER_PATHS and name in ("server", "pattern"):
             param["schema"] = {**copy.deepcopy(TEXT_FILTER_SCHEMA), "type": "string"}
+        if path in ("/v1/content", "/v1/wait") and name == "server":  # an id or a URL
+            param["schema"] = {
+                "anyOf": [{"type": "string", "pattern": "^[0-9]{1,18}$"}, copy.deepcopy(URL_SCHEMA)]
+            }
         if path in _FILTER_PATHS and name == "state":
             param["schema"] = copy.deepcopy(STATE_FILTER_SCHEMA)
         if path == "/v1/deliveries" and name == "state" and DELIVERY_STATES:

@@ -45,6 +45,7 @@ class Agents:
             raise AgentError.of(exc) from None
         subs = await store.list_subscriptions()
         policy.check(url, self.allowed, (s.server_url for s in subs))
+        policy.check_one_server(url, uris, ((s.server_url, s.uri) for s in subs))
         added = await self.supervisor.subscribe_many(url, uris, created_by="agent")
         return [await self._first_state(sub.id) for sub, _created in added]
 

@@ -98,6 +98,10 @@ class NotWatched(ApiError):
     error_code = "NOT_WATCHED"
 
 
+class AmbiguousUri(ApiError):
+    error_code = "AMBIGUOUS_URI"
+
+
 class NoContentYet(ApiError):
     error_code = "NO_CONTENT_YET"
 

@@ -21,6 +21,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from service.app.errors import AgentError
+from service.safetext import split_secret
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 UNSUBSCRIBE_SETTINGS: Final = ("own", "any")
@@ -73,6 +74,27 @@ def check(url: str, allowed: tuple[str, ...] | None, subscribed_urls: Iterable[s
         f"agents may subscribe only on {where}; {origin or url!r} is not one of them",
         "a person can add the server with `mcpsubctl subscribe --url URL --uri URI`, or list "
         "its origin in the daemon's agent_allowed_origins setting",
+    )
+
+
+def check_one_server(url: str, uris: Iterable[str], watched: Iterable[tuple[str, str]]) -> None:
+    """Raise AgentError ``URI_WATCHED_ELSEWHERE`` when a URI of ``uris`` is already watched on
+    a server other than ``url`` (``watched``: ``(shown server URL, URI)`` of every
+    subscription). An agent's second server for a URI would put its text beside the first
+    one's in what a person reads, waits for, tails and delivers by that URI."""
+    shown = split_secret(url)[0]
+    wanted = set(uris)
+    elsewhere = sorted(
+        {(uri, server) for server, uri in watched if uri in wanted and server != shown}
+    )
+    if not elsewhere:
+        return
+    uri, server = elsewhere[0]
+    raise AgentError(
+        "URI_WATCHED_ELSEWHERE",
+        f"{uri} is already watched on {server}; agents may not watch it on a second server",
+        f"read it from there (read with url={server}); a person can add the second server "
+        "with `mcpsubctl subscribe`",
     )
 
 

@@ -49,10 +49,21 @@ async def test_content_filters_by_url(
     second = await _sub(supervisor, url=OTHER)
     await supervisor.publish(first, "from first")
     await supervisor.publish(second, "from second")
-    newest = (await client.get("/v1/content", params={"uri": "test://a"})).json()
-    assert newest["text"] == "from second"
+    # Two servers and none named: no silent pick of the newest; both are named.
+    for path in ("/v1/content", "/v1/wait"):
+        ambiguous = await client.get(path, params={"uri": "test://a"})
+        assert ambiguous.status_code == 409, ambiguous.text
+        body = ambiguous.json()
+        assert body["errorCode"] == "AMBIGUOUS_URI"
+        assert URL in body["message"] and OTHER in body["message"]
+        assert [s["serverId"] for s in body["servers"]] == [first.server_id, second.server_id]
     chosen = (await client.get("/v1/content", params={"uri": "test://a", "url": URL})).json()
     assert chosen["text"] == "from first" and chosen["serverUrl"] == URL
+    for server in (str(second.server_id), OTHER):
+        named = await client.get("/v1/content", params={"uri": "test://a", "server": server})
+        assert named.json()["text"] == "from second", named.text
+    unknown = await client.get("/v1/content", params={"uri": "test://a", "server": "999"})
+    assert unknown.status_code == 404 and unknown.json()["errorCode"] == "NOT_WATCHED"
     missing = await client.get(
         "/v1/content", params={"uri": "test://a", "url": "http://127.0.0.1:1/x"}
     )

@@ -17,6 +17,7 @@ from service.face import protocol as p
 from tests.face.stdio_peer import StdioPeer
 from tests.hostile.helpers import put, subscribe, wait_text
 from tests.support.daemon import Daemon
+from tests.support.poll import until
 
 META = {p.META_VERSION: p.MODERN, p.META_CAPS: {}}
 
@@ -179,3 +180,63 @@ def test_the_agent_unsubscribe_setting_takes_own_or_any() -> None:
     assert load_settings(env={"MCPSUB_AGENT_UNSUBSCRIBE": "any"}).agent_unsubscribe == "any"
     with pytest.raises(ConfigError, match="agent_unsubscribe: 'everything' is not one of own, any"):
         load_settings(env={"MCPSUB_AGENT_UNSUBSCRIBE": "everything"})
+
+
+def test_an_agent_cannot_put_a_second_server_behind_a_persons_uri(
+    daemon_factory: Any, lab_server_factory: Any
+) -> None:
+    """Before: an agent could subscribe the person's URI on another watched server, and the
+    person's `mcpsubctl read --uri X` then returned that server's text (the newest read).
+    Now the agent is refused, and where a person watches one URI on two servers, `read` and
+    `wait` say so and take `--server URL|ID`; `tail --server` keeps to one."""
+    ours, other = lab_server_factory(), lab_server_factory()
+    put(ours, "test://x", "the person's server")
+    put(other, "test://x", "the agent's choice")
+    put(other, "test://y", "elsewhere")
+    d: Daemon = daemon_factory()
+    mine = subscribe(d, ours.url, "test://x")
+    subscribe(d, other.url, "test://y")  # the agents may use this server's origin
+    wait_text(d, "test://x", "the person's server")
+    stdio = Stdio(d)
+    try:
+        refused = stdio.tool("subscribe", url=other.url, uris=["test://x"])
+    finally:
+        stdio.peer.close()
+    assert refused["isError"] is True, refused
+    error = refused["structuredContent"]
+    assert error["errorCode"] == "URI_WATCHED_ELSEWHERE" and ours.url in error["message"]
+    direct = d.api("POST", "/v1/agent/subscriptions", json={"url": other.url, "uris": ["test://x"]})
+    assert direct.status_code == 403 and direct.json()["errorCode"] == "URI_WATCHED_ELSEWHERE"
+    watchers = d.api("GET", "/v1/subscriptions", params={"pattern": "test://x"}).json()
+    assert [s["serverUrl"] for s in watchers["subscriptions"]] == [ours.url]
+    read = d.ctl("read", "--uri", "test://x")
+    assert (read.code, read.stdout) == (0, "the person's server\n"), read
+
+    # A person may watch it on both; then nothing is picked silently.
+    theirs = subscribe(d, other.url, "test://x")
+
+    def text_on(server: str) -> str:
+        return d.ctl("read", "--uri", "test://x", "--server", server).stdout
+
+    until("the second server read", lambda: text_on(other.url) == "the agent's choice\n", 20)
+    ambiguous = d.ctl("read", "--uri", "test://x")
+    assert ambiguous.code == 2 and "AMBIGUOUS_URI" in ambiguous.stdout, ambiguous
+    assert ours.url in ambiguous.stderr and other.url in ambiguous.stderr
+    assert f"id {mine['serverId']}" in ambiguous.stderr and "--server" in ambiguous.stderr
+    waited = d.ctl("wait", "--uri", "test://x", "--timeout-ms", "1")
+    assert waited.code == 2 and "AMBIGUOUS_URI" in waited.stdout, waited
+    assert text_on(str(mine["serverId"])) == "the person's server\n"
+
+    # One change on each server, in this order; --server keeps to the one named.
+    start = str(d.api("GET", "/v1/status").json()["lastEventId"])
+    put(ours, "test://x", "ours, changed")
+    until("ours changed", lambda: text_on(ours.url) == "ours, changed\n", 20)
+    put(other, "test://x", "theirs, changed")
+    until("theirs changed", lambda: text_on(other.url) == "theirs, changed\n", 20)
+    server = str(theirs["serverId"])
+    tail = d.ctl("tail", "--uri", "test://x", "--server", server, "--after", start,
+                 "--max-events", "1")  # fmt: skip
+    assert tail.code == 0 and f"server={other.url}" in tail.stdout, tail
+    waited = d.ctl("wait", "--uri", "test://x", "--server", server, "--after", start, "--json")
+    assert waited.code == 0 and "theirs, changed" in waited.stdout, waited
+    assert "ours, changed" not in waited.stdout

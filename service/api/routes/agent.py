@@ -49,7 +49,12 @@ _BODY: dict[str, Any] = {
 @router.post(
     "/subscriptions",
     openapi_extra=_BODY,
-    responses={403: {"description": "AGENT_ORIGIN_NOT_ALLOWED (outside agent_allowed_origins)"}},
+    responses={
+        403: {
+            "description": "AGENT_ORIGIN_NOT_ALLOWED (outside agent_allowed_origins), "
+            "URI_WATCHED_ELSEWHERE (a URI already watched on another server)"
+        }
+    },
 )
 async def agent_subscribe(request: Request) -> Any:
     """Body ``{"url", "uris": [...]}``; 403 ``AGENT_ORIGIN_NOT_ALLOWED`` outside the policy."""

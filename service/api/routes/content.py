@@ -10,7 +10,13 @@ from fastapi.responses import JSONResponse
 
 from service.api.state import ApiState, api_state
 from service.app import validate
-from service.app.errors import InvalidParameter, NoContentYet, NotificationTimeout, NotWatched
+from service.app.errors import (
+    AmbiguousUri,
+    InvalidParameter,
+    NoContentYet,
+    NotificationTimeout,
+    NotWatched,
+)
 from service.app.queries import event_id_for_revision
 from service.app.views import content_json, event_json, link_of
 from service.store.records import Event, Revision, Subscription
@@ -22,17 +28,47 @@ DISCONNECT_CHECK_S = 5.0
 
 UriParam = Annotated[str, Query(description="resource URI")]
 UrlParam = Annotated[str | None, Query(description="server URL, when several watch the URI")]
+ServerParam = Annotated[
+    str | None,
+    Query(max_length=2048, description="the server (its URL or id), when several watch the URI"),
+]
 
 
-async def _watchers(state: ApiState, uri: str, url: str | None) -> list[Subscription]:
+async def _watcher(
+    state: ApiState, uri: str, url: str | None, server: str | None = None
+) -> Subscription:
+    """The one subscription of ``uri`` on the server named (``url``, or ``server``: a URL or
+    a server id), or on the only server that watches it. Several and none named: 409
+    ``AMBIGUOUS_URI`` naming them, never a silent pick (the newest could be a server an agent
+    chose, not the one a person subscribed on)."""
     validate.resource_uri(uri)
+    server_id = None
+    if server is not None and server.isdigit():
+        server_id = int(server)
+    elif server is not None:
+        url = server if url is None else url
     if url is not None:
         validate.server_url(url)
     subs = await state.supervisor.store.find_subscriptions(uri, url)
+    if server_id is not None:
+        subs = [s for s in subs if s.server_id == server_id]
     if not subs:
-        where = f" on {url}" if url else ""
+        named = url if server_id is None else f"server {server_id}"
+        where = f" on {named}" if named else ""
         raise NotWatched(f"nothing watches {uri}{where}")
-    return subs
+    if len(subs) > 1:
+        servers = [
+            {"serverId": s.server_id, "url": s.server_url, "subscriptionId": s.id,
+             "createdBy": s.created_by}
+            for s in subs
+        ]  # fmt: skip
+        names = ", ".join(f"{s.server_url} (id {s.server_id})" for s in subs)
+        raise AmbiguousUri(
+            f"{uri} is watched on {len(subs)} servers: {names}",
+            hint=f"name one: --server {subs[0].server_id} (or its URL; the API's ?server=)",
+            extra={"servers": servers},
+        )
+    return subs[0]
 
 
 async def _content(
@@ -43,29 +79,39 @@ async def _content(
     return content_json(sub, rev, event_id)
 
 
-@router.get("/content")
-async def get_content(request: Request, uri: UriParam, url: UrlParam = None) -> dict[str, Any]:
-    """The current revision of ``uri`` (the newest read among the servers that watch it)."""
+@router.get(
+    "/content",
+    responses={
+        404: {"description": "NOT_WATCHED, NO_CONTENT_YET"},
+        409: {"description": "AMBIGUOUS_URI (several servers watch it; name one)"},
+    },
+)
+async def get_content(
+    request: Request, uri: UriParam, url: UrlParam = None, server: ServerParam = None
+) -> dict[str, Any]:
+    """The current revision of ``uri`` on its server; 409 ``AMBIGUOUS_URI`` when several
+    servers watch it and none is named (``url`` or ``server``)."""
     state = api_state(request)
-    store = state.supervisor.store
-    best: tuple[Subscription, Revision] | None = None
-    for sub in await _watchers(state, uri, url):
-        rev = await store.current_revision(sub.id)
-        if rev is not None and (best is None or rev.read_at > best[1].read_at):
-            best = (sub, rev)
-    if best is None:
+    sub = await _watcher(state, uri, url, server)
+    rev = await state.supervisor.store.current_revision(sub.id)
+    if rev is None:
         raise NoContentYet(f"{uri} has not been read yet")
-    return await _content(state, *best)
+    return await _content(state, sub, rev)
 
 
 @router.get(
     "/wait",
-    responses={408: {"description": "NOTIFICATION_TIMEOUT"}, 404: {"description": "NOT_WATCHED"}},
+    responses={
+        408: {"description": "NOTIFICATION_TIMEOUT"},
+        404: {"description": "NOT_WATCHED"},
+        409: {"description": "AMBIGUOUS_URI (several servers watch it; name one)"},
+    },
 )
 async def wait_for_update(
     request: Request,
     uri: UriParam,
     url: UrlParam = None,
+    server: ServerParam = None,
     after: Annotated[
         int | None,
         Query(ge=0, le=validate.MAX_ID, description="event id; default: the newest one now"),
@@ -80,7 +126,7 @@ async def wait_for_update(
         raise InvalidParameter(
             f"timeout_ms must be at most {state.max_wait_ms}", field="timeout_ms"
         )
-    subs = await _watchers(state, uri, url)
+    subs = [await _watcher(state, uri, url, server)]
     store = state.supervisor.store
     cursor = await store.last_event_id() if after is None else after
     by_id = {s.id: s for s in subs}
