@@ -36,6 +36,7 @@ PAGES = {
     "/": ("overview", "Overview"),
     "/links": ("links", "Links and subscriptions"),
     "/webhooks": ("webhooks", "Webhooks"),
+    "/triggers": ("triggers", "Triggers"),
     "/events": ("events", "Events"),
 }
 SUBSCRIPTION_PAGE = re.compile(r"^/subscriptions/([1-9][0-9]{0,17})$")

@@ -35,6 +35,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         "MCPSUB_API": f"tcp://127.0.0.1:{free_port()}",
         # A failed delivery waits for the person to retry it (no automatic retry in a test).
         "MCPSUB_WEBHOOK_SCHEDULE": "0,600",
+        "MCPSUB_TRIGGER_ATTEMPTS": "1",  # likewise a failed trigger run: dead at once
     }
     started = Daemon(state, env).start()
     try:

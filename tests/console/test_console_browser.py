@@ -5,6 +5,7 @@ reload, compare two revisions, see markup as text; and the refusals a browser me
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,67 @@ def test_a_failing_webhook_target_is_retried_from_the_page_once_fixed(
     finally:
         receiver.close()
     assert not receiver.verification_errors()
+
+
+TRIGGER_PROGRAM = """
+import os, sys
+print("<b>bold</b> from the program \\x1b[31m")
+print("to stderr", file=sys.stderr)
+sys.exit(3 if os.path.exists(sys.argv[1]) else 0)
+"""
+
+
+def test_a_trigger_s_runs_and_output_are_shown_and_retried_from_the_page(
+    logged_in: Any, daemon: Daemon, lab: LabServer, screenshots: Path, tmp_path: Path
+) -> None:
+    script, fail = tmp_path / "program.py", tmp_path / "fail"
+    script.write_text(TRIGGER_PROGRAM)
+    fail.write_text("")
+    made = daemon.api(
+        "POST",
+        "/v1/triggers",
+        json={
+            "name": "console-trigger",
+            "program": sys.executable,
+            "args": [str(script), str(fail)],
+            "uriPatterns": ["test://triggered/*"],
+            "env": ["TOKEN=never-shown-value"],
+        },
+    )
+    assert made.status_code == 201, made.text
+    trigger_id = made.json()["id"]
+    page = logged_in
+    page.goto(f"{daemon.tcp_url}/ui/triggers")
+    expect(page.locator("#triggers")).to_contain_text("console-trigger")
+    expect(page.locator("#triggers")).to_contain_text("active")
+    expect(page.locator("#triggers")).to_contain_text("env TOKEN")
+
+    subscribe(daemon, lab, "test://triggered/a", "hello triggers")
+    row = page.locator("#runs tbody tr", has_text="test://triggered/a")
+    expect(row).to_contain_text("dead", timeout=20_000)
+    expect(row).to_contain_text("exit status 3")
+    run_id = row.locator("td").first.inner_text()
+    page.get_by_role("button", name=f"Output of run {run_id}").click()
+    attempts = page.locator("#run-attempts")
+    expect(attempts).to_contain_text("Attempt 1")
+    expect(attempts).to_contain_text("exit 3")
+    expect(attempts).to_contain_text("<b>bold</b> from the program \\x1b[31m")
+    expect(attempts).to_contain_text("to stderr")
+    assert page.locator("#run-attempts b").count() == 0
+    expect(page.locator("#triggers")).to_contain_text(f"run {run_id} dead", timeout=10_000)
+
+    fail.unlink()
+    page.get_by_role("button", name=f"Retry run {run_id}").click()
+    expect(row).to_contain_text("succeeded", timeout=20_000)
+    expect(attempts).to_contain_text("Attempt 2", timeout=10_000)
+    expect(attempts).to_contain_text("exit 0")
+    page.get_by_role("button", name=f"Pause trigger {trigger_id}").click()
+    expect(page.locator("#triggers")).to_contain_text("paused")
+    assert "never-shown-value" not in page.content()
+    shot(page, screenshots, "triggers")
+    page.goto(f"{daemon.tcp_url}/ui/")
+    expect(page.locator("#trigger-counts")).to_contain_text("1 (1 paused)")
+    expect(page.locator("#trigger-counts")).to_contain_text("Runs succeeded")
 
 
 def test_events_tail_pauses_and_resumes_from_its_cursor(

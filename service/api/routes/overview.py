@@ -74,6 +74,12 @@ async def overview(request: Request) -> dict[str, Any]:
         store, time.time(), CHART_MINUTES
     )
     body["replicas"] = await queries.lease_view(store)
+    triggers = await supervisor.triggers.repo.list_triggers()
+    body["triggers"] = {
+        "total": len(triggers),
+        "paused": sum(1 for t in triggers if not t.enabled),
+        "runs": await supervisor.triggers.repo.counts(),
+    }
     return body
 
 

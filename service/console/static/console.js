@@ -34,7 +34,7 @@
     return `${Math.round(s / 3600)} h ago`;
   };
   const bytes = (n) => (n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} kB` : `${(n / 1048576).toFixed(1)} MB`);
-  const GOOD = new Set(["open", "active", "delivered", "connected", "ok", "enabled", "healthy"]);
+  const GOOD = new Set(["open", "active", "delivered", "connected", "ok", "enabled", "healthy", "succeeded"]);
   const BAD = new Set(["error", "dead", "failing", "login_required", "not_honored", "disabled", "throttled"]);
   function stateTag(state) {
     const s = String(state);
@@ -224,6 +224,11 @@
       const hooks = clear($("webhook-counts"));
       fact(hooks, "Targets", `${o.webhooks.targets} (${o.webhooks.enabled} enabled)`);
       for (const [state, n] of Object.entries(o.deliveries)) fact(hooks, `Deliveries ${state}`, n);
+      const trig = clear($("trigger-counts"));
+      if (o.triggers) {
+        fact(trig, "Triggers", `${o.triggers.total} (${o.triggers.paused} paused)`);
+        for (const [state, n] of Object.entries(o.triggers.runs)) fact(trig, `Runs ${state}`, n);
+      }
       const rows = clear($("replicas").tBodies[0]);
       for (const r of o.replicas) {
         rows.append(el("tr", {}, el("td", { text: r.id }), el("td", { text: `${r.host}, ${r.pid}` }),
@@ -667,6 +672,89 @@
     setInterval(refresh, 3000);  // delivery outcomes are not events: look again while open
   }
 
+  // ---- triggers -------------------------------------------------------------------------------
+  async function triggersPage() {
+    const form = $("run-filters");
+    const triggersBody = $("triggers").tBodies[0];
+    const runsBody = $("runs").tBodies[0];
+    let shown = null;  // the run whose attempts are on show: refreshed with the list
+    const ended = (a) => (a.signal ? `signal ${a.signal}` : a.exitCode !== null && a.exitCode !== undefined ? `exit ${a.exitCode}` : "did not start");
+    const runCounts = (runs) => Object.entries(runs || {}).filter(([, n]) => n).map(([s, n]) => `${s} ${n}`).join(", ") || "none yet";
+    const triggerRow = (t) => {
+      const last = t.lastRun;
+      const actions = el("div", { class: "actions" },
+        el("button", { type: "button", "aria-label": `Test trigger ${t.id}`, onclick: (e) => act(e.currentTarget, async () => {
+          notice(`Running trigger ${t.id} once with a synthetic change…`, true);
+          const r = await api("POST", `/v1/triggers/${t.id}/test`);
+          notice(`Test of trigger ${t.id}: ${r.ok ? "succeeded" : "failed"}, ${ended(r)}${r.timedOut ? " (timed out)" : ""} in ${r.durationMs} ms${r.error ? `: ${r.error}` : ""}.`, r.ok);
+        }) }, "Test"),
+        el("button", { type: "button", "aria-label": `${t.enabled ? "Pause" : "Resume"} trigger ${t.id}`, onclick: (e) => act(e.currentTarget, async () => {
+          await api("POST", `/v1/triggers/${t.id}/${t.enabled ? "pause" : "resume"}`);
+          await loadTriggers();
+        }) }, t.enabled ? "Pause" : "Resume"));
+      return el("tr", {}, el("td", { class: "num", text: t.id }),
+        el("td", {}, t.name ? el("div", { text: visible(t.name) }) : null,
+          el("code", { class: "hint", text: visible([t.program, ...(t.args || [])].join(" ")) }),
+          el("div", { class: "hint", text: `mode ${t.mode}, ${t.concurrency} at once, timeout ${t.timeoutS} s${t.env.length ? `, env ${t.env.join(" ")}` : ""}` })),
+        el("td", {}, ...t.uriPatterns.map((p) => el("div", {}, breakable(p)))),
+        el("td", {}, stateTag(t.enabled ? "active" : "paused")),
+        el("td", { text: runCounts(t.runs) }),
+        el("td", {}, last ? el("span", {}, `run ${last.id} `, stateTag(last.state), ` ${ago(last.updatedAt)}`) : "–"),
+        el("td", {}, actions));
+    };
+    const loadTriggers = async () => {
+      const list = await api("GET", "/v1/triggers");
+      clear(triggersBody);
+      for (const t of list.triggers) triggersBody.append(triggerRow(t));
+      if (!list.triggers.length) triggersBody.append(el("tr", {}, el("td", { colspan: 7, text: "No triggers yet: add one with mcpsubctl trigger add." })));
+    };
+    const tail = (label, text, total) => [el("h4", { text: text ? `${label}${total > new TextEncoder().encode(text).length ? ` (last part of ${bytes(total)})` : ""}` : `${label}: empty` }),
+      text ? el("pre", { class: "text", text: visible(text).replace(/\\x0a/g, "\n") }) : null];
+    const showRun = async (run) => {
+      const box = clear($("run-attempts"));
+      let answer;
+      try { answer = await api("GET", `/v1/triggers/runs/${run.id}`); } catch (error) { report(error); return; }
+      $("run-label").textContent = `Run ${answer.id} of trigger ${answer.triggerId} for ${visible(answer.uri)}, ${answer.state}: ${answer.attempts.length} attempts`;
+      if (!answer.attempts.length) box.append(el("p", { class: "muted", text: "No attempt yet." }));
+      for (const a of answer.attempts) {
+        box.append(el("article", { class: "attempt", "aria-label": `attempt ${a.attempt}` },
+          el("h3", { text: `Attempt ${a.attempt} at ${time(a.startedAt)}: ${a.endedAt ? ended(a) : "running"}${a.timedOut ? " (timed out)" : ""}${a.durationMs !== null ? ` (${a.durationMs} ms)` : ""}` }),
+          a.error ? el("p", { class: "hint", text: visible(a.error) }) : null,
+          ...tail("stdout", a.stdoutTail, a.stdoutBytes), ...tail("stderr", a.stderrTail, a.stderrBytes)));
+      }
+    };
+    const runRow = (r) => el("tr", {}, el("td", { class: "num", text: r.id }), el("td", { class: "num", text: r.triggerId }),
+      el("td", {}, breakable(r.uri)),
+      el("td", {}, stateTag(r.state), r.lastError ? el("div", { class: "hint", text: visible(r.lastError) }) : null),
+      el("td", { class: "num", text: r.attempts }),
+      el("td", { text: r.lastSignal || (r.lastExit !== null ? String(r.lastExit) : "–") }), el("td", { text: time(r.createdAt) }),
+      el("td", {}, el("div", { class: "actions" },
+        el("button", { type: "button", "aria-label": `Output of run ${r.id}`, onclick: () => { shown = r; showRun(r); } }, "Output"),
+        r.state === "running" ? null : el("button", { type: "button", "aria-label": `Retry run ${r.id}`, onclick: (e) => act(e.currentTarget, async () => {
+          await api("POST", `/v1/triggers/runs/${r.id}/retry`);
+          notice(`Run ${r.id} runs again now.`, true);
+          await loadRuns();
+        }) }, "Retry"))));
+    const loadRuns = async () => {
+      const f = formValues(form);
+      const q = new URLSearchParams({ limit: "100", newest: "true" });
+      if (f.trigger) q.set("trigger", f.trigger);
+      if (f.state) q.set("state", f.state);
+      const answer = await api("GET", `/v1/triggers/runs?${q}`);
+      clear(runsBody);
+      for (const r of answer.runs) runsBody.append(runRow(r));
+      if (!answer.runs.length) runsBody.append(el("tr", {}, el("td", { colspan: 8, text: "No runs match." })));
+      if (shown) await showRun(shown);
+    };
+    form.addEventListener("submit", (e) => { e.preventDefault(); loadRuns().catch(report); });
+    await loadTriggers();
+    await loadRuns();
+    const now = await api("GET", `/v1/events?limit=1&before=${NEWEST}`);
+    const refresh = throttle(async () => { await Promise.all([loadTriggers(), loadRuns()]); }, 1000);
+    live({}, () => refresh(), now.nextAfter);
+    setInterval(refresh, 3000);  // run outcomes are not events: look again while open
+  }
+
   // ---- start ----------------------------------------------------------------------------------
   for (const link of document.querySelectorAll("nav a[data-nav]")) {
     if (link.dataset.nav === page) link.setAttribute("aria-current", "page");
@@ -678,6 +766,6 @@
       location.assign("/ui/login");
     });
   }
-  const pages = { overview, links, subscription, events: eventsPage, webhooks };
+  const pages = { overview, links, subscription, events: eventsPage, webhooks, triggers: triggersPage };
   if (pages[page]) pages[page]().catch(report);
 })();
