@@ -296,6 +296,38 @@ def test_a_trigger_s_runs_and_output_are_shown_and_retried_from_the_page(
     expect(page.locator("#trigger-counts")).to_contain_text("Runs succeeded")
 
 
+def test_only_a_person_s_request_makes_or_fires_a_trigger(
+    logged_in: Any, context: Any, daemon: Daemon
+) -> None:
+    """A trigger runs a program as the daemon's user: without the token (TCP) or, with the
+    console's cookie, without its CSRF token or from another origin, no route that makes,
+    changes or fires one does anything."""
+    base = daemon.tcp_url
+    assert base is not None
+    body = {"program": "true", "uriPatterns": ["*"], "name": "refused"}
+    cookie = next(c for c in context.cookies() if c["name"] == "mcpsub_session")
+    csrf = logged_in.locator('meta[name="csrf-token"]').get_attribute("content")
+    with httpx.Client(base_url=base) as anonymous:
+        assert anonymous.post("/v1/triggers", json=body).status_code == 401
+        assert anonymous.get("/v1/triggers").status_code == 401
+    with httpx.Client(base_url=base, cookies={"mcpsub_session": cookie["value"]}) as browser:
+        for path in ("/v1/triggers", "/v1/triggers/1/test", "/v1/triggers/1/resume"):
+            refused = browser.post(path, json=body)
+            assert refused.status_code == 403, path
+            assert refused.json()["errorCode"] == "CSRF_TOKEN_REQUIRED"
+        foreign = browser.post(
+            "/v1/triggers",
+            json=body,
+            headers={"X-CSRF-Token": csrf, "Origin": "http://evil.example"},
+        )
+        assert foreign.status_code == 403 and foreign.json()["errorCode"] == "ORIGIN_NOT_ALLOWED"
+        made = browser.post("/v1/triggers", json=body, headers={"X-CSRF-Token": csrf})
+        assert made.status_code == 201, made.text  # the person in the console may
+        assert daemon.api("DELETE", f"/v1/triggers/{made.json()['id']}").status_code == 200
+    names = [t["name"] for t in daemon.api("GET", "/v1/triggers").json()["triggers"]]
+    assert "refused" not in names
+
+
 def test_events_tail_pauses_and_resumes_from_its_cursor(
     logged_in: Any, daemon: Daemon, lab: LabServer, screenshots: Path
 ) -> None:
