@@ -101,11 +101,21 @@ def test_failures_are_retried_then_dead_and_replayed(
     attempts = run_detail(d, run["id"])["attempts"]
     assert [a["exitCode"] for a in attempts] == [3, 3, 3]
 
+    tested = d.ctl("trigger", "test", str(trigger["id"]))
+    assert tested.code == 1 and "attempt 1: exit 3" in tested.stdout, tested
+    assert "error-code TRIGGER_TEST_FAILED" in tested.stdout or "exit status 3" in tested.stderr
+    assert len(runs(d, trigger["id"])) == 1, "a test is not a run"
     (out / "exit").write_text("0")
     retried = d.ctl("trigger", "retry", str(run["id"]), "--json")
     assert retried.code == 0, retried.stderr
     wait_runs(d, trigger["id"], lambda rs: rs[0]["state"] == "succeeded")
     assert records(out)[f"{run['id']}-4"]["env"]["MCPSUB_ATTEMPT"] == "4"
+    assert d.ctl("trigger", "test", str(trigger["id"])).code == 0
+    assert d.ctl("trigger", "pause", str(trigger["id"])).code == 0
+    assert "state:        paused" in d.ctl("trigger", "show", str(trigger["id"])).stdout
+    assert d.ctl("trigger", "remove", str(trigger["id"])).code == 0
+    gone = d.ctl("trigger", "show", str(trigger["id"]), "--json")
+    assert gone.code == 7 and json.loads(gone.stdout)["errorCode"] == "TRIGGER_NOT_FOUND"
 
 
 def test_latest_mode_burst_gives_at_most_two_runs(
