@@ -15,6 +15,7 @@ from typing import TypeVar
 from sqlalchemy import Connection
 
 from service.store import leases
+from service.store.dialect import Dialect
 from service.store.store import Store
 
 T = TypeVar("T")
@@ -23,7 +24,10 @@ T = TypeVar("T")
 class LeaseRepository:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.dialect = store.dialect
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.store.dialect  # chosen when the store opened
 
     async def _call(self, fn: Callable[[Connection], T]) -> T:
         """A lease statement. On PostgreSQL it takes a pooled connection of its own instead of
