@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     trig.add_argument("--dump", type=Path, help="also save the raw facts (JSON)")
     trig.add_argument("--note", default="", help="a sentence for the block's header")
+    trig.add_argument("--load", type=Path, help="render a saved run instead of running")
     rep = sub.add_parser("report", help="run every scenario; write results/")
     rep.add_argument("--changes", type=int, default=20)
     rep.add_argument(
@@ -50,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         "--note", default="", help="a sentence for the results header (what else ran alongside)"
     )
     args = parser.parse_args(argv)
+    if args.command == "triggers" and args.load is not None:
+        from bench.agents_lab import triggered
+
+        return triggered.main(args.changes, args.out_dir, load=args.load)
     if args.command == "report" and args.load is not None:
         from bench.agents_lab import report
 

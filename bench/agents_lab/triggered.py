@@ -878,7 +878,9 @@ def render(data: dict[str, Any], meta: str) -> str:
         facts = data["wake"].get(key, {})
         woken = "error" if "error" in facts else ("yes" if facts.get("woken") else "no")
         rows.append([label, way, woken, _s(facts.get("latency"))])
-    lines += markdown_table(["CLI", "path", "idle session woken", "change → model request"], rows)
+    lines += markdown_table(
+        ["CLI", "path", "idle session woken", "change → model request"], rows, "llrr"
+    )
     lines += [
         "",
         "### Start an agent on a change (`mcpsubctl trigger add --agent`)",
@@ -910,7 +912,9 @@ def render(data: dict[str, Any], meta: str) -> str:
             ]
         )
     lines += markdown_table(
-        ["CLI", "changes seen", "p50", "p99", "≤ 2 s", "--session: earlier turn + new text"], rows
+        ["CLI", "changes seen", "p50", "p99", "≤ 2 s", "--session: earlier turn + new text"],
+        rows,
+        "lrrrrr",
     )
     b, h, k = data["burst"], data["hang"], data["kill9"]
     lines += ["", "With Claude Code:", ""]
@@ -927,26 +931,40 @@ def render(data: dict[str, Any], meta: str) -> str:
             f"* **A run that hangs** (the model never answers): attempt 1 ended at its "
             f"{h['timeoutS']} s timeout (timedOut {first.get('timedOut')}, exit "
             f"{first.get('exitCode')}, {first.get('durationMs')} ms); the retry reached the "
-            f"model {h['retryAfterS']} s after the first request; the run: {h['run']}."
+            f"model {h['retryAfterS']} s after the first request; the run: "
+            f"{(h['run'] or {}).get('state')} after {(h['run'] or {}).get('attempts')} attempts."
         )
     if "error" not in k:
         lines.append(
             f"* **`kill -9` of the daemon mid-run**: the change reached the model again "
             f"{k['againAfterS']} s after the kill (daemon restarted at once): "
-            f"{'yes' if k['runAgainAfterRestart'] else 'no'}; runs: {k['runs']}."
+            f"{'yes' if k['runAgainAfterRestart'] else 'no'}; the run: "
+            + ", ".join(f"{r['state']} after {r['attempts']} attempts" for r in k["runs"])
+            + "."
         )
     if data["errors"]:
         lines += ["", "Errors: " + "; ".join(data["errors"])]
     return "\n".join(lines) + "\n"
 
 
-def main(changes: int, out_dir: Path, note: str = "", dump: Path | None = None) -> int:
+def main(
+    changes: int,
+    out_dir: Path,
+    note: str = "",
+    dump: Path | None = None,
+    load: Path | None = None,
+) -> int:
+    """Run everything (or, ``load``, re-render a run saved with ``dump``) into ``out_dir``."""
     import datetime
     import platform
 
     from bench.agents_lab.report import node_version
     from bench.harness import REPO_ROOT, load_average
 
+    if load is not None:
+        saved = json.loads(load.read_text())
+        write_block(out_dir, saved["data"], saved["meta"])
+        return 0
     started = datetime.datetime.now(datetime.UTC)
     load_before = load_average()
     data = collect(changes)
@@ -961,6 +979,11 @@ def main(changes: int, out_dir: Path, note: str = "", dump: Path | None = None) 
     )
     if dump is not None:
         dump.write_text(json.dumps({"meta": meta, "data": data}, indent=1, default=str))
+    write_block(out_dir, data, meta)
+    return 0
+
+
+def write_block(out_dir: Path, data: dict[str, Any], meta: str) -> None:
     BLOCK_START, BLOCK_END = _block()
     path = out_dir / "agents.md"
     old = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -971,4 +994,3 @@ def main(changes: int, out_dir: Path, note: str = "", dump: Path | None = None) 
         new = old.rstrip("\n") + "\n\n" + body + "\n"
     path.write_text(new, encoding="utf-8")
     print(f"agents-lab: wrote {path}")
-    return 0
