@@ -29,7 +29,7 @@ from service.api.routes import (
 )
 from service.api.state import ApiState
 from service.app.agents import Agents
-from service.app.supervisor import SupervisorLike
+from service.app.supervisor_protocol import SupervisorLike
 
 
 def create_api(

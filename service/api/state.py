@@ -10,7 +10,7 @@ from fastapi import Request
 
 from service.api.metrics import Metrics
 from service.app.agents import Agents
-from service.app.supervisor import SupervisorLike
+from service.app.supervisor_protocol import SupervisorLike
 from service.http.limits import RequestLimits
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from service.app import firststate, policy, validate
 from service.app.errors import AgentError, ApiError
-from service.app.supervisor import SupervisorLike
+from service.app.supervisor_protocol import SupervisorLike
 from service.app.views import subscription_json, with_link
 from service.store.store import KeptForCreator
 

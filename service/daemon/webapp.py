@@ -24,7 +24,7 @@ from starlette.types import ASGIApp
 from service.api import create_api
 from service.app.agents import Agents
 from service.app.policy import parse_setting, parse_unsubscribe_setting
-from service.app.supervisor import SupervisorLike
+from service.app.supervisor_protocol import SupervisorLike
 from service.console import routes as console_routes
 from service.daemon.config import Settings
 from service.http.guard import DEFAULT_ALLOWED_HOSTS, LocalGuard

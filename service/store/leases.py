@@ -8,7 +8,7 @@ on expiry.
 
 Fencing: a claim bumps ``lease_epoch`` *and* the link's ``generation`` in the same statement.
 Every write a link makes is already conditional on its generation (the revision fence in
-:mod:`service.store.hotpath`, and the link's state writes), and a generation is only ever
+:mod:`service.store.groupcommit`, and the link's state writes), and a generation is only ever
 bumped by the holder of the current lease (:data:`BUMP_FENCED`), so a replica that was paused
 past its lease finds every write rejected by the database and gives the link up.
 

@@ -6,7 +6,7 @@ transactions through the async engine (bump the generation, mark the server open
 subscriptions ``active`` with one awaited ``INSERT`` per event): ~13,000 round trips through
 aiosqlite's thread for 10,000 subscriptions, a third of the daemon's CPU before every URI was
 read (results/daemon.md). Here one call on the writer thread does it, with ``text()``
-statements built once, as :mod:`service.store.hotpath` does for revisions. The fence is the
+statements built once, as :mod:`service.store.groupcommit` does for revisions. The fence is the
 same: the generation bump is conditional on the generation the link expects, and a state
 change only lands while the link's generation is the one given.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from service.safetext import redact_urls
-from service.store import hotpath
+from service.store import groupcommit
 from service.store.dialect import Dialect, each_dialect
 from service.store.driver import sql
 from service.store.records import Event, Revision
@@ -175,17 +175,17 @@ def acknowledged(
 def record_reads(
     conn: Connection,
     dialect: Dialect,
-    reads: Sequence[hotpath.Read],
+    reads: Sequence[groupcommit.Read],
     sinks: Sequence[Callable[[Connection, Event], object]],
     activated: list[Event],
 ) -> list[tuple[Revision, Event] | None]:
-    """:func:`hotpath.record_reads`, and first, for every read flagged ``activate``, its
+    """:func:`groupcommit.record_reads`, and first, for every read flagged ``activate``, its
     subscription marked ``active`` in the same transaction, fenced on the read's generation
     like its revision: "active" and "a read is stored" commit together, never one without
     the other, and the state's event comes before the revision's (a cursor taken at the
     revision sees no state change after it). The state events are appended to ``activated``.
     """
-    by_generation: dict[int, list[hotpath.Read]] = {}
+    by_generation: dict[int, list[groupcommit.Read]] = {}
     for read in reads:
         if read.activate:
             by_generation.setdefault(read.generation, []).append(read)
@@ -198,4 +198,4 @@ def record_reads(
     for generation, group in by_generation.items():
         change = StateChange([read.subscription_id for read in group], "active")
         activated += set_states(conn, dialect, change, generation, max(r.read_at for r in group))
-    return hotpath.record_reads(conn, dialect, reads, sinks)
+    return groupcommit.record_reads(conn, dialect, reads, sinks)

@@ -37,7 +37,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from service.safetext import redact_urls
-from service.store import catalog, health, hotpath, linkstate, pgpool, schema
+from service.store import catalog, groupcommit, health, linkstate, pgpool, schema
 from service.store.database import Database, database_errors, parse
 from service.store.dialect import LINKS_CHANNEL, dialect_for, dumps
 from service.store.health import StorageHealth
@@ -138,7 +138,7 @@ class Store:
         """What differs between the backends, chosen once (:mod:`service.store.dialect`)."""
         self._writer = WriterThread("mcpsub-db-writer")
         self._write_lock = asyncio.Lock()
-        self._pending_reads: list[tuple[hotpath.Read, asyncio.Future[Any]]] = []
+        self._pending_reads: list[tuple[groupcommit.Read, asyncio.Future[Any]]] = []
         """Reads waiting for the next group commit (see :meth:`record_read`)."""
         self._committer: asyncio.Task[None] | None = None
         self.on_event: list[Any] = []
@@ -463,7 +463,7 @@ class Store:
         (its link has re-listened since it started: generation fencing).
 
         This is the daemon's hot path. The transaction runs on the writer thread with
-        statements compiled once (:mod:`service.store.hotpath`), and reads are *group
+        statements compiled once (:mod:`service.store.groupcommit`), and reads are *group
         committed*: every read recorded in the same loop tick, or while the writer is busy,
         goes to the writer in one hand-off and commits in one transaction
         (:meth:`_commit_reads`). One thread hop per read was most of the daemon's time at
@@ -472,7 +472,7 @@ class Store:
         event and outbox rows commit together; a storage failure fails every read of the
         batch with the error its own transaction would have had.
         """
-        read = hotpath.Read(
+        read = groupcommit.Read(
             subscription_id,
             server_id,
             generation,
@@ -529,7 +529,7 @@ class Store:
                     future.set_result(outcome)
 
     async def _write_reads(
-        self, batch: list[tuple[hotpath.Read, asyncio.Future[Any]]]
+        self, batch: list[tuple[groupcommit.Read, asyncio.Future[Any]]]
     ) -> tuple[list[tuple[Revision, Event] | None], list[Event]]:
         """One transaction for the batch (callers hold the write lock).
 
@@ -561,7 +561,7 @@ class Store:
             activated = []
 
             def alone(
-                conn: Connection, read: hotpath.Read = read, activated: list[Event] = activated
+                conn: Connection, read: groupcommit.Read = read, activated: list[Event] = activated
             ) -> list[Any]:
                 return linkstate.record_reads(conn, self.dialect, [read], sinks, activated)
 

@@ -39,7 +39,7 @@ ROTATION_OVERLAP_S = 24 * 3600.0
 T = TypeVar("T")
 
 
-# ---- the dispatcher's hot path: plain SQL compiled once (see service.store.hotpath) ----------
+# ---- the dispatcher's hot path: plain SQL compiled once (see service.store.groupcommit) ----------
 DUE_WORK = each_dialect(
     "WITH heads AS ("
     " SELECT MIN(id) AS id FROM deliveries WHERE state IN ('pending', 'failed')"

@@ -3,7 +3,7 @@
 Sequence values are handed out at INSERT, not at COMMIT: without care, replica A takes id 9,
 replica B takes id 10 and commits first, a follower reads up to 10 and moves its cursor
 there, then A commits 9, which that follower never sees. The store prevents it by taking a
-transaction-scoped advisory lock before an event's id is drawn (service/store/hotpath.py,
+transaction-scoped advisory lock before an event's id is drawn (service/store/groupcommit.py,
 ``order_events``): the next event transaction waits until the previous one has committed,
 so once any id is visible every lower id is visible too (or was rolled back).
 """

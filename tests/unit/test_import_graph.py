@@ -152,7 +152,7 @@ def test_the_layering_check_finds_a_front_end_importing_another(tmp_path: Path) 
         "service/http/guard.py": "from service.app.errors import ApiError\n",
         "service/store/store.py": "from service.daemon import main\n",
         "service/daemon/main.py": "from service.api import routes\n",
-        "service/store/hotpath.py": "from service.webhooks import outbox\n",
+        "service/store/groupcommit.py": "from service.webhooks import outbox\n",
         "service/webhooks/outbox.py": "",
         "service/safetext.py": "from service.mcp import wire\n",
         "service/mcp/wire.py": "",
@@ -169,7 +169,7 @@ def test_the_layering_check_finds_a_front_end_importing_another(tmp_path: Path) 
         "service.face.inproc -> service.api.views",
         "service.mcp.client -> service.store.store",
         "service.safetext -> service.mcp.wire",
-        "service.store.hotpath -> service.webhooks.outbox",
+        "service.store.groupcommit -> service.webhooks.outbox",
         "service.store.store -> service.daemon.main",
     ]
 

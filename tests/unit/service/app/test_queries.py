@@ -1,7 +1,7 @@
 """service.app.queries: the console's and the API's read-only look-ups.
 
 A SQLite file in a tmp dir, made from the store's schema and filled through the store's own
-writes (catalog and hotpath); the look-ups only need ``store.engine``, an async engine on it."""
+writes (catalog and groupcommit); the look-ups only need ``store.engine``, an async engine on it."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from service.app.queries import _like
 from service.store import schema
 from service.store.catalog import add_subscriptions
 from service.store.dialect import SQLITE
-from service.store.hotpath import Read, record_reads
+from service.store.groupcommit import Read, record_reads
 
 pytestmark = pytest.mark.anyio
 

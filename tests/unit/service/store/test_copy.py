@@ -14,7 +14,7 @@ from service.store import schema
 from service.store.catalog import add_subscriptions
 from service.store.copy import TABLES, CopyError, copy_database
 from service.store.dialect import SQLITE
-from service.store.hotpath import Read, record_reads
+from service.store.groupcommit import Read, record_reads
 
 pytestmark = pytest.mark.anyio
 
