@@ -103,6 +103,10 @@ def describe(
     fields["id"] = rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
     fields["notification"] = "id" not in message
     fields["clientInfo"] = _client_info(params)
+    if method == wire.RESOURCES_READ:
+        # The verdicts count a re-read when it is asked for, not only once it is served (a
+        # slow read may outlive the client's run).
+        fields["uri"] = _short(params.get("uri"))
     fields["era"] = _era(message, params, versions[0] if versions else None)
     # Notifications are answered 202 before any header check, so only requests are judged.
     if fields["era"] != "2025" and isinstance(method, str) and not fields["notification"]:

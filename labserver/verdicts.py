@@ -357,7 +357,7 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
     errors = {e["request"]: e for e in entries if e.get("event") == "http.error"}
     # Requests the lab's fault knobs answered (legacyMode, failMethods, refuseListen) or held
     # unanswered (silentMethods): what became of them is the lab's doing.
-    held = {e["request"] for e in entries if e.get("event") == "request.held"}
+    held = {e["request"] for e in entries if e.get("event") in ("request.held", "legacy.answer")}
     injected = held | {seq for seq, e in errors.items() if e.get("injected")}
     streams = _streams(entries)
     reads = [e for e in entries if e.get("event") == "resources.read"]
@@ -366,7 +366,7 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
 
     # connected
     modern = [e for e in requests if e.get("era") == MODERN and not e.get("notification")]
-    answered = [e for e in modern if e["seq"] not in errors]
+    answered = [e for e in modern if e["seq"] not in errors and e["seq"] not in injected]
     legacy = [e for e in requests if e.get("era") == "2025"]
     # legacyMode / failMethods answers are the lab's doing, not the client's.
     lab_refused = bool(modern) and all(e["seq"] in injected for e in modern)
@@ -464,10 +464,15 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
     notified = [(s, n) for s in streams for n in s.notifications]
     notified.sort(key=lambda pair: pair[1]["seq"])
     reread_found: tuple[dict[str, Any], dict[str, Any]] | None = None
+    # A re-read counts once it is asked for (a served read, or a read request for the URI
+    # whose answer the lab had not given yet when the client's run ended: readDelayMs).
+    read_asks = [e for e in asked["resources/read"] if e.get("uri") is not None]
     for _, note_entry in notified:
+        # The served read is the better evidence (it shows the version); the ask is enough.
         later = [
             r
-            for r in reads
+            for pool in (reads, read_asks)
+            for r in pool
             if r["seq"] > note_entry["seq"] and r.get("uri") == note_entry.get("uri")
         ]
         if later:
@@ -500,6 +505,13 @@ def judge_client(key: str, entries: list[dict[str, Any]], now: float) -> ClientV
     elif reread_found is not None:
         note_entry, read = reread_found
         items.append(_item("reread", "pass", [_ev(note_entry), _ev(read, "after it: ")]))
+    elif notified and any(
+        e["seq"] in injected and e["seq"] > notified[0][1]["seq"] for e in asked["resources/read"]
+    ):
+        # It tried to read again; the lab's fault knob answered instead of the resource.
+        items.append(
+            _item("reread", "n/a", [_ev(notified[0][1])], "the lab's fault injection answered")
+        )
     elif notified:
         stream, last = notified[-1]
         gave_up = stream.closed is not None or now - float(last["time"]) >= REREAD_GRACE

@@ -20,6 +20,7 @@ from typing import Any
 
 from service.actions import extract_next_action
 from service.backoff import Backoff
+from service.failures import classify
 from service.mcp import wire
 from service.mcp.client import McpClient
 from service.mcp.errors import (
@@ -91,6 +92,29 @@ async def follow(
         emitted += 1
         return max_events is not None and emitted >= max_events
 
+    async def read(client: McpClient, uri: str, trigger: str) -> bool:
+        """Read ``uri`` and report it; True when ``max_events`` is reached. A read the server
+        answers with a 5xx is reported (``read-failed``) and the stream is kept: the stream
+        is fine, and the next ack or notification reads again."""
+        try:
+            text = text_of(await client.read_resource(uri), uri)
+        except HttpStatusError as exc:
+            if exc.status < 500:
+                raise
+            emit(
+                {
+                    "type": "read-failed",
+                    "serverUrl": options.url,
+                    "resourceUri": uri,
+                    "generation": generation,
+                    "trigger": trigger,
+                    "errorCode": classify(exc, mode="subscribe", compat=False).code,
+                    "reason": str(exc),
+                }
+            )
+            return False
+        return report(uri, text, trigger)
+
     async with McpClient(
         options.url,
         token=options.token,
@@ -122,16 +146,13 @@ async def follow(
                         missing = [u for u in uris if u in ack.not_honored]
                         raise NotHonored(f"the server did not honor: {', '.join(missing)}")
                     for uri in uris:
-                        if report(
-                            uri, text_of(await client.read_resource(uri), uri), "acknowledged"
-                        ):
+                        if await read(client, uri, "acknowledged"):
                             return
                     async for event in stream:
                         if isinstance(event, Notified):
-                            if event.method == wire.RESOURCE_UPDATED and event.uri:
-                                text = text_of(await client.read_resource(event.uri), event.uri)
-                                if report(event.uri, text, "notification"):
-                                    return
+                            updated = event.method == wire.RESOURCE_UPDATED and event.uri
+                            if updated and await read(client, event.uri or "", "notification"):
+                                return
                         elif isinstance(event, Closed):
                             raise _StreamEnded("the server closed the listen stream", End.CLOSED)
                         elif isinstance(event, Lost):

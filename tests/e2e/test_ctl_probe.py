@@ -378,3 +378,24 @@ def test_https_against_a_plain_http_port_names_the_scheme(lab_server: LabServer)
     assert result.code == 5, result
     assert result.json["errorCode"] == "TLS_HANDSHAKE_FAILED"
     assert "http://" in result.json["recommendedNextAction"]
+
+
+def test_follow_keeps_its_stream_when_a_read_fails(lab_server_factory) -> None:
+    """A 5xx on a read says nothing about the listen stream: it is reported and the stream
+    kept, so the next update is not missed (before: the stream was dropped and re-listened)."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    lab.configure(failMethods={"resources/read": 500})
+    proc = spawn_cli(
+        "mcpsubctl", "probe", "--url", lab.url, "--uri", REVIEW,
+        "--follow", "--max-events", "1", "--json",
+    )  # fmt: skip
+    lab.wait_event("http.error", timeout=10)  # its read after the ack, answered 500
+    lab.configure(failMethods={})
+    lab.control("POST", "/lab/update")
+    result = finish(proc, timeout=30)
+    assert result.code == 0, result.stderr
+    records = result.ndjson
+    assert [r["type"] for r in records] == ["read-failed", "read"], records
+    assert records[0]["errorCode"] == "SERVER_ERROR" and records[0]["trigger"] == "acknowledged"
+    assert records[1]["trigger"] == "notification" and records[1]["generation"] == 1
+    assert len([e for e in lab.log() if e["event"] == "listen.opened"]) == 1

@@ -93,3 +93,15 @@ def test_typescript_sdk_client_verdicts(lab_server_factory: Any) -> None:
     assert clients["ts-sdk-client-default"]["era"] == "2025 only"
     assert [m["id"] for m in clients["ts-sdk-client-default"]["mistakes"]] == ["legacy-only"]
     assert clients["ts-sdk-client-auto"]["outcome"] == "passed"
+
+
+def test_faults_only_replaces_the_fault_section_and_keeps_the_rest() -> None:
+    before = "# Matrix\n\nrows\n\n" + compat.FAULTS_HEAD + "\n\nold table\n\n## Notes\n\n- kept\n"
+    row = compat.FaultRow("a fault", "mcpsubd 0.1.0", 0, 2, "passed", [], ["notified"])
+    after = compat.replace_faults_block(before, [row])
+    assert after.startswith("# Matrix\n\nrows\n\n" + compat.FAULTS_HEAD)
+    assert after.endswith("## Notes\n\n- kept\n")
+    assert "old table" not in after
+    assert "| a fault | mcpsubd 0.1.0 | 0 | 2 | passed | notified | – |" in after
+    labels = [label for label, _, _ in compat.FAULTS]
+    assert len(labels) == len(set(labels)) >= 20

@@ -371,3 +371,43 @@ def test_injected_answers_to_reads_and_listens_are_the_labs() -> None:
     assert verdict.item("read").status == "n/a"
     assert verdict.item("listened").status == "n/a"
     assert verdict.outcome == "passed"
+
+
+def test_a_2025_era_discover_answer_from_the_labs_knob_is_not_a_connection() -> None:
+    # legacyMode "discover-2025" answers discover with HTTP 200 listing only 2025 revisions:
+    # a client that stops there did right, and it did not connect with 2026-07-28.
+    log = Log()
+    rq = log.request("server/discover")
+    log.add("legacy.answer", rq, method="server/discover", status=200)
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("connected").status == "n/a"
+    assert verdict.outcome == "passed"
+
+
+def test_a_reread_the_lab_answered_with_its_fault_is_not_a_missing_reread() -> None:
+    log = Log()
+    log.request("server/discover")
+    log.read()
+    stream = log.listen()
+    log.add("notification.sent", stream, method="notifications/resources/updated", uri=REVIEW)
+    rq = log.request("resources/read", headers={"method": "ok", "name": "ok"})
+    log.add("http.error", rq, status=500, code=None, injected=True)
+    log.add("listen.closed", stream, reason="client")
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("reread").status == "n/a"
+    assert verdict.mistakes == [] and verdict.outcome == "passed"
+
+
+def test_a_reread_asked_for_counts_even_if_the_run_ends_before_the_answer() -> None:
+    # readDelayMs: the client re-read at once, the lab took a second to answer, and the run
+    # ended in between (no resources.read served). It did re-read.
+    log = Log()
+    log.request("server/discover")
+    log.read()
+    stream = log.listen()
+    log.add("notification.sent", stream, method="notifications/resources/updated", uri=REVIEW)
+    log.request("resources/read", headers={"method": "ok", "name": "ok"}, uri=REVIEW)
+    log.add("listen.closed", stream, reason="client")
+    (verdict,) = judge(log.entries, log.t)
+    assert verdict.item("reread").status == "pass"
+    assert verdict.mistakes == [] and verdict.outcome == "passed"

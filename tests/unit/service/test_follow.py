@@ -149,7 +149,7 @@ async def test_connect_failures_back_off_and_an_ack_resets_the_attempts(
         (["r://a", "r://b"], []),
     ]
     out = await run(max_events=4)
-    assert attempts == [1, 2, 1]  # the ack in between reset the count
+    assert attempts == [0, 1, 0]  # attempt 0 is the first retry; the ack reset the count
     assert [e["type"] for e in out] == [
         "lost",
         "lost",
