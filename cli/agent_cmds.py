@@ -1,5 +1,5 @@
 """``mcpsubctl tail`` and ``mcpsubctl hook``: resource changes for agents that do not speak MCP
-subscriptions (issue 19 §2, docs/agents.md).
+subscriptions (docs/agents.md).
 
 ``tail`` prints one line per ``resource.updated`` event, flushed at once, until it is stopped
 (Ctrl-C exits 130): what Claude Code's Monitor tool (each stdout line wakes the model) and a

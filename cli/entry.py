@@ -32,8 +32,8 @@ def _import_argparse_in_english() -> None:
 
     argparse passes them through ``gettext``, whose first lookup imports ``locale`` and which
     searches the disk for a catalogue again on every string (21 lookups a call): ~3 ms of
-    every ``mcpsubctl`` call, a fifth of a bare interpreter's start (issue 21 §3's ≤ 3×,
-    ``results/cli.md``). CPython ships no translation of them, and everything else mcpsubctl
+    every ``mcpsubctl`` call, a fifth of a bare interpreter's start (``results/cli.md``).
+    CPython ships no translation of them, and everything else mcpsubctl
     prints is English, so the identity is what a user sees anyway. argparse keeps the two
     functions it imported; the real ``gettext`` stays importable for anyone else."""
     if "argparse" in sys.modules or "gettext" in sys.modules:

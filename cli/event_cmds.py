@@ -74,7 +74,7 @@ def event_line(event: dict[str, Any], now: float | None = None) -> str:
 
 
 def event_table(events: list[dict[str, Any]], now: float) -> str:
-    """Events as aligned columns, for a terminal (issue 21 §5.10)."""
+    """Events as aligned columns, for a terminal."""
     from cli.apicmd import table
 
     rows = [

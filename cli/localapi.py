@@ -3,7 +3,7 @@
 Every daemon command (``subscribe`` … ``resubscribe``, ``status`` and ``--wait-ready``,
 ``read``, ``events`` and ``events --follow``, ``wait``, the webhook and delivery commands,
 ``ui``) and ``mcpsubctl tail`` reach the daemon through it. Agent scripts call these in loops, so a
-call's start-up is its cost (issue 21 §3): this module imports ``json`` and
+call's start-up is its cost: this module imports ``json`` and
 :mod:`service.localclient` (the one client of the local API: where it is, and the bounded
 HTTP/1.1 reader the hook and the stdio face use too), which imports ``_socket``, not
 ``socket``, httpx or ``http.client`` (``results/cli.md``).

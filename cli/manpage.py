@@ -22,7 +22,7 @@ MANUAL = "User Commands"
 GLYPHS = {"\u2026": "...", "\u2014": "\\(em", "\u2013": "\\(en", "\u2192": "\\(->"}
 """Non-ASCII characters our help texts use, as roff glyphs that every output device has:
 ``man`` in a C locale renders for ASCII, where ``\\[u2026]`` is a "can't find special
-character" warning (issue 27 §2)."""
+character" warning."""
 
 
 def esc(text: str) -> str:

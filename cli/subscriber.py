@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if has_flag(args, "--help", "-h") or has_flag(args, "--version", "-v"):
         # Scripts call `--version` to check an installation: answer before importing even the
-        # exit handling and the stderr wrapper (issue 21 §3: ≤ 1.5× a bare interpreter).
+        # exit handling and the stderr wrapper (its start-up budget: results/cli.md).
         return _main(args)
     from service.exits import run_main
     from service.safetext import safe_stderr

@@ -68,7 +68,7 @@ def sub_rows(subs: list[dict[str, Any]], state: str | None = None) -> list[list[
 # ---- subscribe ------------------------------------------------------------------------------
 def cmd_subscribe(args: argparse.Namespace) -> int:
     """Subscribe, then (unless ``--no-wait``) wait until each subscription's first state is
-    known: its first read, or the error that prevents it (issue 10 §4). The API itself
+    known: its first read, or the error that prevents it. The API itself
     answers at once; the waiting is this command's."""
     timeout_ms = args.timeout_ms if args.timeout_ms is not None else DEFAULT_SUBSCRIBE_WAIT_MS
     if not (timeout_ms > 0 and math.isfinite(timeout_ms)):

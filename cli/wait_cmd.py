@@ -140,7 +140,7 @@ def _find_subscription(client: DaemonClient, uri: str, url: str | None) -> dict[
 
 
 def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: float) -> int:
-    """Wait for a revision newer than the baseline (issue 10 §2).
+    """Wait for a revision newer than the baseline.
 
     The baseline is the revision current when ``wait`` starts (or the one of ``--after``).
     A URI the daemon does not watch yet is subscribed (with ``--url``); its first revision
@@ -212,7 +212,7 @@ def _wait_daemon(client: DaemonClient, args: argparse.Namespace, timeout_ms: flo
 
 def _update_after(client: DaemonClient, args: argparse.Namespace) -> dict[str, Any] | None:
     """The update after ``--after`` if there is one already, in one request (the common
-    case of a script's loop, issue 21 §3); None sends ``wait`` down the full path (a URI not
+    case of a script's loop); None sends ``wait`` down the full path (a URI not
     watched yet, no update yet, an older daemon), which asks again from the start."""
     try:
         got = client.wait(

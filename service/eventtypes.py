@@ -1,5 +1,5 @@
 """Every type the daemon writes to its event log: the one list the API, the CLI, completion
-and the docs use (issue 21 §5.2).
+and the docs use.
 
 ``GET /v1/events?type=…`` and ``/v1/events/stream`` refuse any other name with 400
 ``INVALID_PARAMETER`` (a misspelt filter would otherwise match nothing, silently);

@@ -2,7 +2,7 @@
 
 ``mcp-resource-subscriber`` (``compat=True``) keeps the TypeScript CLI's codes exactly,
 quirks included; ``mcpsubctl`` and ``mcpsubd`` (``compat=False``) name every class. The
-daemon uses the very same function for its links and reads (issue 10 §4), so ``status``,
+daemon uses the very same function for its links and reads, so ``status``,
 ``show``, events, logs and ``wait`` hints carry the codes ``mcpsubctl probe`` prints, and
 ``INTERNAL_ERROR`` means a bug in mcpsub and nothing else. Exit codes stay a front door's
 decision (``cli/failures.py``).

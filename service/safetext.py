@@ -10,7 +10,7 @@ Two jobs, used by every place that prints or logs such text:
 * :func:`visible` (and :func:`shown`) does that and also escapes what a reader cannot see:
   invisible format characters (Unicode category Cf: U+200B zero-width space, U+FEFF, U+2060
   word joiner, tag characters…), blank fillers and every space but U+0020. Used for one-line
-  values such as URIs, so ``test://a\u200bb`` cannot pass for ``test://ab`` (issue 27 §1);
+  values such as URIs, so ``test://a\u200bb`` cannot pass for ``test://ab``;
   a resource's text keeps them (``terminal_safe``: they are part of its writing).
 * :func:`redact_urls` replaces the ``user:password@`` part of every URL in a string with
   ``***@``, and the value of every secret parameter (:func:`is_secret_parameter`: a name in

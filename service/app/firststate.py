@@ -27,7 +27,7 @@ def verdict(
     link = link or {}
     failed = sub.get("state") in FAILED_STATES
     if sub.get("state") == "active" and (sub.get("revision") or 0) >= 1:
-        return True, None, None  # the first read is stored and the link open (issue 22 §1)
+        return True, None, None  # the first read is stored and the link open
     if failed:
         code = sub.get("stateCode") or link.get("lastErrorCode") or "INTERNAL_ERROR"
         hint = link.get("lastErrorHint") if code == link.get("lastErrorCode") else None

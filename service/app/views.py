@@ -23,7 +23,7 @@ _SUBSCRIPTION_KEYS = tuple(
 def subscription_json(sub: Subscription) -> dict[str, Any]:
     # Flat fields of plain values: no ``asdict`` deep copy, names converted once.
     out = {key: getattr(sub, name) for name, key in _SUBSCRIPTION_KEYS}
-    # What to do about the state's code, shown with it (issue 22 §1).
+    # What to do about the state's code, shown with it.
     out["stateHint"] = code_hint(sub.state_code)
     return out
 

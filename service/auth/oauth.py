@@ -76,7 +76,7 @@ async def _send(
 ) -> httpx.Response:
     """One request; the body is decoded under :data:`MAX_AUTH_BODY_BYTES` (one coding layer
     at most): an authorization server named by an MCP server is as untrusted as the server,
-    and httpx's own decoding would inflate a compression bomb whole (issue 11.2)."""
+    and httpx's own decoding would inflate a compression bomb whole."""
     try:
         async with client.stream(method, url, **kwargs) as streamed:
             body = await read_body(streamed, MAX_AUTH_BODY_BYTES)

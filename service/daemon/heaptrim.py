@@ -4,8 +4,8 @@ A cold start of 1,000 links reads 10,000 resources at once: answers, JSON trees 
 parameters come and go by the hundred thousand, and glibc keeps the pages they freed in its
 arenas (one per thread that allocated: the loop, the SQLite writer, the readers). The
 daemon then sits at its peak RSS although Python holds less. ``malloc_trim(0)`` returns
-those pages: 151 → 148 MB at 1,000 links × 10 URIs (``results/daemon-scale.md``, issue 13's
-150 MB target). It walks the free lists, a few milliseconds at that size, so it runs at most
+those pages (``results/daemon-scale.md`` has the figures). It walks the free lists, a few
+milliseconds at that size, so it runs at most
 every ``interval_s`` and only when events were written since the last time (an idle daemon
 never calls it). Where the C library has no ``malloc_trim`` (macOS, musl) nothing runs.
 """

@@ -30,7 +30,7 @@ can take one, so a failing renew (a full disk) never stops its links. Nothing ou
 process changes what it holds either (its API adopts and drops links itself), so there the
 passes are a safety net and run every :data:`SINGLE_REPLICA_PASS_S` while the storage is
 healthy: renewing 1,000 leases and reconciling 10,000 subscriptions every 5 s were most of an
-idle daemon's CPU besides the streams' keep-alive frames (issue 29). While writes fail the
+idle daemon's CPU besides the streams' keep-alive frames. While writes fail the
 TTL's cadence stays (a renew is then the write that sees the storage recover).
 """
 
@@ -309,7 +309,7 @@ class LeaseKeeper:
         done, _ = await asyncio.wait({self._renewing}, timeout=deadline)
         if not done:
             # Rounded: the deadline is what is left of a TTL, and "within 3.87193 s" in the
-            # log, the status and the daemon.storage event reads as noise (issue 21 §5.10).
+            # log, the status and the daemon.storage event reads as noise.
             raise TimeoutError(
                 f"the database did not answer the lease renew within {round(deadline, 1):g} s"
             )

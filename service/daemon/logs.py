@@ -80,7 +80,7 @@ _limiter = RepeatLimiter()
 
 _NOT_IN_KEY = frozenset({"timestamp", "_record", "_from_structlog", "retry_in"})
 """Fields that differ between otherwise identical entries: ``retry_in`` is a fresh random
-backoff on every "link down" line, and counting it made every repeat look new (issue 22)."""
+backoff on every "link down" line, and counting it made every repeat look new."""
 
 
 def _entry_key(event_dict: MutableMapping[str, Any]) -> str:

@@ -5,7 +5,7 @@ import time whenever it is installed, only to format exceptions in the console r
 rich is no dependency of ours: it is in the development environment only, as a dependency of
 schemathesis, so an installed daemon never has it. Hiding it while structlog is imported makes
 the development daemon format exceptions as the installed one does (structlog's plain
-traceback) and keeps ~4.5 MB out of its RSS (issue 13's 150 MB target at 1,000 links).
+traceback) and keeps ~4.5 MB out of its RSS (the daemon's RSS target, docs/benchmarks.md).
 The marker is removed again right after, so anything imported later (a test importing
 schemathesis in the same process) still finds rich.
 """

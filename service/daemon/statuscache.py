@@ -23,7 +23,7 @@ class StatusCache:
 
         Each part is kept as an exact-size copy: orjson's answer keeps the 8 kB buffer it
         was written into (a 600-byte link part held 8.6 kB), 8 MB at 1,000 links
-        (tracemalloc; issue 13's RSS target)."""
+        (tracemalloc)."""
         cache = self.parts
         parts: list[bytes] = []
         seen: set[int] = set()

@@ -1,7 +1,7 @@
 """What the composition root (:class:`service.daemon.run.DaemonRun`) hands the supervisor: the
 webhook dispatcher, the lease keeper and the trigger runner, under this replica's id.
 
-The supervisor supervises links and builds nothing else (issue 28 §1, §3); the lease keeper
+The supervisor supervises links and builds nothing else; the lease keeper
 needs the supervisor as its :class:`LinkOwner`, so it is handed over as a function of that
 owner, called once by the supervisor's constructor.
 """

@@ -109,7 +109,7 @@ def parse_response(
             items = decoder.feed(body) + decoder.feed(b"\n\n")
         except EventTooLarge as exc:
             # An over-bound answer is the server's protocol error, like an oversized frame
-            # on a listen stream; unhandled, it crashed the daemon's read task (issue 22).
+            # on a listen stream; unhandled, it crashed the daemon's read task.
             raise ProtocolViolation(f"{method}: {exc}") from exc
         for item in items:
             if isinstance(item, Event) and item.event == "message":

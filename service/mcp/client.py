@@ -306,7 +306,7 @@ class ListenStream:
         self._response: StreamAnswer | None = None
         self._pending: list[ListenEvent] = []
         """A list, not a deque: rarely more than one event, and a deque's 64-slot block is
-        ~600 bytes per listen stream, kept for the stream's life (issue 13's RSS target)."""
+        ~600 bytes per listen stream, kept for the stream's life (the daemon's RSS target)."""
         self._decoder = SSEDecoder()
         self._content: ContentDecoder | None = None
         self._pieces: Iterator[bytes] = iter(())
@@ -445,8 +445,8 @@ class ListenStream:
         """Token bucket over frames (events and comments) read from this stream.
 
         One event loop serves every link: a server flooding frames as fast as TCP allows
-        must not take the CPU from the others (issue 11.1: other links' latency went from
-        0.06 s to 1.4 s). Over the rate we sleep before reading more, the socket fills, and
+        must not take the CPU from the others (docs/benchmarks.md has what it did to other
+        links' latency). Over the rate we sleep before reading more, the socket fills, and
         the server's writes block. Always yields once, so each decoded piece is one turn.
         """
         assert self._rate is not None

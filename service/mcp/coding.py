@@ -1,7 +1,7 @@
 """Undo a response's ``Content-Encoding`` without ever holding more than the limit.
 
 Why not httpx's own decoders: they inflate each received chunk in one call, so a 1 KB
-``gzip, gzip`` body becomes 512 MiB in memory before any size check can run (issue 11.2).
+``gzip, gzip`` body becomes 512 MiB in memory before any size check can run.
 Here the caller feeds raw bytes and gets decoded pieces of at most :data:`PIECE_BYTES`
 each, produced lazily; it stops pulling the moment its own limit is passed, and the
 inflater never gets to produce the rest.

@@ -88,7 +88,7 @@ def add_subscriptions(
     on (server, URI): a URI already stored (or added earlier in the same call) is not new.
     It keeps the creator it has, except that a person who asks for what an agent made takes
     it over: the agent face may remove only what agents made, and a subscription a person
-    asked for is not an agent's to remove (issue 27 §1).
+    asked for is not an agent's to remove.
 
     Returns each request's ids, the ``subscription.created`` events written, and the rows
     of every subscription named (``SUBSCRIPTION_ROWS`` columns)."""

@@ -266,7 +266,7 @@ class Dispatcher:
         if getattr(event, "type", None) != "resource.updated":
             # Only a revision's transaction enqueues deliveries (the store's event sinks); a
             # cold start of 1,000 links also commits thousands of subscription.state events,
-            # and each ran a pass (issue 29).
+            # and each ran a pass.
             return
         uri = getattr(event, "uri", None)
         if uri:
@@ -353,7 +353,7 @@ class Dispatcher:
         (2.6 ms of CPU at 2,000 pending), so one pass takes several deliveries per target and
         the next pass runs when half of them are done (or on a new event), not after every
         completion. Eight rounds of the target's slots: with four, a drain of 2,000 ran a
-        pass for every 8 deliveries, about half of its CPU (issue 29). Bodies are built by
+        pass for every 8 deliveries, about half of its CPU. Bodies are built by
         the pass, so this also bounds the memory a target's backlog holds (at most this many
         bodies of up to ``max_body_bytes``)."""
         return 8 * self.settings.concurrency
@@ -574,7 +574,7 @@ class Dispatcher:
             async with asyncio.timeout(self.settings.timeout_s):
                 answer = await transport.post(body, headers)
         except TimeoutError:
-            # :g, as every timeout the CLIs print: "15 s", not "15.0 s" (issue 21 §5.10)
+            # :g, as every timeout the CLIs print: "15 s", not "15.0 s"
             return Outcome(False, None, f"ReadTimeout: no answer in {self.settings.timeout_s:g} s")
         except InvalidUrl:
             # A host no resolver can encode (the API refuses such URLs; a target stored

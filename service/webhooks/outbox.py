@@ -143,7 +143,7 @@ def enqueue_sync(conn: Connection, event: Event, dialect: Dialect = SQLITE) -> i
     ``service.store.groupcommit``), so the revision, its event and its deliveries commit together.
     Its statements go to the driver (:meth:`Dialect.rows`), like the revision's own: this runs
     for every revision, and the look-up of the enabled targets through SQLAlchemy was half
-    of the revision transaction's time once the store's statements had left it (issue 29).
+    of the revision transaction's time once the store's statements had left it.
     """
     targets = dialect.rows(conn, ENABLED_TARGETS, {})
     if not targets:

@@ -66,7 +66,7 @@ DUE_WORK = each_dialect(
 )
 """One dispatcher pass, on the driver (:meth:`Dialect.rows`): SQLAlchemy's execution of it
 (an expanding ``IN`` compiled again for every pass, 27 columns a row) cost as much CPU as
-SQLite's own work (issue 29)."""
+SQLite's own work."""
 CLAIM_DELIVERIES = text(
     f"WITH picked AS (SELECT id FROM deliveries WHERE id IN :ids"
     " AND state IN ('pending', 'failed')"

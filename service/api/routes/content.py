@@ -172,7 +172,7 @@ async def _wait_result(state: ApiState, sub: Subscription, event: Event) -> dict
     if rev is None:  # pruned or removed since: hand out what is current
         rev = await store.current_revision(sub.id)
     # The link as `GET /v1/subscriptions/{id}` shows it: `wait` reports its capabilities and
-    # honored URIs, and a script's loop then costs one request, not two (issue 21 §3).
+    # honored URIs, and a script's loop then costs one request, not two.
     link = link_of(state.supervisor, sub)
     if rev is None:
         return {"event": event_json(event), "revision": None, "link": link}

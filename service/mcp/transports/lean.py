@@ -12,7 +12,7 @@ idle listen stream costs nothing between keep-alive frames (httpcore re-register
 socket with the selector around every frame: half of the daemon's idle CPU at 1,000 links).
 TLS and proxies go through :mod:`service.mcp.transports.viahttpx`.
 
-Why llhttp and not h11 (issue 29, "one parse per byte"): h11 keeps the received bytes in a
+Why llhttp and not h11 ("one parse per byte"): h11 keeps the received bytes in a
 buffer of its own, searches it for the end of the head, splits the head into lines, matches
 each with a regex, then hands the body over as events the reader pulls one by one; building
 a request went through the same validation in reverse. That was ~85 µs of CPU per exchange
