@@ -138,28 +138,21 @@ class Face:
         tool-call limit bounds ``wait_for_change``)."""
         name = params.get("name")
         args = params.get("arguments") or {}
-        if name not in t.TOOL_NAMES:
+        if not isinstance(name, str) or name not in TOOL_CALLS:
             raise p.RpcError(p.INVALID_PARAMS, f"Unknown tool: {render.one_line(name)}")
         if not isinstance(args, dict):
             return t.tool_error("INVALID_ARGUMENT", "arguments must be an object", None)
         try:
-            if name == "subscribe":
-                return await self._subscribe(t.subscribe_args(args))
-            if name == "unsubscribe":
-                return await self._unsubscribe(*t.uri_args(args))
-            if name == "list_subscriptions":
-                subs, names = await self.names()
-                rows = [{**s, "faceUri": names[s["id"]]} for s in subs]
-                return t.tool_result({"subscriptions": rows}, render.listing(subs, names))
-            if name == "read":
-                return await self._read(*t.read_args(args))
-            if name == "wait_for_change":
-                return await self._wait(t.wait_args(args), progress, client)
-            return await self._changes(*t.changes_args(args))
+            return await TOOL_CALLS[name](self, args, progress, client)
         except t.ToolArgError as exc:
             return t.tool_error("INVALID_ARGUMENT", exc.message, exc.hint)
         except FaceError as exc:
             return t.tool_error(exc.code, exc.message, exc.hint)
+
+    async def _list_subscriptions(self) -> dict[str, Any]:
+        subs, names = await self.names()
+        rows = [{**s, "faceUri": names[s["id"]]} for s in subs]
+        return t.tool_result({"subscriptions": rows}, render.listing(subs, names))
 
     async def _subscribe(self, args: t.SubscribeArgs) -> dict[str, Any]:
         results = await self.backend.subscribe(args.url, args.uris)
@@ -310,3 +303,21 @@ def bounded_change(change: dict[str, Any]) -> dict[str, Any]:
     if cut:
         change["truncated"] = cut
     return change
+
+
+ToolCall = Callable[[Face, dict[str, Any], Progress | None, str | None], Awaitable[dict[str, Any]]]
+
+TOOL_CALLS: Final[dict[str, ToolCall]] = {
+    "subscribe": lambda face, args, _progress, _client: face._subscribe(t.subscribe_args(args)),
+    "unsubscribe": lambda face, args, _progress, _client: face._unsubscribe(*t.uri_args(args)),
+    "list_subscriptions": lambda face, _args, _progress, _client: face._list_subscriptions(),
+    "read": lambda face, args, _progress, _client: face._read(*t.read_args(args)),
+    "wait_for_change": lambda face, args, progress, client: face._wait(
+        t.wait_args(args), progress, client
+    ),
+    "changes_since": lambda face, args, _progress, _client: face._changes(*t.changes_args(args)),
+}
+"""Each tool of :data:`service.face.tools.TOOLS` (its schema) to its call: the arguments
+checked by its parser in ``tools.py``, then its handler above. A new tool is a schema there
+and a row here; tests/unit/service/face/test_method_table.py checks that both name the same
+tools."""
