@@ -353,9 +353,8 @@ def expand_trigger_agent(
     except (OSError, ValueError) as exc:
         return f"cannot read the prompt file: {exc}"
     me = os.path.abspath(sys.argv[0])
-    from cli.trigger_cmds import resolve_program
-
-    program = me if os.path.basename(me) == "mcpsubctl" else resolve_program("mcpsubctl")
+    # A bare name is made a path by the caller, which resolves every trigger's program.
+    program = me if os.path.basename(me) == "mcpsubctl" else "mcpsubctl"
     command[:] = trigger_command(
         program,
         args.agent,
