@@ -501,6 +501,8 @@ def faults_block(faults: list[FaultRow]) -> list[str]:
     lines = [
         FAULTS_HEAD,
         "",
+        f"Generated on {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')} "
+        "(`make compat`, or this section alone: `python bench/compat/run.py --faults-only`). "
         f"`mcpsubd` (subscribed, observed {FAULT_SECONDS:g} s, then stopped) and "
         f"`mcpsubctl probe --follow` (SIGINT after {FAULT_SECONDS:g} s) against a fresh "
         f"lab steered into each fault the lab can inject (update {FAULT_UPDATE_DELAY} s "
