@@ -3,11 +3,10 @@
 No container engine runs here or in CI, and the docker CLI on a developer's machine may lack
 the compose plugin, so the files are checked without one, as far as that goes:
 
-* every compose file of the repository validates against the Compose Specification's own
-  JSON schema (``compose-spec.json`` beside this test: schema/compose-spec.json of
-  github.com/compose-spec/compose-spec at 170098ba, Apache-2.0, the schema ``docker compose``
-  itself validates with), and what the lab's service names exists: the Dockerfile, the
-  build context, every ``MCP_TEST_*`` variable, the default port;
+* every compose file of the repository validates against a schema of the Compose keys we use
+  (``compose_schema.py`` beside this test, written from the Compose Specification: closed
+  objects, typed values), and what the lab's service names exists: the Dockerfile, the build
+  context, every ``MCP_TEST_*`` variable, the default port;
 * the Dockerfile is parsed with dockerfile-parse (Red Hat's parser, the one OSBS builds
   with): slim Python bases, a non-root user, the entry point is the installed
   ``mcp-lab-server`` with arguments its own parser accepts, the exposed port is the lab's
@@ -32,10 +31,10 @@ from dockerfile_parse import DockerfileParser
 
 from labserver.__main__ import build_parser
 from labserver.settings import settings_from_env as load_settings
+from tests.deploy.compose_schema import COMPOSE_FILE as SCHEMA
 from tests.support.lab import LabServer
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((Path(__file__).parent / "compose-spec.json").read_text())
 ROOT_COMPOSE = REPO / "compose.yaml"
 LAB_COMPOSE = REPO / "deploy" / "compose" / "lab.yaml"
 DOCKERFILE = REPO / "deploy" / "compose" / "lab.Dockerfile"
@@ -58,6 +57,14 @@ def test_the_schema_check_catches_a_broken_file() -> None:
     broken["services"]["lab"]["healthcheck"] = {"test": "x", "interval": 5, "bogus": True}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft7Validator(SCHEMA).validate(broken)
+    misplaced = load(LAB_COMPOSE)
+    misplaced["services"]["lab"]["healthcheck"] = {"test": "x", "interval": "5"}  # no unit
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft7Validator(SCHEMA).validate(misplaced)
+    typo = load(LAB_COMPOSE)
+    typo["services"]["lab"]["port"] = typo["services"]["lab"].pop("ports")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft7Validator(SCHEMA).validate(typo)
 
 
 def test_docker_compose_up_at_the_root_starts_the_lab() -> None:
