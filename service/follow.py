@@ -32,7 +32,7 @@ from service.mcp.errors import (
 )
 from service.mcp.listen import Closed, Failed, Lost, Notified
 from service.mcp.relisten import End, Phase, RelistenPolicy
-from service.probe import ProbeOptions, text_of
+from service.probe import ProbeOptions, subscribe_offered, text_of
 
 
 class NotHonored(McpError):
@@ -121,7 +121,13 @@ async def follow(
         client_name=options.client_name,
         ca_cert=options.ca_cert,
     ) as client:
-        await client.discover()
+        discovered = await client.discover()
+        if not subscribe_offered(discovered.resources_capability):
+            # Seed 003: only a server whose resources.subscribe is true is asked to listen.
+            raise NotHonored(
+                "the server does not advertise resources.subscribe: it cannot honor a "
+                "subscription, so none was requested"
+            )
         while True:
             wait = policy.listening(time.monotonic())
             if wait > 0:

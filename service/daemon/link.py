@@ -54,6 +54,7 @@ from service.mcp.errors import (
 from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
 from service.mcp.relisten import End, RelistenPolicy
 from service.mcp.transports.base import Transport
+from service.probe import subscribe_offered
 from service.safetext import redact_urls
 from service.store import Store
 from service.store.database import database_errors, describe
@@ -143,6 +144,11 @@ class _Restart(Exception):
 class _NotHonored(Exception):
     """Internal: the acknowledgement honored none of the link's URIs (final for that listen:
     the stream is closed and the link waits for a change, a recheck or the slow retry)."""
+
+
+class _NotOffered(_NotHonored):
+    """Internal: discover said the server offers no resource subscriptions, so no listen was
+    sent; the subscriptions' states are written here, as there is no acknowledgement."""
 
 
 def _read_error(subscription_id: int, exc: McpError) -> StateChange:
@@ -459,6 +465,14 @@ class ServerLink:
             slow = self._settings.not_honored_retry_s
             code = "SUBSCRIPTION_NOT_HONORED"
             await self._fail(LinkState.NOT_HONORED, code, str(exc), slow, hint=state_hint(code))
+            if isinstance(exc, _NotOffered) and self.takeover is None:
+                await self._store.set_subscription_state(
+                    list(self.wanted.values()),
+                    "not_honored",
+                    str(exc),
+                    generation=self.generation,
+                    code=code,
+                )
             return slow, attempt
         except (LoginRequired, ProtocolUnsupported) as exc:
             # Terminal until something changes: no fast loop. A server that cannot speak
@@ -602,6 +616,13 @@ class ServerLink:
             if exc.error_code == "AUTH_FAILED":
                 raise LoginRequired(f"the server refused our credentials: {exc}") from exc
             raise
+        if not subscribe_offered(self.capabilities):
+            # Seed 003: a server whose resources.subscribe is not true is not asked to listen;
+            # every subscription says so, as a listen that honored none of them would.
+            raise _NotOffered(
+                "the server does not advertise resources.subscribe: it cannot honor a "
+                "subscription, so none was requested"
+            )
         queue: LinkInbox[ListenEvent | McpError] = LinkInbox(self._settings.link_inbox_max)
         reader: asyncio.Task[None] | None = None
         try:

@@ -73,3 +73,31 @@ def test_an_ack_that_honors_nothing_is_final(lab_server_factory: Any, daemon_fac
     lab.configure(dishonorUris=[])
     assert d.ctl("resubscribe", "--url", lab.url).code == 0
     wait_link(d, lambda ln: ln["state"] == "open" and ln["honoredUris"] == [URI])
+
+
+def test_a_server_that_offers_no_subscriptions_is_not_asked_to_listen(
+    lab_server_factory: Any, daemon_factory: Any
+) -> None:
+    """Seed 003: ``resources.subscribe`` not true at discover means no listen is sent; the
+    subscription says SUBSCRIPTION_NOT_HONORED as one the ack left out would."""
+    lab = lab_server_factory(SLOW)
+    put(lab, URI, "v1")
+    lab.configure(advertiseSubscribe=False)
+    d = daemon_factory()
+    sub = subscribe(d, lab.url, URI)
+    link = wait_link(d, lambda ln: ln["state"] == "not_honored")
+    assert link["lastErrorCode"] == "SUBSCRIPTION_NOT_HONORED"
+    assert "resources.subscribe" in link["lastError"], link
+    assert link["streamOpen"] is False
+    until(
+        "the subscription's not_honored state",
+        lambda: d.api("GET", f"/v1/subscriptions/{sub['id']}").json().get("state") == "not_honored",
+        20,
+    )
+    wait = d.ctl("wait", "--uri", URI, "--json", "--timeout-ms", "20000")
+    assert (wait.code, wait.json["errorCode"]) == (8, "SUBSCRIPTION_NOT_HONORED"), wait
+    assert [e for e in lab.log() if e["event"].startswith("listen")] == []
+    # Offered again: a resubscribe discovers again and listens.
+    lab.configure(advertiseSubscribe=True)
+    assert d.ctl("resubscribe", "--url", lab.url).code == 0
+    wait_link(d, lambda ln: ln["state"] == "open" and ln["honoredUris"] == [URI])

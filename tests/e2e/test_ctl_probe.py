@@ -399,3 +399,25 @@ def test_follow_keeps_its_stream_when_a_read_fails(lab_server_factory) -> None:
     assert records[0]["errorCode"] == "SERVER_ERROR" and records[0]["trigger"] == "acknowledged"
     assert records[1]["trigger"] == "notification" and records[1]["generation"] == 1
     assert len([e for e in lab.log() if e["event"] == "listen.opened"]) == 1
+
+
+@pytest.mark.parametrize("config", [{"dishonorUris": [REVIEW]}, {"advertiseSubscribe": False}])
+def test_follow_ends_at_once_on_a_subscription_not_honored(lab_server: LabServer, config) -> None:
+    """Final for --follow as for the one-shot probe: no stream is held and no listen is sent
+    again; a server that offers no subscriptions (seed 003) is not asked to listen at all."""
+    lab_server.configure(**config)
+    result = run_cli(
+        "mcpsubctl",
+        "probe",
+        "--follow",
+        "--url",
+        lab_server.url,
+        "--uri",
+        REVIEW,
+        "--json",
+        timeout=60,
+    )
+    assert result.code == 8, (result.stdout, result.stderr)
+    assert "SUBSCRIPTION_NOT_HONORED" in result.stdout + result.stderr
+    listens = [e for e in lab_server.log() if e["event"] == "listen.opened"]
+    assert len(listens) == (0 if "advertiseSubscribe" in config else 1), listens
