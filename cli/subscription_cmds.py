@@ -40,22 +40,10 @@ FINAL_CODES = ("SOCKET_NOT_TRUSTED", "NOT_MCPSUBD")
 DEFAULT_SUBSCRIBE_WAIT_MS = 30_000.0
 FIRST_STATE_POLL_S = (0.02, 0.25)
 """Polling interval while waiting for a subscription's first state (grows to the cap)."""
-LINK_FAILED_STATES = ("error", "login_required", "throttled", "backoff")
 SUBSCRIBE_TIMEOUT_HINT = (
     "the daemon keeps trying; `mcpsubctl show ID` tells when the first read is stored "
     "(or why not), or wait longer with --timeout-ms"
 )
-SUBSCRIPTION_HINTS = {
-    "SUBSCRIPTION_NOT_HONORED": "the server acknowledged the stream without this URI; check "
-    "it with `mcpsubctl probe --url URL --uri URI`",
-    "AUTH_LOGIN_REQUIRED": "run `mcpsubctl login URL`; the daemon picks the token up",
-}
-RESOURCE_NOT_FOUND_HINT = (
-    "the server does not know this URI (resources/read answered -32602); check the URI with "
-    "`mcpsubctl probe --url URL --uri URI`, or unsubscribe"
-)
-"""service.failures.RESOURCE_NOT_FOUND_HINT, repeated so that subscribing does not import
-the MCP client's error tree (tests/unit/cli/test_failures.py keeps them equal)."""
 
 SUB_HEADERS = ("ID", "STATE", "REV", "SERVER", "URI")
 
@@ -124,32 +112,21 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
 def first_state(
     client: DaemonClient, subscription_id: int, deadline: float
 ) -> tuple[dict[str, Any], str | None, str | None]:
-    """Poll until the subscription's first state is known: (subscription, code, hint).
+    """Poll until the daemon says the subscription's first state is known: (subscription,
+    code, hint).
 
-    Known means the first read is stored (state ``active``, ``code`` None), or the
-    subscription or its link failed (``code`` = the daemon's error code:
-    RESOURCE_NOT_FOUND, PROTOCOL_UNSUPPORTED, CONNECTION_REFUSED, REQUEST_TIMEOUT,
-    PROTOCOL_ERROR, …). On the deadline the subscription is returned as it is, with ``code``
-    None.
+    The daemon decides (``firstState`` of ``GET /v1/subscriptions/{id}``, from
+    ``service/app/firststate.py``): the first read is stored (``code`` None), or the
+    subscription or its link failed (``code`` = the daemon's error code: RESOURCE_NOT_FOUND,
+    PROTOCOL_UNSUPPORTED, CONNECTION_REFUSED, REQUEST_TIMEOUT, PROTOCOL_ERROR, …) with the
+    daemon's hint. On the deadline the subscription is returned as it is, with ``code`` None.
     """
     pause = FIRST_STATE_POLL_S[0]
     while True:
         sub = client.subscription(subscription_id)
-        link = sub.get("link") or {}
-        failed = sub.get("state") in ("error", "not_honored", "login_required")
-        if sub.get("state") == "active" and sub.get("revision", 0) >= 1:
-            return sub, None, None
-        if failed:
-            code = sub.get("stateCode") or link.get("lastErrorCode") or "INTERNAL_ERROR"
-            hint = link.get("lastErrorHint") if code == link.get("lastErrorCode") else None
-            if code == "RESOURCE_NOT_FOUND":
-                hint = RESOURCE_NOT_FOUND_HINT
-            return sub, code, hint or sub.get("stateHint") or SUBSCRIPTION_HINTS.get(code)
-        if link.get("state") in LINK_FAILED_STATES and link.get("lastErrorCode"):
-            hint = link.get("lastErrorHint")
-            if link.get("state") == "backoff":
-                hint = (hint + "; " if hint else "") + "the daemon keeps retrying"
-            return sub, str(link["lastErrorCode"]), hint
+        state = sub.pop("firstState", None) or {}
+        if state.get("known"):
+            return sub, state.get("errorCode"), state.get("hint")
         if time.monotonic() >= deadline:
             return sub, None, None
         time.sleep(min(pause, max(0.0, deadline - time.monotonic())))

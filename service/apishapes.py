@@ -32,6 +32,8 @@ LINK = {
     "honoredUris?": ([str], None),
     "capabilities?": (dict, None),
 }
+FIRST_STATE = {"known": bool, "errorCode?": TEXT, "hint?": TEXT}
+"""``GET /v1/subscriptions/{id}``'s ``firstState``: the daemon's reading, which the CLI renders."""
 SUBSCRIPTION = {
     "id": int,
     "uri": str,
@@ -42,6 +44,7 @@ SUBSCRIPTION = {
     "stateHint?": TEXT,
     "link?": (LINK, None),
     "current?": (dict, None),
+    "firstState?": (FIRST_STATE, None),
 }
 SUBSCRIPTIONS = {"subscriptions": [SUBSCRIPTION]}
 EVENT = {"id": int, "type": str, "data?": (dict, None)}

@@ -56,6 +56,12 @@ def test_subscribe_waits_for_the_first_state(lab_server_factory: Any, daemon_fac
     assert lines.code == 7 and "error-code RESOURCE_NOT_FOUND" in lines.stdout.splitlines()
     show = d.ctl("show", str(missing.json["subscriptions"][0]["id"]), "--json")
     assert show.json["stateCode"] == "RESOURCE_NOT_FOUND"
+    # The CLI prints the daemon's reading, word for word: nothing to drift apart.
+    daemon_says = show.json["firstState"]
+    assert daemon_says["errorCode"] == "RESOURCE_NOT_FOUND"
+    assert daemon_says["hint"] == missing.json["recommendedNextAction"] == show.json["stateHint"]
+    assert f"hint: {daemon_says['hint']}" in lines.stderr.splitlines()
+    assert f"recommended-next-action {daemon_says['hint']}" in lines.stdout.splitlines()
 
     quick = d.ctl("subscribe", "--url", lab.url, "--uri", "test://later", "--no-wait", "--json")
     assert quick.code == 0 and quick.json["subscriptions"][0]["state"] == "pending"
@@ -69,6 +75,11 @@ def test_subscribe_reports_a_pre_2026_server(lab_server_factory: Any, daemon_fac
     assert result.code == 4, result
     assert result.json["errorCode"] == "PROTOCOL_UNSUPPORTED"
     assert "2026-07-28" in result.json["recommendedNextAction"]
+    sub_id = result.json["subscriptions"][0]["id"]
+    daemon_says = d.api("GET", f"/v1/subscriptions/{sub_id}").json()["firstState"]
+    assert (daemon_says["errorCode"], daemon_says["hint"]) == (
+        "PROTOCOL_UNSUPPORTED", result.json["recommendedNextAction"],
+    )  # fmt: skip
     wait = d.ctl("wait", "--uri", REVIEW, "--json", "--timeout-ms", "5000")
     assert (wait.code, wait.json["errorCode"]) == (4, "PROTOCOL_UNSUPPORTED")
 

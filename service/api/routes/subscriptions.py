@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from service.api.routes.overview import state_filter, text_filter
 from service.api.state import api_state
-from service.app import queries, validate
+from service.app import firststate, queries, validate
 from service.app.errors import InvalidParameter, SubscriptionNotFound
 from service.app.views import link_of, revision_summary, state_hint, subscription_json
 from service.jsonout import dumps
@@ -154,11 +154,13 @@ async def show_subscription(request: Request, subscription_id: SubscriptionId) -
         raise SubscriptionNotFound(f"no subscription {subscription_id}")
     current = await supervisor.store.current_revision(sub.id)
     link = link_of(supervisor, sub)
+    row = subscription_json(sub)
     return {
-        **subscription_json(sub),
+        **row,
         "link": link,
         "current": revision_summary(current),
         "hint": state_hint(sub, link),
+        "firstState": firststate.first_state_json(row, link),
     }
 
 

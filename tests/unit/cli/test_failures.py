@@ -321,14 +321,6 @@ def test_read_of_an_unknown_uri_is_resource_not_found() -> None:
     assert classify_read_failure(TransportError("t", kind="timeout")).code == "REQUEST_TIMEOUT"
 
 
-def test_subscribe_repeats_the_resource_not_found_hint() -> None:
-    """cli.subscription_cmds keeps its own copy so that subscribing stays cheap to start."""
-    from cli import subscription_cmds
-    from service.failures import RESOURCE_NOT_FOUND_HINT
-
-    assert subscription_cmds.RESOURCE_NOT_FOUND_HINT == RESOURCE_NOT_FOUND_HINT
-
-
 def test_a_host_no_resolver_can_encode_is_invalid_url_from_either_transport() -> None:
     from service.mcp.errors import InvalidUrl
 

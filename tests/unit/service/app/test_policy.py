@@ -7,7 +7,8 @@ import pytest
 
 from service.app import policy
 from service.app.errors import AgentError
-from service.app.firststate import verdict
+from service.app.firststate import first_state_json, verdict
+from service.failures import state_hint
 
 
 def test_policy_defaults_to_the_watched_origins() -> None:
@@ -38,3 +39,20 @@ def test_first_state_waits_for_the_state_that_goes_with_the_first_read() -> None
     assert verdict({"state": "pending", "revision": 0}, link) == (
         True, "CONNECTION_REFUSED", "start it; the daemon keeps retrying",
     )  # fmt: skip
+
+
+def test_a_failed_first_state_shows_the_hint_its_code_shows_everywhere() -> None:
+    """One table of hints: the first state's hint for a code is the ``stateHint`` that code
+    shows on the subscription (and so in ``mcpsubctl subscribe``, which renders this)."""
+    for code in ("RESOURCE_NOT_FOUND", "SUBSCRIPTION_NOT_HONORED", "AUTH_LOGIN_REQUIRED"):
+        sub = {"state": "error", "stateCode": code, "revision": 0}
+        link = {"state": "open", "lastErrorCode": code, "lastErrorHint": "the link's words"}
+        assert verdict(sub, link) == (True, code, state_hint(code)), code
+    unknown = {"state": "error", "stateCode": "SOMETHING_NEW"}
+    link = {"lastErrorCode": "SOMETHING_NEW", "lastErrorHint": "the link's words"}
+    assert first_state_json(unknown, link) == {
+        "known": True, "errorCode": "SOMETHING_NEW", "hint": "the link's words",
+    }  # fmt: skip
+    assert first_state_json({"state": "pending"}, None) == {
+        "known": False, "errorCode": None, "hint": None,
+    }  # fmt: skip
