@@ -2,7 +2,8 @@
 
 A target's secret leaves the daemon twice only: in the answer to ``POST /v1/webhooks`` and in
 the answer to ``POST /v1/webhooks/{id}/rotate-secret``. Every call that changes targets or
-deliveries wakes the dispatcher, so a retry or a re-enabled target goes out at once.
+deliveries goes through :class:`service.app.webhooks.Webhooks`, which wakes the dispatcher, so a
+retry or a re-enabled target goes out at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from service.api.state import ApiState, api_state
 from service.app import validate
 from service.app.errors import ApiError, InvalidParameter
 from service.app.views import camel
+from service.app.webhooks import Webhooks
 from service.netguard import METADATA_HOSTS, address_problem
 from service.safetext import redact_urls
 from service.webhooks.outbox import FINAL_STATES, MODES, OPEN_STATES, Delivery, Target
@@ -205,6 +207,12 @@ async def _json_body(
     return validate.json_object(raw)
 
 
+def _webhooks(state: ApiState) -> Webhooks:
+    """The changes, each with its wake of the dispatcher (:mod:`service.app.webhooks`)."""
+    dispatcher = state.supervisor.webhooks
+    return Webhooks(dispatcher.repo, dispatcher.wake)
+
+
 async def _target(state: ApiState, target_id: int) -> Target:
     target = await state.supervisor.webhooks.repo.get_target(target_id)
     if target is None:
@@ -271,8 +279,7 @@ async def create_webhook(request: Request) -> dict[str, Any]:
     sub_ids = subscription_ids(body.get("subscriptionIds"))
     chosen_mode = mode(body.get("mode"))
     own_secret = secret(body.get("secret"))
-    dispatcher = state.supervisor.webhooks
-    target, created_secret = await dispatcher.repo.create_target(
+    target, created_secret = await _webhooks(state).create(
         url,
         allow_private_target=allow_private,
         uri_patterns=patterns,
@@ -280,7 +287,6 @@ async def create_webhook(request: Request) -> dict[str, Any]:
         mode=chosen_mode,
         secret=own_secret,
     )
-    dispatcher.wake()
     return {**target_json(target), "secret": created_secret}
 
 
@@ -300,11 +306,9 @@ async def show_webhook(request: Request, target_id: TargetId) -> dict[str, Any]:
 
 @router.delete("/v1/webhooks/{id}")
 async def delete_webhook(request: Request, target_id: TargetId) -> dict[str, Any]:
-    dispatcher = api_state(request).supervisor.webhooks
-    removed = await dispatcher.repo.delete_target(target_id)
+    removed = await _webhooks(api_state(request)).delete(target_id)
     if removed is None:
         raise WebhookNotFound(f"no webhook target {target_id}")
-    dispatcher.wake()
     return target_json(removed)
 
 
@@ -320,10 +324,10 @@ async def disable_webhook(request: Request, target_id: TargetId) -> dict[str, An
 
 async def _set_enabled(request: Request, target_id: int, enabled: bool) -> dict[str, Any]:
     state = api_state(request)
-    dispatcher = state.supervisor.webhooks
-    if not await dispatcher.repo.set_enabled(target_id, enabled, reason="disabled through the API"):
+    if not await _webhooks(state).set_enabled(
+        target_id, enabled, reason="disabled through the API"
+    ):
         raise WebhookNotFound(f"no webhook target {target_id}")
-    dispatcher.wake()
     return target_json(await _target(state, target_id))
 
 
@@ -351,11 +355,9 @@ async def rotate_webhook_secret(
     state = api_state(request)
     body = await _json_body(request, state, optional=True)
     own_secret = secret(body.get("secret"))
-    dispatcher = state.supervisor.webhooks
-    new_secret = await dispatcher.repo.rotate_secret(target_id, own_secret)
+    new_secret = await _webhooks(state).rotate_secret(target_id, own_secret)
     if new_secret is None:
         raise WebhookNotFound(f"no webhook target {target_id}")
-    dispatcher.wake()
     response.headers["Cache-Control"] = "no-store"
     return {
         "id": target_id,
@@ -419,9 +421,7 @@ async def recover_deliveries(request: Request) -> dict[str, Any]:
     target_id = target_param(body.get("target"))
     since = since_time(body.get("since"))
     await _target(state, target_id)
-    dispatcher = state.supervisor.webhooks
-    count = await dispatcher.repo.recover(target_id, since)
-    dispatcher.wake()
+    count = await _webhooks(state).recover(target_id, since)
     return {"targetId": target_id, "since": since, "recovered": count}
 
 
@@ -452,9 +452,7 @@ async def delivery_attempts(request: Request, delivery_id: DeliveryId) -> dict[s
 @router.post("/v1/deliveries/{id}/retry")
 async def retry_delivery(request: Request, delivery_id: DeliveryId) -> dict[str, Any]:
     """Send one delivery again now (any state), with the same ``webhook-id``."""
-    dispatcher = api_state(request).supervisor.webhooks
-    found = await dispatcher.repo.retry(delivery_id)
+    found = await _webhooks(api_state(request)).retry(delivery_id)
     if found is None:
         raise DeliveryNotFound(f"no delivery {delivery_id}")
-    dispatcher.wake()
     return delivery_json(found)
