@@ -503,7 +503,7 @@ def test_hook_keeps_cursors_in_its_state_dir_whatever_socket_it_is_given(tmp_pat
     assert "not reachable" in nobody.stderr
     assert sorted(os.listdir(elsewhere)) == []
 
-    body = b'{"lastEventId": 7}'
+    body = b'{"ready": true, "lastEventId": 7}'  # a /v1/status as mcpsubd shapes it
     reply = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
     server = HostileApi(elsewhere / "x.sock", reply)
     try:
