@@ -32,8 +32,9 @@ Nothing is replayed after a listen stream ends, so a subscriber listens again an
   ceiling ``base_s * 2**(n-1)`` capped at ``cap_s``): jittered, capped, and never near zero,
   so five listens can never land within a second. A stream that lives resets the count.
 * Failing to get an acknowledgement (connect error, refusal, timeout) and a stream that
-  breaks the protocol after its ack back off with full jitter (:class:`Backoff`); an
-  acknowledgement resets that count.
+  breaks the protocol after its ack back off with full jitter (:class:`Backoff`); a stream
+  that lived, or ended without breaking a rule, resets that count (an acknowledgement alone
+  does not: a server that acks and then breaks the protocol at once is backed off too).
 * An acknowledgement that honors none of the wanted URIs is final for that listen: the
   subscriber closes the stream (there is nothing it could carry) and does not listen again
   until the wanted set changes or someone asks for a recheck (``recheck``) or, for a daemon,
@@ -159,7 +160,9 @@ class RelistenPolicy:
         self._require("acknowledged", Phase.LISTENING, Phase.OPEN)
         kept = frozenset(u for u in honored if u in wanted)
         missing = frozenset(u for u in wanted if u not in kept)
-        self.failures = 0
+        # ``failures`` is not reset here but when the stream has shown it works (it lived,
+        # or ended without breaking a rule): a server that acks and then breaks the protocol
+        # at once would otherwise be re-listened at the first backoff step forever.
         self.acked_at = now
         if not kept and wanted:
             self.phase = Phase.NOT_HONORED
@@ -174,8 +177,11 @@ class RelistenPolicy:
         lifetime = max(0.0, now - self.acked_at)
         self.last_lifetime_s = lifetime
         self.phase = Phase.WAITING
+        if lifetime >= self.min_lifetime_s:
+            self.failures = 0
         if end is End.FAILED:
             return self._failed()
+        self.failures = 0
         if lifetime >= self.min_lifetime_s:
             self.young_streak = 0
         else:

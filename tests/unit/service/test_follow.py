@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
@@ -51,6 +52,7 @@ class FakeClient:
     script: ClassVar[list[Any]] = []
     texts: ClassVar[dict[str, list[str]]] = {}
     listens = 0
+    capability: ClassVar[Any] = {"subscribe": True}
 
     def __init__(self, url: str, **_kw: Any) -> None:
         assert url == URL
@@ -61,8 +63,9 @@ class FakeClient:
     async def __aexit__(self, *_exc: object) -> None:
         return None
 
-    async def discover(self) -> None:
-        return None
+    async def discover(self) -> Any:
+        # A server that offers resource subscriptions (follow listens only to such a one).
+        return SimpleNamespace(resources_capability=FakeClient.capability)
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
         texts = FakeClient.texts[uri]

@@ -129,7 +129,7 @@ def test_jitter_spreads_the_young_pauses() -> None:
     assert len(draws) == 20
 
 
-def test_failures_back_off_with_full_jitter_and_an_ack_resets_them() -> None:
+def test_failures_back_off_with_full_jitter_and_a_stream_that_works_resets_them() -> None:
     p = policy()
     for n in range(1, 6):
         p.listening(float(n))
@@ -138,9 +138,25 @@ def test_failures_back_off_with_full_jitter_and_an_ack_resets_them() -> None:
         assert 0.0 <= decided.delay_s <= min(30.0, 2.0**n)
     p.listening(10.0)
     p.acknowledged(10.0, WANTED, WANTED)
-    assert p.failures == 0
-    broke = p.ended(20.0, End.FAILED)  # a stream that broke the protocol: a failure
+    broke = p.ended(20.0, End.FAILED)  # lived, then broke the protocol: a first failure
     assert broke.why == "failed" and broke.failures == 1
+    p.listening(21.0)
+    p.acknowledged(21.0, WANTED, WANTED)
+    closed = p.ended(21.1, End.CLOSED)  # ended by the rules, however young: it works
+    assert closed.failures == 0
+
+
+def test_acks_that_break_the_protocol_at_once_keep_backing_off() -> None:
+    """A server that acks, then breaks a rule in the same breath (an oversize frame after
+    every ack), is a failing server: the ack alone resets nothing, so the waits grow."""
+    p = policy()
+    now = 0.0
+    for n in range(1, 6):
+        p.listening(now)
+        p.acknowledged(now, WANTED, WANTED)
+        decided = p.ended(now + 0.01, End.FAILED)
+        assert decided.why == "failed" and decided.failures == n
+        now += 1.0
 
 
 def test_an_ack_that_honors_nothing_is_final_and_a_partial_one_is_kept() -> None:
