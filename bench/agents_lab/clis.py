@@ -160,6 +160,12 @@ class Agent:
             check=True,
             timeout=30,
         )
+        shown = subprocess.run(
+            [*tmux, "display-message", "-p", "-t", "lab", "#{pane_pid}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
         deadline = time.monotonic() + timeout
         ok = False
         try:
@@ -170,7 +176,43 @@ class Agent:
             ).stdout
         finally:
             subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)
+            if shown.isdigit():
+                end_session(int(shown))
         return ok, "\n".join(line.rstrip() for line in screen.splitlines() if line.strip())
+
+
+def end_session(sid: int, grace_s: float = 3.0) -> None:
+    """Kill what is left of the terminal session ``sid`` (the tmux pane's process leads it).
+
+    tmux's kill-server only hangs up the pane: a CLI that ignores SIGHUP, the copy of itself
+    it re-executed, and the MCP servers and background commands it started outlive it, in
+    the pane's session; a test must leave none of them running."""
+
+    def members() -> list[int]:
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":  # the session id, not a zombie
+                found.append(int(entry))
+        return found
+
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        pids = members()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+        stop = time.monotonic() + grace_s
+        while pids and time.monotonic() < stop:
+            time.sleep(0.05)
+            pids = members()
+        if not pids:
+            return
 
 
 class Claude(Agent):
