@@ -194,7 +194,10 @@ def cluster(
     """3 lab servers with a resource per link, 3 replicas sharing one fresh database, every
     link subscribed, spread evenly and read. (Subscribing through the API is tested
     elsewhere; here it would cost a call per link on a loaded 2-core machine.)"""
-    labs = [lab_server_factory(SLOW) for _ in range(LABS)]
+    # A lab holds seed 001's 100 listen streams by default; in a hand-over each link has two
+    # (the standby's and the owner's), and a lab serves LINKS / LABS links.
+    streams = {"MCP_TEST_MAX_SUBSCRIPTIONS": str(2 * LINKS)}
+    labs = [lab_server_factory({**SLOW, **streams}) for _ in range(LABS)]
     url = pg_cluster.fresh_database()
     c = Cluster(labs, [])
     c.put_all("v1", notify=False)
