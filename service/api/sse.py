@@ -9,7 +9,7 @@ happened for ``keepalive_s`` so proxies and clients see a live connection. Ids a
 events table's integer ids, so a client's ``Last-Event-ID`` survives daemon restarts.
 
 With ``content=True`` (``?include=content``) each ``resource.updated`` event also carries its
-revision's ``content`` (revision, hash, text, contents) when that fits ``INLINE_CONTENT_MAX``
+revision's ``content`` (:func:`service.app.views.revision_json`) when that fits ``INLINE_CONTENT_MAX``
 bytes of JSON: a follower that shows the text (``mcpsubctl mcp``'s ``wait_for_change``) then
 needs no request per change. It costs the stream one read of the revision by its key.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from service.app.views import event_json
+from service.app.views import event_json, revision_json
 from service.jsonout import dumps
 from service.store.eventhub import EventHub
 from service.store.records import Event, Revision
@@ -47,13 +47,7 @@ def inline_content(rev: Revision | None) -> dict[str, Any] | None:
     revision is gone or its JSON exceeds ``INLINE_CONTENT_MAX`` bytes (pure)."""
     if rev is None:
         return None
-    content = {
-        "revision": rev.revision,
-        "contentHash": rev.content_hash,
-        "readAt": rev.read_at,
-        "text": rev.text,
-        "contents": rev.contents,
-    }
+    content = revision_json(rev)
     size = len(dumps(content))
     return content if size <= INLINE_CONTENT_MAX else None
 

@@ -32,28 +32,34 @@ def event_json(event: Event) -> dict[str, Any]:
     return {camel(k): v for k, v in event.to_json().items()}
 
 
-def revision_summary(rev: Revision | None) -> dict[str, Any] | None:
-    if rev is None:
-        return None
-    return {
-        "revision": rev.revision,
-        "contentHash": rev.content_hash,
-        "readAt": rev.read_at,
-        "text": rev.text,
-    }
-
-
-def content_json(sub: Subscription, rev: Revision, event_id: int | None) -> dict[str, Any]:
-    return {
-        "subscriptionId": sub.id,
-        "serverUrl": sub.server_url,
-        "uri": sub.uri,
+def revision_json(rev: Revision, *, contents: bool = True) -> dict[str, Any]:
+    """One revision as every answer shows it (``/v1/content``, ``/v1/wait``, a revision of
+    the history, ``current`` of a subscription, the ``content`` an event stream carries);
+    without ``contents`` where an answer must stay small whatever the resource weighs."""
+    out: dict[str, Any] = {
         "revision": rev.revision,
         "contentHash": rev.content_hash,
         "generation": rev.generation,
         "readAt": rev.read_at,
-        "contents": rev.contents,
-        "text": rev.text,
+    }
+    if contents:
+        out["contents"] = rev.contents
+    out["text"] = rev.text
+    return out
+
+
+def revision_summary(rev: Revision | None) -> dict[str, Any] | None:
+    """A subscription's ``current`` revision: :func:`revision_json` without its contents."""
+    return None if rev is None else revision_json(rev, contents=False)
+
+
+def content_json(sub: Subscription, rev: Revision, event_id: int | None) -> dict[str, Any]:
+    """``/v1/content``: the revision, whose it is, and the event that announced it."""
+    return {
+        "subscriptionId": sub.id,
+        "serverUrl": sub.server_url,
+        "uri": sub.uri,
+        **revision_json(rev),
         "eventId": event_id,
     }
 

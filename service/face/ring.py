@@ -104,11 +104,13 @@ class RevisionMemory:
             if before is None:
                 return None
             previous = {"revision": revision - 1, "text": before[1].get("text")}
+        # ``content_json``'s shape, as the daemon's own face answers (the stream's content
+        # is ``revision_json``).
         content = {
-            **held[1],
             "subscriptionId": sub_id,
             "serverUrl": event.get("serverUrl"),
             "uri": event.get("uri"),
+            **held[1],
             "eventId": event["id"],
         }
         return {"revision": content, "previous": previous}

@@ -277,6 +277,10 @@ def test_include_content_carries_small_revisions_only(live: LiveApi) -> None:
         content = frames[1][2]["content"]
         assert content["revision"] == 1 and content["text"] == "v1"
         assert content["contents"][0]["text"] == "v1" and content["contentHash"]
+        kept = client.get(f"/v1/subscriptions/{frames[1][2]['subscriptionId']}/revisions/1")
+        assert content == {
+            k: v for k, v in kept.json().items() if k not in ("subscriptionId", "uri")
+        }
         assert frames[2][2]["revision"] == 2 and "content" not in frames[2][2]
         live.call_later(0.1, lambda sup: _publish(sup, "v3"))
         frame = next(iter(parse_sse(_drop_retry(lines, 1))))

@@ -98,7 +98,13 @@ async def test_show_has_link_and_current_revision(
     shown = (await client.get(f"/v1/subscriptions/{sub_id}")).json()
     assert shown["revision"] == 1
     assert shown["current"]["revision"] == 1 and shown["current"]["text"] == "v1"
-    assert set(shown["current"]) == {"revision", "contentHash", "readAt", "text"}
+    # One shape of a revision: /v1/content's and the history's, without the contents.
+    content = (await client.get("/v1/content", params={"uri": "test://a"})).json()
+    kept = (await client.get(f"/v1/subscriptions/{sub_id}/revisions/1")).json()
+    assert kept == {k: v for k, v in content.items() if k not in ("serverUrl", "eventId")}
+    assert shown["current"] == {
+        k: v for k, v in kept.items() if k not in ("subscriptionId", "uri", "contents")
+    }
 
 
 async def test_delete(client: httpx.AsyncClient, supervisor: FakeSupervisor) -> None:

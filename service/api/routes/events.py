@@ -116,8 +116,8 @@ async def stream_events(
         Query(
             pattern="^content$",
             description="content: each resource.updated event carries its revision's "
-            "content (revision, contentHash, readAt, text, contents) when its JSON is at "
-            "most 32 KiB",
+            "content (revision, contentHash, generation, readAt, contents, text) when its "
+            "JSON is at most 32 KiB",
         ),
     ] = None,
 ) -> StreamingResponse:

@@ -11,6 +11,7 @@ from service.api.state import ApiState, api_state
 from service.app import queries, validate
 from service.app.diffs import DiffTooLarge, revision_text, unified
 from service.app.errors import ApiError, SubscriptionNotFound
+from service.app.views import revision_json
 from service.store.records import Revision, Subscription
 
 router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])
@@ -69,16 +70,7 @@ async def show_revision(
     state = api_state(request)
     sub = await _subscription(state, subscription_id)
     rev = await _revision(state, sub, revision)
-    return {
-        "subscriptionId": sub.id,
-        "uri": sub.uri,
-        "revision": rev.revision,
-        "contentHash": rev.content_hash,
-        "generation": rev.generation,
-        "readAt": rev.read_at,
-        "contents": rev.contents,
-        "text": rev.text,
-    }
+    return {"subscriptionId": sub.id, "uri": sub.uri, **revision_json(rev)}
 
 
 @router.get("/{id}/diff")

@@ -90,7 +90,9 @@ def test_event_json() -> None:
 
 def test_revision_summary_and_content() -> None:
     assert revision_summary(None) is None
-    assert revision_summary(REV) == {"revision": 2, "contentHash": "h", "readAt": 5.0, "text": "x"}
+    assert revision_summary(REV) == {
+        "revision": 2, "contentHash": "h", "generation": 4, "readAt": 5.0, "text": "x"
+    }  # fmt: skip
     content = content_json(SUB, REV, 99)
     assert content["subscriptionId"] == 7 and content["eventId"] == 99
     assert content["contents"] == [{"text": "x"}] and content["generation"] == 4
