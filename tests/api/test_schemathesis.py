@@ -9,7 +9,7 @@ examples per operation, one worker: the same cases every run, in well under a mi
 ``schemathesis_hooks.py`` points every generated URL at ``127.0.0.1:9`` (nothing leaves
 the machine) and caps ``/v1/wait``'s long-poll; ``schemathesis.toml`` lists 408 among the
 accepted answers of a valid long-poll. ``/v1/events/stream`` is left out: an SSE stream
-never ends, so there is no response to check (tests/api/test_sse.py covers it).
+never ends, so there is no response to check (tests/api/test_events_stream.py covers it).
 """
 
 from __future__ import annotations

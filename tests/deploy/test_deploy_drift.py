@@ -24,7 +24,7 @@ from service.daemon import main as daemon_main
 from service.daemon.config import Settings, load_settings
 from service.daemon.exitcodes import EXIT_CONFIG
 from service.http.guard import UNAUTHENTICATED_PATHS
-from tests.deploy.test_units import parse_unit
+from tests.deploy.test_unit_files import parse_unit
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "deploy" / "compose" / "compose.yaml"

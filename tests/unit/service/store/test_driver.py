@@ -1,5 +1,5 @@
 """service.store.driver: a statement in each driver's form, and SQLite's side of running it
-(PostgreSQL's runs in tests/store/test_driver.py, on a real cluster)."""
+(PostgreSQL's runs in tests/store/test_driver_backends.py, on a real cluster)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Issue 10 §3: a listen stream that ends after its ack is re-opened at once, not backed off.
+"""A listen stream that ends after its ack is re-opened at once, not backed off.
 
 The lab ends every stream 2 s after its ack (gracefully, or by dropping the connection)
-while the resource changes 20 times a second. Before the fix every close counted as a
-failure and the link sat in ``backoff`` (30-170 s in production settings); now the link
-re-listens, re-reads, and the daemon's copy is never more than a moment behind.
+while the resource changes 20 times a second. A close counted as a failure would leave the
+link in ``backoff`` for minutes under production settings; the link re-listens, re-reads,
+and the daemon's copy is never more than a moment behind.
 """
 
 from __future__ import annotations
