@@ -22,19 +22,19 @@ from service.api.routes import (
     events,
     history,
     overview,
-    subscriptions,
     system,
     triggers,
     webhooks,
 )
+from service.api.routes import subscriptions as subscription_routes
 from service.api.state import ApiState
-from service.app.agents import Agents
+from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
 
 
 def create_api(
     supervisor: SupervisorLike,
-    agents: Agents,
+    subscriptions: Subscriptions,
     *,
     keepalive_s: float = 15.0,
     max_wait_ms: int = 600_000,
@@ -58,7 +58,7 @@ def create_api(
     app.state.api = ApiState(
         supervisor=supervisor,
         metrics=Metrics(collector),
-        agents=agents,
+        subscriptions=subscriptions,
         keepalive_s=keepalive_s,
         max_wait_ms=max_wait_ms,
         max_waiters=max_waiters,
@@ -66,7 +66,7 @@ def create_api(
     )
     install_handlers(app)
     routers = (
-        *(subscriptions, history, content, events, system, overview, webhooks, triggers),
+        *(subscription_routes, history, content, events, system, overview, webhooks, triggers),
         *(agent, console),
     )
     for module in routers:

@@ -1,4 +1,4 @@
-"""What every route of the REST API needs: the supervisor, the metrics, the agent policy and
+"""What every route of the REST API needs: the supervisor, the metrics, the use cases and
 the app's settings, on top of the request limits all front ends share."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import Request
 
 from service.api.metrics import Metrics
-from service.app.agents import Agents
+from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
 from service.http.limits import RequestLimits
 
@@ -18,8 +18,8 @@ from service.http.limits import RequestLimits
 class ApiState(RequestLimits):
     supervisor: SupervisorLike
     metrics: Metrics
-    agents: Agents
-    """What an agent may do (``/v1/agent/subscriptions``); the face is handed the same one."""
+    subscriptions: Subscriptions
+    """What a person or an agent may do to the subscriptions; the face is handed the same one."""
     max_wait_ms: int = 600_000
     """Upper bound of ``/v1/wait``'s ``timeout_ms``."""
     default_wait_ms: int = 60_000

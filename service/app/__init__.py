@@ -4,7 +4,8 @@ every front end.
 The REST API (``service/api``), the MCP face (``service/face``) and the web console
 (``service/console``) all call it and none of them calls another: input checks
 (``validate``), JSON shapes (``views``), read-only queries (``queries``), diffs, the error
-tree (``errors``), the agent policy (``policy``, ``agents``, ``firststate``), the webhook
-changes with their wake (``webhooks``) and the supervisor as they see it (``supervisor``). It knows no HTTP framework; the HTTP concerns the
-three share (guard, sessions, limits, serving) are ``service/http``.
+tree (``errors``), and the use cases the front ends call: ``subscriptions`` (with the agent
+policy, ``policy``, and ``firststate``), ``webhooks`` (each change with its wake). It knows no
+HTTP framework; the HTTP concerns the three share (guard, sessions, limits, serving) are
+``service/http``.
 """

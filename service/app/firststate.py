@@ -1,8 +1,8 @@
 """When is a new subscription's first state known, and what went wrong (pure).
 
 Decided here only: ``GET /v1/subscriptions/{id}`` answers it as ``firstState``, which
-``mcpsubctl subscribe`` and ``wait`` render as they poll, and :class:`service.app.agents.Agents`
-answers an agent with it. A first revision was read, or the subscription or its link failed
+``mcpsubctl subscribe`` and ``wait`` render as they poll, and
+:class:`service.app.subscriptions.Subscriptions` answers an agent with it. A first revision was read, or the subscription or its link failed
 with the daemon's error code.
 """
 

@@ -8,6 +8,7 @@ form) is refused here with a 4xx, never found later as a 500 after a partial wri
 from __future__ import annotations
 
 import ipaddress
+import re
 import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,6 +22,7 @@ MAX_URI_LENGTH = 2048
 MAX_ID = 2**63 - 1
 MAX_JSON_DEPTH = 64
 """Request bodies are flat objects; anything deeper is refused (``service.safejson``)."""
+STATE_PATTERN = re.compile(r"^[a-z_]{1,32}$")
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
@@ -139,3 +141,20 @@ def cursor(value: str | None, field: str) -> int | None:
     if not 0 <= number <= MAX_ID:
         raise InvalidParameter(f"{field} must be an event id (integer >= 0)", field=field)
     return number
+
+
+def state_filter(value: str | None) -> str | None:
+    """A state name to filter a list by (``open``, ``error``, ...); None when absent."""
+    if value and not STATE_PATTERN.match(value):
+        raise InvalidParameter("state must be a state name such as open or error", field="state")
+    return value or None
+
+
+def text_filter(value: str | None, field: str) -> str | None:
+    """A fragment to filter a list by (a server URL's part, a URI pattern); None when absent."""
+    if value is None or value == "":
+        return None
+    problem = text_problem(value)
+    if problem or len(value) > MAX_URL_LENGTH:
+        raise InvalidParameter(f"{field} {problem or 'is too long'}", field=field)
+    return value

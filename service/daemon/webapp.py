@@ -1,13 +1,14 @@
 """The daemon's one ASGI app, composed: the REST API (``/v1``, :mod:`service.api`), the MCP
 face (``/mcp``, :mod:`service.face`) and the console (``/ui``, :mod:`service.console`) on
-one app, over one supervisor and one agent policy (:class:`service.app.agents.Agents`),
+one app, over one supervisor and one agent policy (:class:`service.app.subscriptions.Subscriptions`),
 with one pool of waiter slots, behind the Host/Origin/token guard (:mod:`service.http.guard`).
 
 The three front ends never import each other; this is the one place that knows all three.
 :class:`service.daemon.run.DaemonRun` builds the app once (:func:`build_app`, from one
 :class:`AppSettings`) and serves it on each listener behind that listener's guard
 (:func:`guarded`): the API socket without a token, the console's loopback listener with the
-API token. So both answer with one agent policy, one ``Agents`` and one pool of waiter slots.
+API token. So both answer with one agent policy, one ``Subscriptions`` and one pool of waiter
+slots.
 The API tests call :func:`create_app`, the same app with its guard as middleware.
 """
 
@@ -22,8 +23,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from service.api import create_api
-from service.app.agents import Agents
 from service.app.policy import parse_setting, parse_unsubscribe_setting
+from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
 from service.console import routes as console_routes
 from service.daemon.config import Settings
@@ -66,17 +67,22 @@ class AppSettings:
 
 def build_app(supervisor: SupervisorLike, settings: AppSettings) -> FastAPI:
     """The daemon's app, without its guard: built once, served by every listener."""
-    agents = Agents(supervisor, settings.agent_allowed_origins, settings.agent_unsubscribe)
+    subscriptions = Subscriptions(
+        supervisor,
+        supervisor.store,
+        agent_origins=settings.agent_allowed_origins,
+        agent_unsubscribe=settings.agent_unsubscribe,
+    )
     app = create_api(
         supervisor,
-        agents,
+        subscriptions,
         keepalive_s=settings.keepalive_s,
         max_wait_ms=settings.max_wait_ms,
         max_waiters=settings.max_waiters,
         read_timeout_s=settings.read_timeout_s,
     )
     app.include_router(console_routes.router)
-    _mount_face(app, agents, settings.agent_progress_s)
+    _mount_face(app, subscriptions, settings.agent_progress_s)
     return app
 
 
@@ -101,13 +107,13 @@ def create_app(supervisor: SupervisorLike, *, token: str | None, **settings: Any
     return app
 
 
-def _mount_face(app: FastAPI, agents: Agents, progress_s: float) -> None:
+def _mount_face(app: FastAPI, subscriptions: Subscriptions, progress_s: float) -> None:
     """The agent face at ``/mcp``, counting against the API's waiter slots (one pool)."""
     from service.face.handlers import Face
     from service.face.http import FaceHttp
     from service.face.inproc import InProcessBackend
 
-    face = Face(InProcessBackend(agents), progress_every_s=progress_s)
+    face = Face(InProcessBackend(subscriptions), progress_every_s=progress_s)
     app.state.face_http = FaceHttp(face, app.state.api)
     app.router.routes.append(
         Route(

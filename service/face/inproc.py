@@ -1,29 +1,28 @@
 """The face's backend inside the daemon (``/mcp``): the supervisor, the store and the event
 hub directly, through the application layer (``service/app``); what an agent may subscribe or
-remove is :class:`service.app.agents.Agents`, shared with ``/v1/agent/subscriptions``."""
+remove is :class:`service.app.subscriptions.Subscriptions`, shared with
+``/v1/agent/subscriptions``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from service.app.agents import Agents
 from service.app.queries import event_id_for_revision
-from service.app.views import content_json, event_json, with_link
+from service.app.subscriptions import Subscriptions
+from service.app.views import content_json, event_json
 
 
 class InProcessBackend:
-    def __init__(self, agents: Agents) -> None:
-        self.agents = agents
-        self.supervisor = agents.supervisor
+    def __init__(self, subscriptions: Subscriptions) -> None:
+        self._subscriptions = subscriptions
+        self.supervisor = subscriptions.supervisor
 
     @property
     def store(self) -> Any:
         return self.supervisor.store
 
     async def subscriptions(self) -> list[dict[str, Any]]:
-        subs = await self.store.list_subscriptions()
-        links = self.supervisor.link_status() if subs else []
-        return [with_link(s, links) for s in subs]
+        return await self._subscriptions.with_links()
 
     async def identities(self) -> list[dict[str, Any]]:
         subs = await self.store.list_subscriptions()
@@ -53,10 +52,10 @@ class InProcessBackend:
         return {"revision": content_json(sub, rev, event_id), "previous": previous}
 
     async def subscribe(self, url: str, uris: list[str]) -> list[dict[str, Any]]:
-        return await self.agents.subscribe(url, uris)
+        return await self._subscriptions.agent_subscribe(url, uris)
 
     async def unsubscribe(self, subscription_id: int) -> dict[str, Any] | None:
-        return await self.agents.unsubscribe(subscription_id)
+        return await self._subscriptions.agent_unsubscribe_json(subscription_id)
 
     async def events_after(
         self, after: int, limit: int, types: list[str] | None = None

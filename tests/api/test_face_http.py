@@ -104,7 +104,7 @@ def test_one_uri_on_two_servers_is_named_apart(live: LiveApi) -> None:
         refused = tool(c, "unsubscribe", uri=scoped[two.id])
         assert refused["isError"] is True
         assert refused["structuredContent"]["errorCode"] == "NOT_CREATED_BY_AGENT"
-        live.app.state.api.agents.unsubscribe_setting = "any"
+        live.app.state.api.subscriptions.agent_unsubscribe = "any"
         removed = tool(c, "unsubscribe", uri=scoped[two.id])
         assert removed["isError"] is False
         assert [r["uri"] for r in call(c, "resources/list", {})["resources"]] == [URI]
@@ -147,7 +147,7 @@ def test_an_agent_removes_only_what_an_agent_made(live: LiveApi) -> None:
         assert denied.status_code == 403 and denied.json()["errorCode"] == "NOT_CREATED_BY_AGENT"
         assert api.delete("/v1/agent/subscriptions/999").status_code == 404
         assert api.get(f"/v1/subscriptions/{person.id}").json()["createdBy"] == "person"
-        live.app.state.api.agents.unsubscribe_setting = "any"
+        live.app.state.api.subscriptions.agent_unsubscribe = "any"
         assert api.delete(f"/v1/agent/subscriptions/{person.id}").status_code == 200
 
 
@@ -157,7 +157,7 @@ def test_the_agent_policy_follows_the_daemon_setting(live: LiveApi) -> None:
         assert refused["isError"] and refused["structuredContent"]["errorCode"] == (
             "AGENT_ORIGIN_NOT_ALLOWED"
         )
-        live.app.state.api.agents.allowed = ("http://127.0.0.1:1",)
+        live.app.state.api.subscriptions.agent_origins = ("http://127.0.0.1:1",)
         refused_two = tool(c, "subscribe", url=TWO, uri=URI)["structuredContent"]
         assert refused_two["errorCode"] == "AGENT_ORIGIN_NOT_ALLOWED"
         assert "agent_allowed_origins" in refused_two["message"]

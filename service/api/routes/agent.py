@@ -2,7 +2,7 @@
 (``mcpsubctl mcp``).
 
 The same as ``POST /v1/subscriptions`` and ``DELETE /v1/subscriptions/{id}``, but within the
-agent policy, through the same :class:`service.app.agents.Agents` as ``/mcp``
+agent policy, through the same :class:`service.app.subscriptions.Subscriptions` as ``/mcp``
 (``agent_allowed_origins`` for what it may add, ``agent_unsubscribe`` for what it may remove;
 what it adds is recorded as ``createdBy: "agent"``), and a subscription is answered once its
 first state is known, so the stdio face and ``/mcp`` give one answer.
@@ -64,7 +64,7 @@ async def agent_subscribe(request: Request) -> Any:
     if not isinstance(uris, list) or not 1 <= len(uris) <= MAX_URIS:
         raise InvalidParameter(f"uris must be a list of 1 to {MAX_URIS} URIs", field="uris")
     try:
-        rows = await state.agents.subscribe(body.get("url"), uris)
+        rows = await state.subscriptions.agent_subscribe(body.get("url"), uris)
     except AgentError as exc:
         return JSONResponse(exc.to_json(), status_code=exc.status)
     return {"subscriptions": rows}
@@ -84,7 +84,7 @@ async def agent_unsubscribe(
     """Remove a subscription an agent made; 403 ``NOT_CREATED_BY_AGENT`` for one a person
     made (unless the daemon's ``agent_unsubscribe`` is ``any``)."""
     try:
-        removed = await api_state(request).agents.unsubscribe(subscription_id)
+        removed = await api_state(request).subscriptions.agent_unsubscribe_json(subscription_id)
     except AgentError as exc:
         return JSONResponse(exc.to_json(), status_code=exc.status)
     if removed is None:

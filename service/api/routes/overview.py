@@ -4,7 +4,6 @@ which a page refreshed on every change cannot afford at 1,000 links."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from typing import Annotated, Any
@@ -16,29 +15,12 @@ from service.api.metrics import uptime
 from service.api.routes.system import STATUS_DEADLINE_S
 from service.api.state import api_state
 from service.app import queries, validate
-from service.app.errors import InvalidParameter
 from service.webhooks.outbox import FINAL_STATES, OPEN_STATES
 
 router = APIRouter(tags=["system"])
 
 CHART_MINUTES = 60
 MAX_LIMIT = 1000
-STATE_PATTERN = re.compile(r"^[a-z_]{1,32}$")
-
-
-def state_filter(value: str | None) -> str | None:
-    if value and not STATE_PATTERN.match(value):
-        raise InvalidParameter("state must be a state name such as open or error", field="state")
-    return value or None
-
-
-def text_filter(value: str | None, field: str) -> str | None:
-    if value is None or value == "":
-        return None
-    problem = validate.text_problem(value)
-    if problem or len(value) > validate.MAX_URL_LENGTH:
-        raise InvalidParameter(f"{field} {problem or 'is too long'}", field=field)
-    return value
 
 
 @router.get("/v1/overview")
@@ -92,8 +74,8 @@ async def list_links(
     limit: Annotated[int, Query(ge=1, description=f"capped at {MAX_LIMIT}")] = 100,
 ) -> dict[str, Any]:
     """The links by server id (above ``after``), without their URI lists (counts instead)."""
-    wanted_state = state_filter(state)
-    fragment = text_filter(server, "server")
+    wanted_state = validate.state_filter(state)
+    fragment = validate.text_filter(server, "server")
     found: list[dict[str, Any]] = []
     cap = min(limit, MAX_LIMIT)
     for link in sorted(api_state(request).supervisor.link_status(), key=_server_id):

@@ -1,4 +1,5 @@
-"""``/v1/subscriptions``: add, list, show, remove."""
+"""``/v1/subscriptions``: add, list, show, remove, as a person, through
+:class:`service.app.subscriptions.Subscriptions`."""
 
 from __future__ import annotations
 
@@ -6,19 +7,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
-from service.api.routes.overview import state_filter, text_filter
 from service.api.state import api_state
-from service.app import firststate, queries, validate
+from service.app import validate
 from service.app.errors import InvalidParameter, SubscriptionNotFound
-from service.app.views import link_of, revision_summary, state_hint, subscription_json
+from service.app.subscriptions import MAX_PAGE
+from service.app.views import subscription_json
 from service.jsonout import dumps
 
 router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])
 
 MAX_BATCH = 1000
 """URIs in one batch ``POST /v1/subscriptions`` (the 64 KiB body cap allows about that)."""
-MAX_PAGE = 1000
-"""Subscriptions in one filtered page of ``GET /v1/subscriptions``."""
 
 SubscriptionId = Annotated[
     int, Path(alias="id", ge=1, le=validate.MAX_ID, description="subscription id")
@@ -83,7 +82,7 @@ async def create_subscription(request: Request) -> Response:
         if "uri" in body:
             raise InvalidParameter("give either uri or uris, not both", field="uris")
         uris = _batch_uris(body["uris"])
-        added = await state.supervisor.subscribe_many(url, uris)
+        added = await state.subscriptions.subscribe_many(url, uris)
         new = sum(1 for _, created in added if created)
         return _json(
             {
@@ -93,7 +92,7 @@ async def create_subscription(request: Request) -> Response:
             201 if new else 200,
         )
     uri = validate.resource_uri(body.get("uri"))
-    sub, created = await state.supervisor.subscribe(url, uri)
+    sub, created = await state.subscriptions.subscribe(url, uri)
     return _json({**subscription_json(sub), "created": created}, 201 if created else 200)
 
 
@@ -127,18 +126,16 @@ async def list_subscriptions(
 ) -> dict[str, Any]:
     """Every subscription, or with any filter or ``limit`` a page of them (id above
     ``after``) and ``nextAfter`` to pass back."""
-    store = api_state(request).supervisor.store
+    subscriptions = api_state(request).subscriptions
     filters = (server, pattern, state)
     if limit is None and after == 0 and not any(filters):
-        subs = await store.list_subscriptions()
-        return {"subscriptions": [subscription_json(s) for s in subs]}
-    subs = await queries.filtered_subscriptions(
-        store,
-        server=text_filter(server, "server"),
-        uri=text_filter(pattern, "pattern"),
-        state=state_filter(state),
+        return {"subscriptions": [subscription_json(s) for s in await subscriptions.all()]}
+    subs = await subscriptions.page(
+        server=validate.text_filter(server, "server"),
+        uri=validate.text_filter(pattern, "pattern"),
+        state=validate.state_filter(state),
         after=after,
-        limit=min(limit or MAX_PAGE, MAX_PAGE),
+        limit=limit or MAX_PAGE,
     )
     return {
         "subscriptions": [subscription_json(s) for s in subs],
@@ -148,25 +145,12 @@ async def list_subscriptions(
 
 @router.get("/{id}")
 async def show_subscription(request: Request, subscription_id: SubscriptionId) -> dict[str, Any]:
-    supervisor = api_state(request).supervisor
-    sub = await supervisor.store.get_subscription(subscription_id)
-    if sub is None:
-        raise SubscriptionNotFound(f"no subscription {subscription_id}")
-    current = await supervisor.store.current_revision(sub.id)
-    link = link_of(supervisor, sub)
-    row = subscription_json(sub)
-    return {
-        **row,
-        "link": link,
-        "current": revision_summary(current),
-        "hint": state_hint(sub, link),
-        "firstState": firststate.first_state_json(row, link),
-    }
+    return await api_state(request).subscriptions.show(subscription_id)
 
 
 @router.delete("/{id}")
 async def delete_subscription(request: Request, subscription_id: SubscriptionId) -> dict[str, Any]:
-    removed = await api_state(request).supervisor.unsubscribe(subscription_id)
+    removed = await api_state(request).subscriptions.unsubscribe(subscription_id)
     if removed is None:
         raise SubscriptionNotFound(f"no subscription {subscription_id}")
     return subscription_json(removed)
