@@ -258,7 +258,7 @@ def _timeout_ms(value: float | None, default: float) -> float:
 
 def _token(args: argparse.Namespace) -> str | None:
     if args.auth_token:
-        from cli.seedargs import warn_token_flag
+        from cli.argscan import warn_token_flag
 
         warn_token_flag("MCPSUB_AUTH_TOKEN or `mcpsubctl login`")
         return str(args.auth_token)

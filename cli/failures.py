@@ -60,11 +60,13 @@ __all__ = [
     "classify",
     "classify_read_failure",
     "ctl_exit_code",
-    "seed_call_exit_code",
+    "dropin_call_exit_code",
 ]
 
 
-def seed_call_exit_code(code: str | None) -> int:
+def dropin_call_exit_code(code: str | None) -> int:
+    """``mcp-resource-subscriber call``'s exit code, as the original's: 0 done, 1 the tool
+    said error, 2 authentication, 3 anything else."""
     if code is None:
         return 0
     if code == "TOOL_ERROR":

@@ -11,7 +11,7 @@ import os
 import sys
 from datetime import UTC, datetime
 
-from cli.seedargs import peek
+from cli.argscan import peek
 
 
 def _out(text: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cli.seedargs import UsageError, has_flag, option, parse_timeout_ms, peek, warn_token_flag
+from cli.argscan import UsageError, has_flag, option, parse_timeout_ms, peek, warn_token_flag
 
 PROGRAM = "mcp-resource-subscriber"
 DEFAULT_URI = "test://review/status"
@@ -204,7 +204,7 @@ def _subscribe(args: list[str]) -> int:
 
 def _call(args: list[str]) -> int:
     from cli import output
-    from cli.failures import seed_call_exit_code
+    from cli.failures import dropin_call_exit_code
 
     as_json = has_flag(args, "--json")
     env = os.environ
@@ -216,7 +216,7 @@ def _call(args: list[str]) -> int:
             _emit(output.dumps(output.call_json(url, tool, is_error, code, content, hint)))
         else:
             _emit(output.call_lines(url, tool, is_error, code, content, hint))
-        return seed_call_exit_code(code)
+        return dropin_call_exit_code(code)
 
     def fail(code: str, message: str, hint: str | None = None) -> int:
         from service.mcp.classify import NETWORK_HINTS

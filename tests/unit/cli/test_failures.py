@@ -13,7 +13,7 @@ from cli.failures import (
     classify,
     classify_read_failure,
     ctl_exit_code,
-    seed_call_exit_code,
+    dropin_call_exit_code,
 )
 from service.failures import url_problem
 from service.mcp.errors import (
@@ -68,7 +68,7 @@ def test_compat_http_auth_in_call_is_auth_failed(exc: McpError) -> None:
     failure = classify(exc, mode="call", compat=True)
     assert failure.code == "AUTH_FAILED"
     assert failure.hint and "--auth-token" in failure.hint
-    assert seed_call_exit_code(failure.code) == 2
+    assert dropin_call_exit_code(failure.code) == 2
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,7 @@ def test_compat_call_rejection_is_tool_request_rejected(code: int) -> None:
     assert failure.code == "TOOL_REQUEST_REJECTED"
     assert failure.hint == TOOL_REJECTED_HINT
     assert "--tool" in failure.hint
-    assert seed_call_exit_code(failure.code) == 3
+    assert dropin_call_exit_code(failure.code) == 3
 
 
 def test_rejection_in_subscribe_is_internal_error() -> None:
@@ -165,7 +165,7 @@ def test_network_codes_with_hints(
     assert failure.code == code
     for needle in needles:
         assert needle in (failure.hint or ""), needle
-    assert seed_call_exit_code(failure.code) == 3
+    assert dropin_call_exit_code(failure.code) == 3
 
 
 @pytest.mark.parametrize(
@@ -245,8 +245,8 @@ def test_ctl_call_fallback_is_call_failed() -> None:
         ("CONNECTION_REFUSED", 3),
     ],
 )
-def test_seed_call_exit_codes(code: str | None, exit_code: int) -> None:
-    assert seed_call_exit_code(code) == exit_code
+def test_dropin_call_exit_codes(code: str | None, exit_code: int) -> None:
+    assert dropin_call_exit_code(code) == exit_code
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
-"""cli.seedargs: the TypeScript CLI's argv rules (seed §1.2)."""
+"""cli.argscan: the TypeScript CLI's argv rules (seed §1.2)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cli.seedargs import UsageError, has_flag, option, parse_timeout_ms, peek
+from cli.argscan import UsageError, has_flag, option, parse_timeout_ms, peek
 
 
 def test_space_form() -> None:
