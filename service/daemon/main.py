@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-import service.daemon.norich  # noqa: F401  # first: structlog without rich
+import service.daemon.without_dev_extras  # noqa: F401  # first: no rich, no httpx CLI
 
 # isort: split
 import argparse

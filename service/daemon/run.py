@@ -16,7 +16,7 @@ and sends ``READY=1`` again. Signal handlers only set flags or schedule work on 
 
 from __future__ import annotations
 
-import service.daemon.norich  # noqa: F401  # first: structlog without rich
+import service.daemon.without_dev_extras  # noqa: F401  # first: no rich, no httpx CLI
 
 # isort: split
 import asyncio

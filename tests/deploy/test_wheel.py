@@ -128,7 +128,7 @@ def test_no_reference_to_the_clone_names_is_left(installed: Installed) -> None:
 
 def test_rewrite_moves_imports_and_module_strings_only() -> None:
     source = (
-        "import service.daemon.norich\n"
+        "import service.daemon.without_dev_extras\n"
         "import os, cli.entry\n"
         "from service import safejson\n"
         "from .x import service\n"
@@ -137,7 +137,7 @@ def test_rewrite_moves_imports_and_module_strings_only() -> None:
         "raise E from service\n"
     )
     assert hatch_build.rewrite(source, REPO_ROOT) == (
-        "import mcpsub.service.daemon.norich\n"
+        "import mcpsub.service.daemon.without_dev_extras\n"
         "import os, mcpsub.cli.entry\n"
         "from mcpsub.service import safejson\n"
         "from .x import service\n"

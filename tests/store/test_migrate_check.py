@@ -32,7 +32,7 @@ print(",".join(loaded) or "none")
 SQLITE_UNWANTED = "alembic,asyncpg,rich,pygments,tenacity"
 """Not imported by a SQLite daemon: alembic and tenacity (only to migrate), asyncpg (only for PostgreSQL,
 see ``database_errors``), rich and pygments (structlog's and httpx's optional extras, see
-``service.daemon.norich``)."""
+``service.daemon.without_dev_extras``)."""
 
 
 def test_the_head_read_from_the_scripts_is_alembics() -> None:

@@ -1,4 +1,5 @@
-"""service.daemon.norich: structlog imported without rich, and rich still importable after.
+"""service.daemon.without_dev_extras: structlog imported without rich, and rich still
+importable after.
 
 A fresh interpreter (what is imported is the point), in the development environment where
 rich is installed (schemathesis brings it)."""
@@ -10,7 +11,7 @@ import sys
 
 SCRIPT = """
 import sys
-import service.daemon.norich
+import service.daemon.without_dev_extras
 assert "structlog" in sys.modules, "structlog not imported"
 assert "rich" not in sys.modules, "rich imported with structlog"
 assert sys.modules.get("httpx._main", "absent") is None, "httpx's command-line tool not hidden"

@@ -1,13 +1,15 @@
-"""Import structlog without rich: imported by :mod:`service.daemon.main` (and :mod:`service.daemon.run`) before anything else.
+"""Import structlog and mark httpx's command-line tool absent, so that the extras the
+development environment has (rich, pygments, click) stay out of the daemon: imported first by
+:mod:`service.daemon.main` and :mod:`service.daemon.run`.
 
 structlog's ``dev`` and ``tracebacks`` modules import rich (and through it pygments) at
 import time whenever it is installed, only to format exceptions in the console renderer.
 rich is no dependency of ours: it is in the development environment only, as a dependency of
 schemathesis, so an installed daemon never has it. Hiding it while structlog is imported makes
 the development daemon format exceptions as the installed one does (structlog's plain
-traceback) and keeps ~4.5 MB out of its RSS (the daemon's RSS target, docs/benchmarks.md).
-The marker is removed again right after, so anything imported later (a test importing
-schemathesis in the same process) still finds rich.
+traceback) and measure the RSS an installed one has (the daemon's RSS target,
+docs/benchmarks.md). The marker is removed again right after, so anything imported later (a
+test importing schemathesis in the same process) still finds rich.
 """
 
 from __future__ import annotations
