@@ -51,7 +51,7 @@ from service.daemon.logs import set_log_level
 from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
 from service.daemon.supervisor import Supervisor
-from service.daemon.wiring import side_services
+from service.daemon.wiring import supervisor_collaborators
 from service.http.connections import ApiLimits, ConnectionTracker, guarded_h11
 from service.pathowner import owner_of
 from service.statusline import StatusLine
@@ -343,7 +343,7 @@ class DaemonRun:
         self.supervisor = Supervisor(
             self.store,
             settings,
-            *side_services(self.store, settings),
+            *supervisor_collaborators(self.store, settings),
             token_provider=_token_provider(),
             tokens_available=_token_store_exists,
         )

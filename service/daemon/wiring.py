@@ -19,18 +19,19 @@ from service.triggers.runner import TriggerRunner
 from service.webhooks.dispatcher import Dispatcher
 
 
-class SideServices(NamedTuple):
-    """The supervisor's collaborators: ``Supervisor(store, settings, *side_services(...))``."""
+class SupervisorCollaborators(NamedTuple):
+    """What the supervisor is given, in its constructor's order:
+    ``Supervisor(store, settings, *supervisor_collaborators(store, settings))``."""
 
     webhooks: Dispatcher
     leases: Callable[[LinkOwner], LeaseKeeper]
     triggers: TriggerRunner
 
 
-def side_services(store: Store, settings: Settings) -> SideServices:
-    """The dispatcher and the lease keeper's maker (given the owner that runs the links it
-    leases), under the replica id both use (``settings.replica_id``, else the one kept in the
-    state dir)."""
+def supervisor_collaborators(store: Store, settings: Settings) -> SupervisorCollaborators:
+    """The dispatcher, the trigger runner and the lease keeper's maker (given the owner that
+    runs the links it leases), under the replica id all three use (``settings.replica_id``,
+    else the one kept in the state dir)."""
     replica_id = settings.replica_id or default_replica_id(settings.state_dir)
     webhooks = Dispatcher(store, settings.webhook_settings())
     webhooks.replica_id = replica_id
@@ -41,4 +42,4 @@ def side_services(store: Store, settings: Settings) -> SideServices:
     def leases(owner: LinkOwner) -> LeaseKeeper:
         return LeaseKeeper(store, owner, settings.lease_ttl_s, replica_id)
 
-    return SideServices(webhooks, leases, triggers)
+    return SupervisorCollaborators(webhooks, leases, triggers)

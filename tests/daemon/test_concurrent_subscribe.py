@@ -14,7 +14,7 @@ import httpx
 
 from service.daemon.config import Settings
 from service.daemon.supervisor import Supervisor
-from service.daemon.wiring import side_services
+from service.daemon.wiring import supervisor_collaborators
 from tests.api.fakes import migrated_store
 from tests.daemon.test_daemon import BOTH_BACKENDS, SLOW, put
 from tests.support.daemon import Daemon
@@ -139,7 +139,7 @@ def test_a_request_the_database_refuses_fails_alone(tmp_path: Path) -> None:
     async def run() -> None:
         store = migrated_store(tmp_path / "mcpsub.db")
         settings = Settings(state_dir=tmp_path, replica_id="test")
-        supervisor = Supervisor(store, settings, *side_services(store, settings))
+        supervisor = Supervisor(store, settings, *supervisor_collaborators(store, settings))
         real = store.add_subscriptions_batch
         batches: list[int] = []
 

@@ -10,7 +10,7 @@ from structlog.testing import capture_logs
 
 from service.daemon.config import Settings
 from service.daemon.supervisor import Supervisor
-from service.daemon.wiring import side_services
+from service.daemon.wiring import supervisor_collaborators
 from tests.api.fakes import migrated_store
 from tests.support.poll import until_async
 
@@ -19,7 +19,7 @@ def test_a_failed_prune_is_logged_and_tried_again(tmp_path: Path) -> None:
     async def run() -> list[dict[str, Any]]:
         store = migrated_store(tmp_path / "mcpsub.db")
         settings = Settings(state_dir=tmp_path, replica_id="test", prune_interval_s=0.01)
-        supervisor = Supervisor(store, settings, *side_services(store, settings))
+        supervisor = Supervisor(store, settings, *supervisor_collaborators(store, settings))
         attempts = 0
 
         async def failing(**_: Any) -> dict[str, int]:

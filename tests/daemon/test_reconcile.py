@@ -11,7 +11,7 @@ import pytest
 
 from service.daemon.config import Settings
 from service.daemon.supervisor import Supervisor
-from service.daemon.wiring import side_services
+from service.daemon.wiring import supervisor_collaborators
 from service.store import Store
 from service.store.lease_repository import LeaseRepository
 from service.store.leases import uri_set_digest
@@ -50,7 +50,7 @@ async def test_reconcile_reloads_only_the_links_that_changed(store: Store, tmp_p
     claimed = await LeaseRepository(store).claim(ME, 60.0, 10)
     assert {c.server_id for c in claimed} == {a1.server_id, b1.server_id}
     settings = Settings(state_dir=tmp_path, replica_id=ME)
-    sup = Supervisor(store, settings, *side_services(store, settings))
+    sup = Supervisor(store, settings, *supervisor_collaborators(store, settings))
     link_a = FakeLink({a1.uri: a1.id, a2.uri: a2.id})
     link_b = FakeLink({b1.uri: b1.id})
     sup.links = {a1.server_id: link_a, b1.server_id: link_b}  # type: ignore[dict-item]

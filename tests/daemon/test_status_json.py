@@ -11,7 +11,7 @@ from service.daemon.config import Settings
 from service.daemon.link import ServerLink
 from service.daemon.linkstatus import LinkState
 from service.daemon.supervisor import Supervisor
-from service.daemon.wiring import side_services
+from service.daemon.wiring import supervisor_collaborators
 from tests.api.fakes import migrated_store
 
 
@@ -19,7 +19,7 @@ def test_link_status_json_follows_every_change(tmp_path: Path) -> None:
     async def run() -> None:
         store = migrated_store(tmp_path / "mcpsub.db")
         settings = Settings(state_dir=tmp_path, replica_id="test")
-        supervisor = Supervisor(store, settings, *side_services(store, settings))
+        supervisor = Supervisor(store, settings, *supervisor_collaborators(store, settings))
         links = [
             ServerLink(
                 n,

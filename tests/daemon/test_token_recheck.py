@@ -10,7 +10,7 @@ from service.daemon.config import Settings
 from service.daemon.link import ServerLink
 from service.daemon.linkstatus import LinkState
 from service.daemon.supervisor import Supervisor
-from service.daemon.wiring import side_services
+from service.daemon.wiring import supervisor_collaborators
 from tests.api.fakes import migrated_store
 
 
@@ -24,7 +24,7 @@ def test_a_link_is_woken_for_its_token_only_when_a_token_could_have_changed(
     async def run() -> None:
         store = migrated_store(tmp_path / "mcpsub.db")
         settings = Settings(state_dir=tmp_path, replica_id="test")
-        supervisor = Supervisor(store, settings, *side_services(store, settings))
+        supervisor = Supervisor(store, settings, *supervisor_collaborators(store, settings))
         link = ServerLink(
             1,
             "http://127.0.0.1:1/mcp",
