@@ -12,7 +12,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from service._version import __version__
-from service.api.errors import install_handlers
+from service.api.error_handlers import install_handlers
 from service.api.metrics import Metrics, SnapshotCollector
 from service.api.openapi import document
 from service.api.routes import (

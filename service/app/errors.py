@@ -1,9 +1,9 @@
 """The application's errors: small records with a status, a stable ``errorCode`` and a hint.
 
 They live below every front end because every front end raises or shows them: the checks in
-:mod:`service.app.validate` raise them, the REST API answers them (its handlers,
-:mod:`service.api.errors`), the shared HTTP limits raise the 408/413/503 ones, and the MCP
-face turns them into tool errors. One JSON shape::
+:mod:`service.app.validate` raise them, the REST API answers them
+(:mod:`service.api.error_handlers`), the shared HTTP limits raise the 408/413/503 ones, and the
+MCP face turns them into tool errors. One JSON shape::
 
     {"errorCode": "INVALID_URL", "message": "...", "field": "url", "hint": "..."}
 

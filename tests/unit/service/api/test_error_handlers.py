@@ -1,4 +1,5 @@
-"""service.api.errors: every failure of the local API is one JSON shape with a stable code.
+"""service.api.error_handlers: every failure of the local API is one JSON shape with a stable
+code.
 
 A small FastAPI app with only these handlers, called in process (no daemon, no socket)."""
 
@@ -11,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.exc import OperationalError
 
-from service.api.errors import install_handlers
+from service.api.error_handlers import install_handlers
 from service.app.errors import ApiError, NotWatched, StorageFailing, error_body
 
 
