@@ -28,6 +28,7 @@ from service.api.routes import (
 )
 from service.api.routes import subscriptions as subscription_routes
 from service.api.state import ApiState
+from service.app.changes import Changes
 from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
 
@@ -35,6 +36,7 @@ from service.app.supervisor_protocol import SupervisorLike
 def create_api(
     supervisor: SupervisorLike,
     subscriptions: Subscriptions,
+    changes: Changes,
     *,
     keepalive_s: float = 15.0,
     max_wait_ms: int = 600_000,
@@ -59,6 +61,7 @@ def create_api(
         supervisor=supervisor,
         metrics=Metrics(collector),
         subscriptions=subscriptions,
+        changes=changes,
         keepalive_s=keepalive_s,
         max_wait_ms=max_wait_ms,
         max_waiters=max_waiters,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from service.app.changes import Change
 from service.failures import state_hint as code_hint
 from service.store.records import Event, Revision, Subscription
 
@@ -62,6 +63,34 @@ def content_json(sub: Subscription, rev: Revision, event_id: int | None) -> dict
         **revision_json(rev),
         "eventId": event_id,
     }
+
+
+def change_json(change: Change | None) -> dict[str, Any]:
+    """A change's two sides, as ``/v1/wait`` and the face show them: ``revision`` as
+    ``/v1/content`` shows it, ``previous`` its baseline (``revision`` and ``text``)."""
+    if change is None or change.revision is None:
+        return {"revision": None, "previous": None}
+    before = change.previous
+    return {
+        "revision": content_json(change.subscription, change.revision, change.event_id),
+        "previous": None if before is None else {"revision": before.revision, "text": before.text},
+    }
+
+
+def event_from_json(event: dict[str, Any]) -> Event:
+    """The record :func:`event_json` made ``event`` from (the face hands events around as
+    the API's JSON)."""
+    return Event(
+        id=int(event["id"]),
+        type=str(event.get("type")),
+        subscription_id=event.get("subscriptionId"),
+        server_url=event.get("serverUrl"),
+        uri=event.get("uri"),
+        revision_id=event.get("revisionId"),
+        revision=event.get("revision"),
+        data=event.get("data") or {},
+        created_at=float(event.get("createdAt") or 0.0),
+    )
 
 
 def state_hint(sub: Subscription, link: dict[str, Any] | None) -> str | None:

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from service.api.sse import event_stream
+from service.app.changes import Changes
 from service.store import Store
 from service.store.eventhub import EventHub
 from service.store.notify import PgListener
@@ -43,7 +44,7 @@ async def waiting_for_the_order_lock(store: Store) -> int:
 async def test_a_later_commit_cannot_overtake_a_lower_id(pg_pair: tuple[Store, Store]) -> None:
     a, b = pg_pair
     hub = EventHub(await b.last_event_id())
-    follower = event_stream(b, hub, after=0, keepalive_s=0.05)
+    follower = event_stream(Changes(b, hub), after=0, keepalive_s=0.05)
     seen: list[int] = []
 
     async def follow(count: int) -> None:

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from service.api.state import ApiState, api_state
 from service.app import validate
+from service.app.changes import Change
 from service.app.errors import (
     AmbiguousUri,
     InvalidParameter,
@@ -17,9 +18,8 @@ from service.app.errors import (
     NotificationTimeout,
     NotWatched,
 )
-from service.app.queries import event_id_for_revision
-from service.app.views import content_json, event_json, link_of
-from service.store.records import Event, Revision, Subscription
+from service.app.views import change_json, content_json, event_json, link_of
+from service.store.records import Subscription
 
 router = APIRouter(prefix="/v1", tags=["content"])
 
@@ -49,7 +49,7 @@ async def _watcher(
         url = server if url is None else url
     if url is not None:
         validate.server_url(url)
-    subs = await state.supervisor.store.find_subscriptions(uri, url)
+    subs = await state.changes.watchers(uri, url)
     if server_id is not None:
         subs = [s for s in subs if s.server_id == server_id]
     if not subs:
@@ -71,14 +71,6 @@ async def _watcher(
     return subs[0]
 
 
-async def _content(
-    state: ApiState, sub: Subscription, rev: Revision, event_id: int | None = None
-) -> dict[str, Any]:
-    if event_id is None:
-        event_id = await event_id_for_revision(state.supervisor.store, sub.id, rev.id)
-    return content_json(sub, rev, event_id)
-
-
 @router.get(
     "/content",
     responses={
@@ -93,10 +85,10 @@ async def get_content(
     servers watch it and none is named (``url`` or ``server``)."""
     state = api_state(request)
     sub = await _watcher(state, uri, url, server)
-    rev = await state.supervisor.store.current_revision(sub.id)
-    if rev is None:
+    current = await state.changes.current(sub)
+    if current is None:
         raise NoContentYet(f"{uri} has not been read yet")
-    return await _content(state, sub, rev)
+    return content_json(sub, *current)
 
 
 @router.get(
@@ -126,59 +118,38 @@ async def wait_for_update(
         raise InvalidParameter(
             f"timeout_ms must be at most {state.max_wait_ms}", field="timeout_ms"
         )
-    subs = [await _watcher(state, uri, url, server)]
-    store = state.supervisor.store
-    cursor = await store.last_event_id() if after is None else after
-    by_id = {s.id: s for s in subs}
+    sub = await _watcher(state, uri, url, server)
+    changes = state.changes
+    cursor = await changes.last_event_id() if after is None else after
     state.check_capacity()
     deadline = time.monotonic() + timeout_ms / 1000
     async with state.waiter_slot():
         while True:
-            hub = state.supervisor.events
-            recent = hub.recent_after(
-                cursor, types=["resource.updated"], uri=uri, subscription_ids=list(by_id)
+            # In steps, so a long-poll whose client went away ends within one.
+            step = min(deadline, time.monotonic() + DISCONNECT_CHECK_S)
+            waited = await changes.wait(
+                after=cursor,
+                deadline=step,
+                types=["resource.updated"],
+                uri=uri,
+                subscription_ids=[sub.id],
             )
-            if recent is not None:  # from memory: no query while caught up
-                found, mark = recent
-            else:
-                mark = await store.last_event_id()
-                found = await store.events_after(
-                    cursor,
-                    limit=1,
-                    types=["resource.updated"],
-                    uri=uri,
-                    subscription_ids=list(by_id),
+            if waited.event is not None:
+                change = await changes.change_for(waited.event, sub)
+                assert change is not None  # the subscription was given
+                return _wait_result(state, change)
+            cursor = waited.cursor
+            if time.monotonic() >= deadline:
+                raise NotificationTimeout(
+                    f"no update of {uri} within {timeout_ms} ms", extra={"after": cursor}
                 )
-            if found:
-                return await _wait_result(state, by_id[found[0].subscription_id or 0], found[0])
-            cursor = max(cursor, mark)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise NotificationTimeout(
-                        f"no update of {uri} within {timeout_ms} ms", extra={"after": cursor}
-                    )
-                if await state.supervisor.events.wait_beyond(
-                    cursor, min(remaining, DISCONNECT_CHECK_S)
-                ):
-                    break
-                if await request.is_disconnected():
-                    return JSONResponse({"errorCode": "CLIENT_GONE"}, status_code=499)
+            if await request.is_disconnected():
+                return JSONResponse({"errorCode": "CLIENT_GONE"}, status_code=499)
 
 
-async def _wait_result(state: ApiState, sub: Subscription, event: Event) -> dict[str, Any]:
-    store = state.supervisor.store
-    rev = await store.get_revision(event.revision_id) if event.revision_id else None
-    if rev is None:  # pruned or removed since: hand out what is current
-        rev = await store.current_revision(sub.id)
+def _wait_result(state: ApiState, change: Change) -> dict[str, Any]:
     # The link as `GET /v1/subscriptions/{id}` shows it: `wait` reports its capabilities and
-    # honored URIs, and a script's loop then costs one request, not two.
-    link = link_of(state.supervisor, sub)
-    if rev is None:
-        return {"event": event_json(event), "revision": None, "link": link}
-    event_id = event.id if rev.id == event.revision_id else None
-    content = await _content(state, sub, rev, event_id)
-    # The revision before it is the waiter's baseline: `wait` prints it as initialText.
-    before = await store.revision_before(sub.id, rev.revision)
-    previous = None if before is None else {"revision": before.revision, "text": before.text}
-    return {"event": event_json(event), "revision": content, "previous": previous, "link": link}
+    # honored URIs, and a script's loop then costs one request, not two. The revision before
+    # the new one is the waiter's baseline: `wait` prints it as initialText.
+    link = link_of(state.supervisor, change.subscription)
+    return {"event": event_json(change.event), **change_json(change), "link": link}

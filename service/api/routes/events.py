@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from service.api.sse import event_stream
 from service.api.state import api_state
-from service.app import queries, validate
+from service.app import validate
 from service.app.errors import InvalidParameter
 from service.app.views import event_json
 from service.eventtypes import EVENT_TYPES, unknown_types
@@ -65,37 +65,26 @@ async def list_events(
     live view shows before it follows ``/v1/events/stream`` from ``nextAfter``."""
     if uri is not None:
         validate.resource_uri(uri)
-    store = api_state(request).supervisor.store
+    changes = api_state(request).changes
     if before is not None:
-        tail = await queries.events_before(
-            store,
+        tail, next_after = await changes.events_before(
             before,
             limit=min(limit, MAX_LIMIT),
             types=_types(types),
             uri=uri,
             subscription_id=subscription,
         )
-        # Every event up to here was looked at: the newest id now, or just below ``before``.
-        newest = await store.last_event_id()
-        return {"events": [event_json(e) for e in tail], "nextAfter": min(before - 1, newest)}
-    if subscription is not None:
-        found = await store.events_after(
-            after,
-            limit=min(limit, MAX_LIMIT),
-            types=_types(types),
-            uri=uri,
-            subscription_ids=[subscription],
-        )
-        return {
-            "events": [event_json(e) for e in found],
-            "nextAfter": found[-1].id if found else after,
-        }
-    events = await store.events_after(
-        after, limit=min(limit, MAX_LIMIT), types=_types(types), uri=uri
+        return {"events": [event_json(e) for e in tail], "nextAfter": next_after}
+    found = await changes.events_after(
+        after,
+        limit=min(limit, MAX_LIMIT),
+        types=_types(types),
+        uri=uri,
+        subscription_ids=None if subscription is None else [subscription],
     )
     return {
-        "events": [event_json(e) for e in events],
-        "nextAfter": events[-1].id if events else after,
+        "events": [event_json(e) for e in found],
+        "nextAfter": found[-1].id if found else after,
     }
 
 
@@ -135,9 +124,9 @@ async def stream_events(
         cursor = validate.cursor(last_event_id, "last_event_id")
     if cursor is None:
         cursor = validate.cursor(after, "after")
-    supervisor = state.supervisor
+    changes = state.changes
     if cursor is None:
-        cursor = await supervisor.store.last_event_id()
+        cursor = await changes.last_event_id()
     state.check_capacity()
     start = cursor
     selected = _types(types)
@@ -145,8 +134,7 @@ async def stream_events(
     async def body() -> Any:
         async with state.waiter_slot():
             async for chunk in event_stream(
-                supervisor.store,
-                supervisor.events,
+                changes,
                 after=start,
                 keepalive_s=state.keepalive_s,
                 types=selected,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 
 from service.api.state import ApiState, api_state
-from service.app import queries, validate
+from service.app import validate
 from service.app.diffs import DiffTooLarge, revision_text, unified
 from service.app.errors import ApiError, SubscriptionNotFound
 from service.app.views import revision_json
@@ -33,14 +33,14 @@ class DiffRefused(ApiError):
 
 
 async def _subscription(state: ApiState, subscription_id: int) -> Subscription:
-    sub = await state.supervisor.store.get_subscription(subscription_id)
+    sub = await state.changes.subscription(subscription_id)
     if sub is None:
         raise SubscriptionNotFound(f"no subscription {subscription_id}")
     return sub
 
 
 async def _revision(state: ApiState, sub: Subscription, number: int) -> Revision:
-    rev = await queries.revision_by_number(state.supervisor.store, sub.id, number)
+    rev = await state.changes.revision(sub, number)
     if rev is None:
         raise RevisionNotFound(f"subscription {sub.id} keeps no revision {number}")
     return rev
@@ -56,9 +56,7 @@ async def list_revisions(
     """The kept revisions, newest first, without contents; page with ``before``."""
     state = api_state(request)
     sub = await _subscription(state, subscription_id)
-    page = await queries.revision_page(
-        state.supervisor.store, sub.id, before=before, limit=min(limit, MAX_LIMIT)
-    )
+    page = await state.changes.revision_page(sub, before=before, limit=min(limit, MAX_LIMIT))
     return {"subscriptionId": sub.id, "revisions": page}
 
 

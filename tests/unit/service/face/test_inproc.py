@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.app.changes import Changes
 from service.app.subscriptions import Subscriptions
 from service.face.backend import FaceError
 from service.face.inproc import InProcessBackend
@@ -22,7 +23,10 @@ def anyio_backend() -> str:
 
 
 async def test_bad_input_is_a_face_error_with_the_api_code(fake_supervisor: FakeSupervisor) -> None:
-    backend = InProcessBackend(Subscriptions(fake_supervisor, fake_supervisor.store))
+    backend = InProcessBackend(
+        Subscriptions(fake_supervisor, fake_supervisor.store),
+        Changes(fake_supervisor.store, fake_supervisor.events),
+    )
     with pytest.raises(FaceError) as bad_url:
         await backend.subscribe("ftp://127.0.0.1/x", ["r://a"])
     assert bad_url.value.code == "INVALID_URL" and bad_url.value.hint
@@ -33,7 +37,10 @@ async def test_bad_input_is_a_face_error_with_the_api_code(fake_supervisor: Fake
 
 
 async def test_listings_content_and_events(fake_supervisor: FakeSupervisor) -> None:
-    backend = InProcessBackend(Subscriptions(fake_supervisor, fake_supervisor.store))
+    backend = InProcessBackend(
+        Subscriptions(fake_supervisor, fake_supervisor.store),
+        Changes(fake_supervisor.store, fake_supervisor.events),
+    )
     assert await backend.subscriptions() == []
     ((sub, _),) = await fake_supervisor.subscribe_many(URL, ["r://a"])
     rows = await backend.subscriptions()
