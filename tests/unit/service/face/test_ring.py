@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from service.app.changes import Change
+from service.app.views import change_json, event_json, revision_json
 from service.face.ring import EventRing, RevisionMemory
+from service.store.records import Event, Revision, Subscription
 
 
 def ev(event_id: int, kind: str = "resource.updated") -> dict[str, object]:
@@ -80,3 +83,31 @@ def test_revision_memory_describes_a_change_only_when_both_sides_rode_along() ->
     odd["content"] = {"revision": 7, "text": "v7"}
     memory.add(odd)
     assert memory.change(odd) is None
+
+
+def test_a_remembered_change_is_the_daemons_own_answer() -> None:
+    """What ``mcpsubctl mcp`` describes from its stream's content (``revision_json``, as
+    ``include=content`` carries it) is what the daemon's face answers for the same event
+    (``change_json``): same fields, same order."""
+    sub = Subscription(
+        id=1, server_id=1, server_url="http://127.0.0.1:1/mcp", uri="test://a",
+        state="active", state_reason=None, state_code=None, content_hash="h2", revision=2,
+        last_read_at=2.0, created_at=1.0,
+    )  # fmt: skip
+    revs = [
+        Revision(id=10 + n, subscription_id=1, revision=n, content_hash=f"h{n}",
+                 contents=[{"text": f"v{n}"}], text=f"v{n}", generation=3, read_at=float(n))
+        for n in (1, 2)
+    ]  # fmt: skip
+    events = [
+        Event(id=4 + n, type="resource.updated", subscription_id=1, server_url=sub.server_url,
+              uri=sub.uri, revision_id=10 + n, revision=n, data={}, created_at=float(n))
+        for n in (1, 2)
+    ]  # fmt: skip
+    memory = RevisionMemory()
+    for event, rev in zip(events, revs, strict=True):
+        memory.add({**event_json(event), "content": revision_json(rev)})
+    held = memory.change(event_json(events[1]))
+    assert held is not None
+    daemon = change_json(Change(events[1], sub, revs[1], revs[0]))
+    assert held == daemon and list(held["revision"]) == list(daemon["revision"])
