@@ -101,7 +101,7 @@ def loads(text: str) -> Any:
     """``json.loads(text)`` through the C scanner ``json`` itself uses, without importing
     ``json`` (and the ``re``, ``enum`` and ``functools`` it brings). Anything the scanner
     cannot take (bad JSON; nesting past the recursion limit, where it raises ``SystemError``)
-    goes to :func:`service.safejson.loads`, the project's decoder for outside JSON, for the
+    goes to :func:`service.jsondecode.loads`, the project's decoder for outside JSON, for the
     verdict. Raises ``ValueError``."""
     try:
         from _json import make_scanner
@@ -118,9 +118,9 @@ def loads(text: str) -> Any:
 
 
 def _slow_loads(text: str) -> Any:
-    from service import safejson
+    from service import jsondecode
 
-    return safejson.loads(text)
+    return jsondecode.loads(text)
 
 
 def session_key(agent: str, session_id: object) -> str:

@@ -474,11 +474,11 @@ def cmd_call(args: argparse.Namespace) -> int:
     input_error = _input_error(args)
     if input_error is not None:
         return finish(input_error[0], None, input_error[1], True, input_error[1])
-    from service import safejson
+    from service import jsondecode
 
     try:
-        arguments = safejson.loads(args.args) if args.args is not None else {}
-    except safejson.InvalidJson:
+        arguments = jsondecode.loads(args.args) if args.args is not None else {}
+    except jsondecode.InvalidJson:
         arguments = None
     if not isinstance(arguments, dict):
         return finish(

@@ -243,11 +243,11 @@ def _call(args: list[str]) -> int:
         return fail("SERVER_URL_UNKNOWN", "no server URL: pass --url or set MCP_PROBE_URL")
     if not tool:
         return fail("TOOL_NAME_REQUIRED", "no tool name: pass --tool <name>")
-    from service import safejson
+    from service import jsondecode
 
     try:
-        arguments = safejson.loads(raw_args) if raw_args is not None else {}
-    except safejson.InvalidJson:
+        arguments = jsondecode.loads(raw_args) if raw_args is not None else {}
+    except jsondecode.InvalidJson:
         arguments = None
     if not isinstance(arguments, dict):
         return fail("INVALID_ARGS", f"--args must be a JSON object, got: {str(raw_args)[:120]}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from service import safejson
+from service import jsondecode
 
 TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ def extract_next_action(text: str | None) -> str | None:
         return None
     try:
         # Bounded depth: _search recurses, and the text comes from the server.
-        parsed = safejson.loads(text)
-    except safejson.InvalidJson:
+        parsed = jsondecode.loads(text)
+    except jsondecode.InvalidJson:
         parsed = None
     if parsed is not None:
         found = _search(parsed)

@@ -21,7 +21,7 @@ from typing import Any
 
 from service.app.changes import KEEPALIVE, Changes, Reset
 from service.app.views import event_json, revision_json
-from service.jsonout import dumps
+from service.jsonencode import json_bytes
 from service.store.records import Event, Revision
 
 RETRY_MS = 5000
@@ -31,12 +31,12 @@ left out: the client reads it from ``/v1/content`` or ``/v1/wait``)."""
 
 
 def encode_event(event_type: str, data: Any, event_id: int | None = None) -> bytes:
-    # JSON escapes newlines, so the payload is always one data line. jsonout.dumps is the
+    # JSON escapes newlines, so the payload is always one data line. json_bytes is the
     # hot path's one encoder (orjson, json as its fallback).
     head = f"event: {event_type}\ndata: "
     if event_id is not None:
         head = f"id: {event_id}\n{head}"
-    return head.encode() + dumps(data) + b"\n\n"
+    return head.encode() + json_bytes(data) + b"\n\n"
 
 
 def inline_content(rev: Revision | None) -> dict[str, Any] | None:
@@ -45,7 +45,7 @@ def inline_content(rev: Revision | None) -> dict[str, Any] | None:
     if rev is None:
         return None
     content = revision_json(rev)
-    size = len(dumps(content))
+    size = len(json_bytes(content))
     return content if size <= INLINE_CONTENT_MAX else None
 
 

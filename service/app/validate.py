@@ -13,7 +13,7 @@ import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
-from service import safejson
+from service import jsondecode
 from service.app.errors import ApiError, InvalidJson, InvalidParameter, InvalidUri, InvalidUrl
 from service.netguard import literal_address
 
@@ -21,14 +21,14 @@ MAX_URL_LENGTH = 2048
 MAX_URI_LENGTH = 2048
 MAX_ID = 2**63 - 1
 MAX_JSON_DEPTH = 64
-"""Request bodies are flat objects; anything deeper is refused (``service.safejson``)."""
+"""Request bodies are flat objects; anything deeper is refused (``service.jsondecode``)."""
 STATE_PATTERN = re.compile(r"^[a-z_]{1,32}$")
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
     try:
-        value = safejson.loads(raw, max_depth=MAX_JSON_DEPTH)
-    except safejson.InvalidJson as exc:
+        value = jsondecode.loads(raw, max_depth=MAX_JSON_DEPTH)
+    except jsondecode.InvalidJson as exc:
         if exc.too_deep:
             raise InvalidJson(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
         raise InvalidJson(f"the body is not valid JSON: {exc}") from None

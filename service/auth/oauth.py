@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from service import safejson
+from service import jsondecode
 from service.auth.errors import AuthServerUnreachable, AuthTimeout, OAuthError
 from service.auth.rules import (
     DEFAULT_DEVICE_EXPIRES_S,
@@ -92,8 +92,8 @@ async def _send(
 
 def _json_object(response: httpx.Response) -> dict[str, Any] | None:
     try:
-        body = safejson.loads(response.content)
-    except safejson.InvalidJson:
+        body = jsondecode.loads(response.content)
+    except jsondecode.InvalidJson:
         return None
     return body if isinstance(body, dict) else None
 

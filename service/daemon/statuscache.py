@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from service.daemon.linkstatus import LinkSnapshot, render
-from service.jsonout import dumps
+from service.jsonencode import json_bytes
 
 
 class StatusCache:
@@ -31,7 +31,7 @@ class StatusCache:
             seen.add(snapshot.server_id)
             hit = cache.get(snapshot.server_id)
             if hit is None or hit[0] != snapshot:
-                hit = (snapshot, bytes(memoryview(dumps(render(snapshot)))))
+                hit = (snapshot, bytes(memoryview(json_bytes(render(snapshot)))))
                 cache[snapshot.server_id] = hit
             parts.append(hit[1])
         if len(cache) > len(seen):

@@ -37,7 +37,7 @@ from service.face import protocol as p
 from service.face.handlers import Face
 from service.face.session import Session, known
 from service.http.limits import RequestLimits
-from service.jsonout import dumps
+from service.jsonencode import json_bytes
 from service.mcp.wire import decode_header_value
 
 T = TypeVar("T")
@@ -53,7 +53,7 @@ SSE_HEADERS: Final = {
 
 
 def _frame(message: dict[str, Any]) -> bytes:
-    return b"event: message\ndata: " + dumps(message) + b"\n\n"
+    return b"event: message\ndata: " + json_bytes(message) + b"\n\n"
 
 
 @dataclass
@@ -420,4 +420,4 @@ def _json_answer(answer: dict[str, Any] | None, modern: bool) -> Response:
     status = 200
     if modern and "error" in answer:
         status = p.HTTP_STATUS.get(answer["error"]["code"], 200)
-    return Response(dumps(answer), status_code=status, media_type="application/json")
+    return Response(json_bytes(answer), status_code=status, media_type="application/json")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from service._version import __version__
+from service.jsondecode import InvalidJson, loads
 from service.mcp import wire
-from service.safejson import InvalidJson, loads
 
 # The names and codes are the ones the upstream client uses (service/mcp/wire.py): one list
 # of MCP constants in the code base; the face's behaviour is checked against the official SDK

@@ -18,7 +18,7 @@ from typing import IO, Any, Final
 from service.face import protocol as p
 from service.face.handlers import Face
 from service.face.session import Session
-from service.jsonout import dumps
+from service.jsonencode import json_bytes
 
 MAX_MESSAGE_BYTES: Final = 1024 * 1024
 MAX_IN_FLIGHT: Final = 32
@@ -35,13 +35,13 @@ class StdioServer:
 
     def _try_send(self, message: dict[str, Any]) -> bool:
         try:
-            self.queue.put_nowait(dumps(message) + b"\n")
+            self.queue.put_nowait(json_bytes(message) + b"\n")
         except asyncio.QueueFull:
             return False
         return True
 
     async def _send(self, message: dict[str, Any]) -> None:
-        await self.queue.put(dumps(message) + b"\n")
+        await self.queue.put(json_bytes(message) + b"\n")
 
     async def _writer(self, out: IO[bytes]) -> None:
         loop = asyncio.get_running_loop()

@@ -16,7 +16,7 @@ import socket
 import ssl
 from typing import Any
 
-from service import safejson
+from service import jsondecode
 from service.mcp import wire
 from service.mcp.errors import (
     EndpointNotFound,
@@ -64,8 +64,8 @@ def parse_json_message(text: str) -> dict[str, Any]:
     ``RecursionError`` escaping here once killed the daemon's stream reader silently).
     """
     try:
-        message = safejson.loads(text)
-    except safejson.InvalidJson as exc:
+        message = jsondecode.loads(text)
+    except jsondecode.InvalidJson as exc:
         what = "over-nested" if exc.too_deep else "invalid"
         raise ProtocolViolation(f"server sent {what} JSON: {text[:120]!r}") from exc
     if not isinstance(message, dict):
@@ -124,8 +124,8 @@ def parse_response(
     else:
         text = body.decode("utf-8", errors="replace")
         try:
-            decoded = safejson.loads(text) if text.strip() else None
-        except safejson.InvalidJson as exc:
+            decoded = jsondecode.loads(text) if text.strip() else None
+        except jsondecode.InvalidJson as exc:
             if exc.too_deep:
                 raise ProtocolViolation(f"{method}: server sent over-nested JSON") from exc
             decoded = None

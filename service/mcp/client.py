@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from service._version import __version__
-from service.jsonout import dumps
+from service.jsonencode import json_bytes
 from service.mcp import wire
 from service.mcp.classify import discover_failure, parse_json_message, parse_response
 from service.mcp.coding import ContentDecoder
@@ -173,7 +173,7 @@ class McpClient:
 
     async def _request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         request_id, message, headers = self._message(method, params)
-        content = dumps(message)
+        content = json_bytes(message)
         try:
             answer = await self.transport.post(
                 content, headers, idempotent=method in IDEMPOTENT_METHODS
@@ -344,7 +344,7 @@ class ListenStream:
             )
             self.listen_id = request_id
             self.machine = ListenMachine(request_id)
-            content = dumps(message)
+            content = json_bytes(message)
             stream = self._response = await client.transport.open_stream(content, headers)
             if not _is_event_stream(stream.headers):
                 # A refusal (or an HTTP error): a complete body, not a stream.

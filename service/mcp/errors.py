@@ -173,7 +173,7 @@ def redact_error(exc: BaseException, secrets: tuple[str, ...]) -> None:
 
 
 def _redacted_value(value: Any, secrets: tuple[str, ...], depth: int) -> Any:
-    """A JSON value with its strings redacted (it came through ``safejson``'s depth bound;
+    """A JSON value with its strings redacted (it came through ``jsondecode``'s depth bound;
     past 64 levels it is dropped rather than walked)."""
     if depth > 64:
         return None

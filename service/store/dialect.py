@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, text
 
-from service import jsonout
+from service.jsonencode import json_text
 from service.store import driver
 from service.store.database import Database
 from service.store.driver import Sql, sql
@@ -70,12 +70,6 @@ TOUCH = sql(
 """An unchanged (or fenced-out) read: only its read time, under the same fence."""
 
 
-def dumps(value: Any) -> str:
-    """The JSON text the store writes (event data, a revision's contents): orjson's compact
-    UTF-8, through the one encoder of :mod:`service.jsonout`."""
-    return jsonout.dumps(value).decode()
-
-
 _RENEW = "UPDATE servers SET lease_until = {now} + :ttl WHERE lease_owner = :me"
 
 
@@ -96,7 +90,7 @@ class Dialect:
 
     def id_list(self, ids: Sequence[int]) -> Any:
         """``ids`` as :attr:`in_ids` binds them: a JSON array on SQLite."""
-        return dumps(list(ids))
+        return json_text(list(ids))
 
     def rows(self, conn: Connection, statement: Sql, params: Mapping[str, Any]) -> list[Any]:
         """Run one of the hot statements on the driver under ``conn``, in its transaction;
@@ -138,7 +132,7 @@ class Dialect:
                 "uri": uri,
                 "revision_id": revision_id,
                 "revision": revision,
-                "data": dumps(data or {}),
+                "data": json_text(data or {}),
                 "created_at": created_at,
             },
         )
@@ -290,7 +284,7 @@ class PostgreSQL(Dialect):
         written = self.rows(
             conn,
             RECORD_READ_PG,
-            {**params, "contents": contents_json, "text": text_value, "data": dumps(data)},
+            {**params, "contents": contents_json, "text": text_value, "data": json_text(data)},
         )
         if not written:
             return None

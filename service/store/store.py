@@ -36,10 +36,11 @@ from sqlalchemy import (
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from service.jsonencode import json_text
 from service.safetext import redact_urls
 from service.store import catalog, groupcommit, health, linkstate, pgpool, schema
 from service.store.database import Database, database_errors, parse
-from service.store.dialect import LINKS_CHANNEL, dialect_for, dumps
+from service.store.dialect import LINKS_CHANNEL, dialect_for
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
 from service.store.remembered import Answer, Remembered
@@ -477,7 +478,7 @@ class Store:
             server_id,
             generation,
             contents,
-            dumps(contents),
+            json_text(contents),
             text,
             content_hash(contents),
             time.time() if read_at is None else read_at,

@@ -22,8 +22,8 @@ from typing import Any
 
 import structlog
 
-from service import jsonout
 from service.backoff import Backoff
+from service.jsonencode import json_bytes, json_text
 from service.safetext import redact_urls
 from service.store import Store
 from service.store.database import describe
@@ -337,7 +337,7 @@ class TriggerRunner:
             content_hash=revision.content_hash if revision else None,
             generation=revision.generation if revision else None,
             read_at=revision.read_at if revision else None,
-            contents_json=jsonout.dumps(revision.contents).decode() if revision else None,
+            contents_json=json_text(revision.contents) if revision else None,
             max_body_bytes=self.settings.max_input_bytes,
         )
         filled = Change(
@@ -356,7 +356,7 @@ class TriggerRunner:
         uri = next((p for p in trigger.uri_patterns if not set(p) & set("*?[")), "")
         uri = uri or "mcpsub-test://synthetic"
         change = Change(run_id=0, uri=uri, revision=0, event_id=None, server=None, attempt=1)
-        body = jsonout.dumps(
+        body = json_bytes(
             {
                 "type": "resource.updated",
                 "test": True,

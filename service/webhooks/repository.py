@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
 
-from service import jsonout
+from service.jsonencode import json_bytes, json_text
 from service.safetext import redact_urls, split_secret
 from service.store import Store, schema
 from service.store.dialect import POSTGRESQL, Dialect, each_dialect
@@ -190,13 +190,13 @@ def delivery_body(
         "generation": generation,
         "readAt": iso(read_at) if read_at is not None else None,
     }
-    head = jsonout.dumps(payload)  # orjson: a pass builds up to 400 of these
+    head = json_bytes(payload)  # orjson: a pass builds up to 400 of these
     contents = contents_json if contents_json and contents_json.lstrip().startswith("[") else "[]"
     body = head[:-1] + b',"contents":' + contents.encode() + b"}"
     if len(body) > max_body_bytes:
         payload["truncated"] = True
         payload["contentPath"] = f"/v1/content?uri={quote(delivery.uri, safe='')}"
-        body = jsonout.dumps(payload)
+        body = json_bytes(payload)
     return body
 
 
@@ -366,7 +366,7 @@ def _attempt_row(result: AttemptResult) -> dict[str, Any]:
         "attempt": result.delivery.attempts + 1,
         "started_at": log.started_at,
         "duration_ms": log.duration_ms,
-        "request_headers": jsonout.dumps(log.request_headers).decode(),
+        "request_headers": json_text(log.request_headers),
         "ok": 1 if result.ok else 0,
         "status": result.status,
         "response_body": log.response_body,

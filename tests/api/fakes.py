@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service.jsonout import dumps
+from service.jsonencode import json_bytes
 from service.store.eventhub import EventHub
 from service.store.migrate import upgrade
 from service.store.records import Revision, Subscription
@@ -64,7 +64,7 @@ class FakeSupervisor:
         return list(self._links.values())
 
     def link_status_json(self) -> bytes:
-        return dumps(self.link_status())
+        return json_bytes(self.link_status())
 
     def recheck(self, url: str | None = None) -> list[str]:
         return [str(link["url"]) for link in self._links.values() if url in (None, link["url"])]

@@ -130,7 +130,7 @@ def test_rewrite_moves_imports_and_module_strings_only() -> None:
     source = (
         "import service.daemon.without_dev_extras\n"
         "import os, cli.entry\n"
-        "from service import safejson\n"
+        "from service import jsondecode\n"
         "from .x import service\n"
         "if True: from labserver.settings import settings_from_env\n"
         "x = ('cli.event_cmds', \"service.console\", 'service', 'cli.md', 'service.nope')\n"
@@ -139,7 +139,7 @@ def test_rewrite_moves_imports_and_module_strings_only() -> None:
     assert hatch_build.rewrite(source, REPO_ROOT) == (
         "import mcpsub.service.daemon.without_dev_extras\n"
         "import os, mcpsub.cli.entry\n"
-        "from mcpsub.service import safejson\n"
+        "from mcpsub.service import jsondecode\n"
         "from .x import service\n"
         "if True: from mcpsub.labserver.settings import settings_from_env\n"
         "x = ('mcpsub.cli.event_cmds', \"mcpsub.service.console\", 'service', 'cli.md', "

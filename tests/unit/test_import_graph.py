@@ -29,7 +29,7 @@ the MCP client; the token store and the database (neither knows the other); what
 them (the one classifier, the wait algorithm, a tool call, the webhooks); ``--follow`` and the
 triggers; the application layer; the HTTP concerns the front ends share; the three front ends
 (the REST API, the MCP face, the console); the daemon that composes them. Every module not
-named here is a leaf (rank 0: ``safetext``, ``safejson``, ``backoff``, ``errorcodes``, ...) and
+named here is a leaf (rank 0: ``safetext``, ``jsondecode``, ``backoff``, ``errorcodes``, ...) and
 imports only leaves. A module may import its own package and any lower rank; never a higher
 one, never another package of its own rank (the API never imports the face or the console,
 the store never the token store). A new package is one entry here."""

@@ -12,7 +12,7 @@ from service._version import __version__
 from service.api.metrics import uptime
 from service.api.state import api_state
 from service.app import validate
-from service.jsonout import dumps
+from service.jsonencode import json_bytes
 from service.webhooks.outbox import FINAL_STATES, OPEN_STATES
 
 router = APIRouter(tags=["system"])
@@ -50,11 +50,11 @@ async def status(request: Request) -> Response:
     # JSON until the link changes, and the parts are joined here in the documented order.
     body = b"".join(
         (
-            dumps(head)[:-1],
+            json_bytes(head)[:-1],
             b',"links":',
             supervisor.link_status_json(),
             b",",
-            dumps(tail)[1:],
+            json_bytes(tail)[1:],
         )
     )
     return Response(body, media_type="application/json")

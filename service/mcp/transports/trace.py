@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from service import safejson
+from service import jsondecode
 from service.mcp.coding import ContentDecoder
 from service.mcp.sse import Comment, Event, SSEDecoder
 from service.mcp.transports.base import Answer, StreamAnswer, Transport
@@ -169,8 +169,8 @@ def _body(content: bytes) -> dict[str, Any]:
     """A body as the transcript shows it: the JSON message, else its text (cut)."""
     text = content.decode("utf-8", errors="replace")
     try:
-        return {"message": safejson.loads(text)}
-    except safejson.InvalidJson:
+        return {"message": jsondecode.loads(text)}
+    except jsondecode.InvalidJson:
         return {"raw": text[:MAX_RAW_CHARS], "bytes": len(content)}
 
 

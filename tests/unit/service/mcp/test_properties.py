@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from service import safejson
+from service import jsondecode
 from service.mcp import wire
 from service.mcp.coding import BodyTooLarge, LimitedBody
 from service.mcp.errors import ProtocolViolation
@@ -183,29 +183,29 @@ json_values = st.recursive(
 
 @FAST
 @given(json_values)
-def test_safejson_round_trips_what_json_dumps(value: Any) -> None:
-    assert safejson.loads(json.dumps(value)) == value
+def test_jsondecode_round_trips_what_json_dumps(value: Any) -> None:
+    assert jsondecode.loads(json.dumps(value)) == value
 
 
 @FAST
 @given(st.integers(min_value=1, max_value=400), st.sampled_from(["[", '{"k":']))
-def test_safejson_depth_bound_is_exact_for_any_depth(depth: int, opener: str) -> None:
+def test_jsondecode_depth_bound_is_exact_for_any_depth(depth: int, opener: str) -> None:
     closer = "]" if opener == "[" else "}"
     inner = "[]" if opener == "[" else "1"
     extra = 1 if opener == "[" else 0  # the innermost [] is itself a level
     text = opener * depth + inner + closer * depth
-    if depth + extra <= safejson.MAX_DEPTH:
-        safejson.loads(text)
+    if depth + extra <= jsondecode.MAX_DEPTH:
+        jsondecode.loads(text)
     else:
-        with pytest.raises(safejson.InvalidJson):
-            safejson.loads(text)
+        with pytest.raises(jsondecode.InvalidJson):
+            jsondecode.loads(text)
 
 
 @FAST
 @given(st.text(max_size=200))
-def test_safejson_raises_only_invalid_json(text: str) -> None:
-    with contextlib.suppress(safejson.InvalidJson):
-        safejson.loads(text)
+def test_jsondecode_raises_only_invalid_json(text: str) -> None:
+    with contextlib.suppress(jsondecode.InvalidJson):
+        jsondecode.loads(text)
 
 
 # ---- content coding ---------------------------------------------------------------------

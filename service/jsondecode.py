@@ -1,4 +1,5 @@
-"""Decode JSON from someone we do not trust, with every failure as one ``ValueError``.
+"""Decode JSON from someone we do not trust, with every failure as one ``ValueError`` (what we
+send is encoded by :mod:`service.jsonencode`).
 
 Why this exists: :func:`json.loads` raises ``RecursionError`` (not ``ValueError``) on deeply
 nested input, so ``except ValueError`` around it lets a 200,000-deep ``[[[[...`` frame from

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service import safejson
+from service import jsondecode
 from service.actions import extract_next_action
 from service.mcp.classify import parse_json_message, parse_response
 from service.mcp.errors import ProtocolViolation
@@ -14,29 +14,29 @@ def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
-@pytest.mark.parametrize("depth", [safejson.MAX_DEPTH + 1, 1000, 200_000])
+@pytest.mark.parametrize("depth", [jsondecode.MAX_DEPTH + 1, 1000, 200_000])
 def test_too_deep_is_invalid_json_not_recursion_error(depth: int) -> None:
-    with pytest.raises(safejson.InvalidJson) as caught:
-        safejson.loads(nested(depth))
+    with pytest.raises(jsondecode.InvalidJson) as caught:
+        jsondecode.loads(nested(depth))
     assert caught.value.too_deep
 
 
 def test_depth_bound_is_exact() -> None:
-    assert safejson.loads(nested(safejson.MAX_DEPTH)) is not None
-    assert safejson.loads('{"a": ' * 3 + "1" + "}" * 3, max_depth=3) == {"a": {"a": {"a": 1}}}
-    with pytest.raises(safejson.InvalidJson):
-        safejson.loads('{"a": ' * 4 + "1" + "}" * 4, max_depth=3)
+    assert jsondecode.loads(nested(jsondecode.MAX_DEPTH)) is not None
+    assert jsondecode.loads('{"a": ' * 3 + "1" + "}" * 3, max_depth=3) == {"a": {"a": {"a": 1}}}
+    with pytest.raises(jsondecode.InvalidJson):
+        jsondecode.loads('{"a": ' * 4 + "1" + "}" * 4, max_depth=3)
 
 
 @pytest.mark.parametrize("text", ["", "{", "nan-ish", b"\xff\xfe", "[1,]", "1" * 5000])
 def test_other_failures_are_invalid_json(text: str | bytes) -> None:
-    with pytest.raises(safejson.InvalidJson) as caught:
-        safejson.loads(text)
+    with pytest.raises(jsondecode.InvalidJson) as caught:
+        jsondecode.loads(text)
     assert not caught.value.too_deep
 
 
 def test_wide_is_not_deep() -> None:
-    assert len(safejson.loads("[" + ",".join(["[[]]"] * 10_000) + "]")) == 10_000
+    assert len(jsondecode.loads("[" + ",".join(["[[]]"] * 10_000) + "]")) == 10_000
 
 
 def test_listen_frame_and_reply_turn_depth_into_protocol_violation() -> None:
