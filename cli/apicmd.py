@@ -33,10 +33,10 @@ __all__ = [
     "DaemonUnavailable",
     "api_flags",
     "client",
-    "dumps",
     "emit",
     "exit_code",
     "fail",
+    "json_text",
     "machine_lines_wanted",
     "run",
     "stdout_is_terminal",
@@ -45,8 +45,8 @@ __all__ = [
 ]
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON, non-ASCII kept (``cli.output.dumps`` without importing the engine)."""
+def json_text(value: Any) -> str:
+    """Compact JSON, non-ASCII kept (``cli.output.json_text`` without importing the engine)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -120,7 +120,7 @@ def fail(args: argparse.Namespace, code: str, message: str, hint: str | None) ->
     if hint:
         sys.stderr.write(f"hint: {hint}\n")
     if args.json:
-        emit(dumps({"errorCode": code, "message": message, "recommendedNextAction": hint}))
+        emit(json_text({"errorCode": code, "message": message, "recommendedNextAction": hint}))
     elif machine_lines_wanted(False, getattr(args, "lines", False)):
         emit(f"error-code {code}\nrecommended-next-action {hint or 'null'}")
     return exit_code(code)

@@ -323,7 +323,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
                     closeReason=learnt.close_reason,
                     initialText=learnt.initial_text,
                 )
-            _emit(output.dumps(output.failure_json(f.code, f.hint, args.url, uris[0], extra)))
+            _emit(output.json_text(output.failure_json(f.code, f.hint, args.url, uris[0], extra)))
         elif machine_lines_wanted(False, args.lines):
             _emit(output.failure_lines(f.code, f.hint, args.url, uris[0]))
         return ctl_exit_code(f.code)
@@ -332,7 +332,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
         sys.stderr.write(f"probe: {result.error_message}\n")
     extra["notificationUri"] = result.notification_uri
     _emit(
-        output.dumps(output.probe_json(result, extra)) if args.json else output.probe_lines(result)
+        output.json_text(output.probe_json(result, extra))
+        if args.json
+        else output.probe_lines(result)
     )
     return ctl_exit_code(result.error_code)
 
@@ -365,7 +367,7 @@ def _usage_failure(code: str, hint: str, args: argparse.Namespace, uris: list[st
     sys.stderr.write(f"mcpsubctl: {hint}\n")
     uri = uris[0] if uris else None
     if args.json:
-        _emit(output.dumps(output.failure_json(code, hint, args.url, uri)))
+        _emit(output.json_text(output.failure_json(code, hint, args.url, uri)))
     elif machine_lines_wanted(False, args.lines):
         _emit(output.failure_lines(code, hint, args.url, uri))
     return ctl_exit_code(code)
@@ -461,7 +463,9 @@ def cmd_call(args: argparse.Namespace) -> int:
             sys.stderr.write(f"hint: {hint}\n")
         if args.json:
             _emit(
-                output.dumps(output.call_json(args.url, args.tool, is_error, code, content, hint))
+                output.json_text(
+                    output.call_json(args.url, args.tool, is_error, code, content, hint)
+                )
             )
         else:
             _emit(output.call_lines(args.url, args.tool, is_error, code, content, hint))

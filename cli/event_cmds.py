@@ -17,8 +17,8 @@ from cli.apicmd import (
     DaemonError,
     DaemonUnavailable,
     api_flags,
-    dumps,
     emit,
+    json_text,
     run,
     stdout_is_terminal,
 )
@@ -98,7 +98,7 @@ def cmd_events(args: argparse.Namespace) -> int:
             return _follow(client, args)
         page = client.events(args.since or 0, args.limit, args.uri, args.type)
         if args.json:
-            emit(dumps(page))
+            emit(json_text(page))
         elif not page["events"]:
             emit("no events" + (f" after {args.since}" if args.since else ""))
         elif stdout_is_terminal():
@@ -129,7 +129,7 @@ def _follow(client: DaemonClient, args: argparse.Namespace) -> int:
                         data = {"type": "reset", **data}
                         sys.stderr.write("events: history was pruned past the cursor (reset)\n")
                     if args.json:
-                        emit(dumps(data))
+                        emit(json_text(data))
                     else:
                         now = time.time() if human else None
                         emit(event_line(data, now) if event_type != "reset" else f"reset {data}")
@@ -150,11 +150,11 @@ def cmd_read(args: argparse.Namespace) -> int:
     def body(client: DaemonClient) -> int:
         content = client.content(args.uri, args.url, args.server)
         if args.json:
-            emit(dumps(content))
+            emit(json_text(content))
             return 0
         text = content.get("text")
         if text is None:
-            emit(dumps(content.get("contents")))
+            emit(json_text(content.get("contents")))
         elif args.raw or not stdout_is_terminal():
             emit(text)  # the bytes as stored: for pipes, files and diff tools
         else:  # a person's terminal: the server's text must not drive it (as `show` does)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def dumps(value: Any) -> str:
+def json_text(value: Any) -> str:
     """``JSON.stringify`` without indentation: compact, non-ASCII kept."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -47,8 +47,8 @@ def probe_json(result: ProbeResult, extra: dict[str, Any] | None = None) -> dict
 
 def probe_lines(result: ProbeResult) -> str:
     lines = [
-        f"capabilities {dumps(result.capabilities)}",
-        f"resource-found {dumps(result.resource_found)}",
+        f"capabilities {json_text(result.capabilities)}",
+        f"resource-found {json_text(result.resource_found)}",
         f"resource-uri {result.resource_uri}",
         f"server-url {redact_urls(result.server_url)}",
     ]
@@ -56,9 +56,9 @@ def probe_lines(result: ProbeResult) -> str:
         lines += ["initial", result.initial_text]
     lines += [
         f"route {result.route}",
-        f"listen-acknowledged {dumps(result.listen_acknowledged)}",
-        f"honored-uris {dumps(result.honored_uris)}",
-        f"notification-received {dumps(result.notification_received)}",
+        f"listen-acknowledged {json_text(result.listen_acknowledged)}",
+        f"honored-uris {json_text(result.honored_uris)}",
+        f"notification-received {json_text(result.notification_received)}",
         f"notification-count {result.notification_count}",
         f"close-reason {result.close_reason or 'null'}",
     ]
@@ -145,10 +145,10 @@ def call_lines(
         [
             f"server-url {redact_urls(url or 'unknown')}",
             f"tool {tool or 'unknown'}",
-            f"is-error {dumps(is_error)}",
+            f"is-error {json_text(is_error)}",
             f"error-code {code or 'null'}",
             f"recommended-next-action {hint or 'null'}",
             "content",
-            dumps(content) if content is not None else "null",
+            json_text(content) if content is not None else "null",
         ]
     )

@@ -126,7 +126,7 @@ def write_file(root: Path, relative: str, text: str) -> None:
 
 
 def cmd_plugin(args: argparse.Namespace) -> int:
-    from cli.apicmd import dumps, emit, fail
+    from cli.apicmd import emit, fail, json_text
     from service import __version__
 
     patterns: list[str] = args.uri or []
@@ -153,7 +153,7 @@ def cmd_plugin(args: argparse.Namespace) -> int:
         return fail(args, "USAGE_ERROR", f"cannot write the plugin: {exc}", "pass --dir DIR")
     plugin_dir = root / PLUGIN
     if args.json:
-        emit(dumps({"agent": "claude-code", "directory": str(root), "plugin": str(plugin_dir),
+        emit(json_text({"agent": "claude-code", "directory": str(root), "plugin": str(plugin_dir),
                     "files": sorted(files), "way": "rewake" if args.rewake else "monitor"}))  # fmt: skip
         return 0
     for relative in sorted(files):

@@ -135,7 +135,7 @@ def _subscribe(args: list[str]) -> int:
         if hint:
             sys.stderr.write(f"hint: {hint}\n")
         if as_json:
-            _emit(output.dumps(output.failure_json(code, hint, url, uri or DEFAULT_URI)))
+            _emit(output.json_text(output.failure_json(code, hint, url, uri or DEFAULT_URI)))
         else:
             _emit(output.failure_lines(code, hint, url, uri or DEFAULT_URI))
         return 1
@@ -156,7 +156,7 @@ def _subscribe(args: list[str]) -> int:
     if not url:
         if as_json:
             _emit(
-                output.dumps(
+                output.json_text(
                     output.failure_json("SERVER_URL_UNKNOWN", None, None, uri or DEFAULT_URI)
                 )
             )
@@ -198,7 +198,7 @@ def _subscribe(args: list[str]) -> int:
     assert result is not None
     if result.error_message:
         sys.stderr.write(f"subscribe-probe: {result.error_message}\n")
-    _emit(output.dumps(output.probe_json(result)) if as_json else output.probe_lines(result))
+    _emit(output.json_text(output.probe_json(result)) if as_json else output.probe_lines(result))
     return 0 if result.error_code is None else 1
 
 
@@ -213,7 +213,7 @@ def _call(args: list[str]) -> int:
 
     def finish(code: str | None, content: object, hint: str | None, is_error: bool) -> int:
         if as_json:
-            _emit(output.dumps(output.call_json(url, tool, is_error, code, content, hint)))
+            _emit(output.json_text(output.call_json(url, tool, is_error, code, content, hint)))
         else:
             _emit(output.call_lines(url, tool, is_error, code, content, hint))
         return dropin_call_exit_code(code)

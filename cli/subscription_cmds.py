@@ -18,10 +18,10 @@ from cli.apicmd import (
     DaemonError,
     DaemonUnavailable,
     api_flags,
-    dumps,
     emit,
     exit_code,
     fail,
+    json_text,
     machine_lines_wanted,
     run,
     table,
@@ -95,7 +95,7 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
             body_json: dict[str, Any] = {"subscriptions": results}
             if failure is not None:
                 body_json.update(errorCode=failure[0], recommendedNextAction=failure[2])
-            emit(dumps(body_json))
+            emit(json_text(body_json))
         else:
             rows = [
                 ["new" if s["created"] else "existing", *r]
@@ -160,7 +160,7 @@ def cmd_unsubscribe(args: argparse.Namespace) -> int:
                 )
         removed = [client.unsubscribe(i) for i in ids]
         if args.json:
-            emit(dumps({"removed": removed}))
+            emit(json_text({"removed": removed}))
         else:  # the rows as they were, but no longer "active": they are gone
             emit(table(SUB_HEADERS, sub_rows(removed, state="removed")))
         return 0
@@ -172,7 +172,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     def body(client: DaemonClient) -> int:
         subs = client.subscriptions()
         if args.json:
-            emit(dumps({"subscriptions": subs}))
+            emit(json_text({"subscriptions": subs}))
         else:
             emit(table(SUB_HEADERS, sub_rows(subs)) if subs else "no subscriptions")
         return 0
@@ -190,7 +190,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     def body(client: DaemonClient) -> int:
         sub = client.subscription(args.id)
         if args.json:
-            emit(dumps(sub))
+            emit(json_text(sub))
             return 0
         link = sub.get("link") or {}
         current = sub.get("current") or {}
@@ -225,7 +225,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     def body(client: DaemonClient) -> int:
         st = _wait_ready(client, args) if args.wait_ready else client.status()
         if args.json:
-            emit(dumps(st))
+            emit(json_text(st))
             return 0
         emit(status_text(st))
         return 0
@@ -321,7 +321,7 @@ def cmd_resubscribe(args: argparse.Namespace) -> int:
     def body(client: DaemonClient) -> int:
         urls = client.resubscribe(args.url)
         if args.json:
-            emit(dumps({"rechecked": urls}))
+            emit(json_text({"rechecked": urls}))
         else:
             emit("\n".join(f"rechecking {u}" for u in urls) if urls else "no links to recheck")
         return 0

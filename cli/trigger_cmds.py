@@ -14,7 +14,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cli.apicmd import api_flags, dumps, emit, exit_code, fail, run, table, when
+from cli.apicmd import api_flags, emit, exit_code, fail, json_text, run, table, when
 from service.safetext import shown, terminal_safe
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def trigger_lines(t: dict[str, Any]) -> str:
         f"concurrency:  {t['concurrency']}",
         f"timeout:      {t['timeoutS']:g} s",
         f"program:      {shown(t['program'])}",
-        f"args:         {shown(dumps(t.get('args', [])))}",
+        f"args:         {shown(json_text(t.get('args', [])))}",
         f"env:          {shown(' '.join(t.get('env', [])) or '-')} (and PATH, HOME, LANG, MCPSUB_*)",
         f"cwd:          {shown(t.get('cwd') or '-')}",
         f"created:      {when(t.get('createdAt'))}",
@@ -180,21 +180,23 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         if action == "list":
             triggers = client.get("/v1/triggers")["triggers"]
             if args.json:
-                emit(dumps({"triggers": triggers}))
+                emit(json_text({"triggers": triggers}))
             else:
                 emit(table(TRIGGER_HEADERS, trigger_rows(triggers)) if triggers else "no triggers")
             return 0
         if action == "show":
             found = client.get(f"/v1/triggers/{args.id}")
-            emit(dumps(found) if args.json else trigger_lines(found))
+            emit(json_text(found) if args.json else trigger_lines(found))
             return 0
         if action == "remove":
             removed = client.request("DELETE", f"/v1/triggers/{args.id}")[1]
-            emit(dumps(removed) if args.json else f"removed trigger {removed['id']}")
+            emit(json_text(removed) if args.json else f"removed trigger {removed['id']}")
             return 0
         if action in ("pause", "resume"):
             changed = client.request("POST", f"/v1/triggers/{args.id}/{action}", body={})[1]
-            emit(dumps(changed) if args.json else table(TRIGGER_HEADERS, trigger_rows([changed])))
+            emit(
+                json_text(changed) if args.json else table(TRIGGER_HEADERS, trigger_rows([changed]))
+            )
             return 0
         if action == "test":
             return _test(client, args)
@@ -208,17 +210,17 @@ def cmd_trigger(args: argparse.Namespace) -> int:
             )
             runs = list(reversed(page["runs"]))  # the newest `limit`, oldest first
             if args.json:
-                emit(dumps({"runs": runs}))
+                emit(json_text({"runs": runs}))
             else:
                 emit(table(RUN_HEADERS, run_rows(runs)) if runs else "no runs")
             return 0
         if action == "run":
             found = client.get(f"/v1/triggers/runs/{args.id}")
-            emit(dumps(found) if args.json else run_lines(found))
+            emit(json_text(found) if args.json else run_lines(found))
             return 0
         if action == "retry":
             again = client.request("POST", f"/v1/triggers/runs/{args.id}/retry", body={})[1]
-            emit(dumps(again) if args.json else table(RUN_HEADERS, run_rows([again])))
+            emit(json_text(again) if args.json else table(RUN_HEADERS, run_rows([again])))
             return 0
         raise AssertionError(action)
 
@@ -257,7 +259,7 @@ def _add(client: DaemonClient, args: argparse.Namespace) -> int:
         if value is not None:
             body[key] = value
     created = client.request("POST", "/v1/triggers", body=body)[1]
-    emit(dumps(created) if args.json else table(TRIGGER_HEADERS, trigger_rows([created])))
+    emit(json_text(created) if args.json else table(TRIGGER_HEADERS, trigger_rows([created])))
     return 0
 
 
@@ -266,7 +268,7 @@ def _test(client: DaemonClient, args: argparse.Namespace) -> int:
     wait_s = float(trigger["timeoutS"]) + TEST_SLACK_S
     result = client.request("POST", f"/v1/triggers/{args.id}/test", body={}, timeout_s=wait_s)[1]
     if args.json:
-        emit(dumps(result))
+        emit(json_text(result))
     else:
         emit("\n".join(attempt_lines({**result, "attempt": 1})))
     if result["ok"]:

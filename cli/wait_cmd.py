@@ -71,7 +71,7 @@ def _print_wait(args: argparse.Namespace, result: Any, event_id: Any, revision: 
         "revision": revision,
     }
     if args.json:
-        _emit(output.dumps(output.probe_json(result, extra)))
+        _emit(output.json_text(output.probe_json(result, extra)))
         return
     lines = output.probe_lines(result).split("\n")
     if result.capabilities is None and lines[0] == "capabilities null":
@@ -97,7 +97,7 @@ def _wait_failure(args: argparse.Namespace, code: str, message: str, hint: str |
             "eventId": None,
             "revision": None,
         }
-        _emit(output.dumps(output.failure_json(code, hint, args.url, args.uri, extra)))
+        _emit(output.json_text(output.failure_json(code, hint, args.url, args.uri, extra)))
     elif machine_lines_wanted(False, getattr(args, "lines", False)):
         _emit(output.failure_lines(code, hint, args.url, args.uri))
     return exit_code(code)

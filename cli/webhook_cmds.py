@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cli.apicmd import api_flags, dumps, emit, exit_code, fail, run, table, when
+from cli.apicmd import api_flags, emit, exit_code, fail, json_text, run, table, when
 from service.safetext import shown
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def cmd_webhook(args: argparse.Namespace) -> int:
                 allow_private_target=args.allow_private_target,
             )
             if args.json:
-                emit(dumps(created))
+                emit(json_text(created))
             else:
                 emit(table(TARGET_HEADERS, target_rows([created])))
                 emit(f"secret {created['secret']}")
@@ -141,28 +141,28 @@ def cmd_webhook(args: argparse.Namespace) -> int:
         if action == "list":
             targets = client.webhooks()
             if args.json:
-                emit(dumps({"webhooks": targets}))
+                emit(json_text({"webhooks": targets}))
             else:
                 emit(table(TARGET_HEADERS, target_rows(targets)) if targets else "no webhooks")
             return 0
         if action == "show":
             target = client.webhook(args.id)
-            emit(dumps(target) if args.json else target_lines(target))
+            emit(json_text(target) if args.json else target_lines(target))
             return 0
         if action == "remove":
             removed = client.remove_webhook(args.id)
-            emit(dumps(removed) if args.json else table(TARGET_HEADERS, target_rows([removed])))
+            emit(json_text(removed) if args.json else table(TARGET_HEADERS, target_rows([removed])))
             return 0
         if action in ("enable", "disable"):
             target = client.webhook_action(args.id, action)
-            emit(dumps(target) if args.json else table(TARGET_HEADERS, target_rows([target])))
+            emit(json_text(target) if args.json else table(TARGET_HEADERS, target_rows([target])))
             return 0
         if action == "test":
             return _test(client, args)
         if action == "rotate-secret":
             rotated = client.webhook_action(args.id, "rotate-secret")
             if args.json:
-                emit(dumps(rotated))
+                emit(json_text(rotated))
             else:
                 emit(f"id {rotated['id']}\nsecret {rotated['secret']}")
                 emit(
@@ -178,7 +178,7 @@ def cmd_webhook(args: argparse.Namespace) -> int:
 def _test(client: DaemonClient, args: argparse.Namespace) -> int:
     result = client.webhook_action(args.id, "test")
     if args.json:
-        emit(dumps(result))
+        emit(json_text(result))
     elif result["ok"]:
         emit(f"ok {result['status']} in {result['elapsedMs']:g} ms")
     if result["ok"]:
@@ -207,23 +207,27 @@ def cmd_deliveries(args: argparse.Namespace) -> int:
                 target=args.target, state=args.state, after=args.after, limit=args.limit
             )
             if args.json:
-                emit(dumps(page))
+                emit(json_text(page))
             else:
                 found = page["deliveries"]
                 emit(table(DELIVERY_HEADERS, delivery_rows(found)) if found else "no deliveries")
             return 0
         if action == "show":
             found = client.delivery(args.id)
-            emit(dumps(found) if args.json else delivery_lines(found))
+            emit(json_text(found) if args.json else delivery_lines(found))
             return 0
         if action == "retry":
             retried = client.retry_delivery(args.id)
-            emit(dumps(retried) if args.json else table(DELIVERY_HEADERS, delivery_rows([retried])))
+            emit(
+                json_text(retried)
+                if args.json
+                else table(DELIVERY_HEADERS, delivery_rows([retried]))
+            )
             return 0
         if action == "recover":
             result = client.recover_deliveries(args.target, args.since)
             if args.json:
-                emit(dumps(result))
+                emit(json_text(result))
             else:
                 count = result["recovered"]
                 noun = "delivery" if count == 1 else "deliveries"

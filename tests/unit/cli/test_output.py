@@ -7,9 +7,9 @@ import json
 from cli.output import (
     call_json,
     call_lines,
-    dumps,
     failure_json,
     failure_lines,
+    json_text,
     probe_json,
     probe_lines,
 )
@@ -79,7 +79,7 @@ def test_subscription_lines_golden() -> None:
 def test_subscription_json_golden() -> None:
     data = probe_json(subscription_result())
     assert list(data) == PROBE_KEYS
-    assert dumps(data) == (
+    assert json_text(data) == (
         '{"route":"subscription","serverUrl":"http://localhost:3000/mcp",'
         '"resourceUri":"queue://review/re-review-requests","listenAcknowledged":true,'
         '"honoredUris":["queue://review/re-review-requests"],"notificationReceived":true,'
@@ -204,7 +204,7 @@ def test_notification_timeout_with_empty_initial_golden() -> None:
         "phase-summary route=timeout url=http://localhost:3000/mcp "
         "uri=queue://review/re-review-requests error-code=NOTIFICATION_TIMEOUT"
     )
-    assert dumps(probe_json(result)) == (
+    assert json_text(probe_json(result)) == (
         '{"route":"timeout","serverUrl":"http://localhost:3000/mcp",'
         '"resourceUri":"queue://review/re-review-requests","listenAcknowledged":true,'
         '"honoredUris":["queue://review/re-review-requests"],"notificationReceived":false,'
@@ -254,7 +254,7 @@ def test_failure_lines_without_hint_url_or_uri() -> None:
 def test_failure_json_golden() -> None:
     data = failure_json("PROTOCOL_UNSUPPORTED", "upgrade the server", URL, URI)
     assert list(data) == PROBE_KEYS
-    assert dumps(data) == (
+    assert json_text(data) == (
         '{"route":"failed","serverUrl":"http://localhost:3000/mcp",'
         '"resourceUri":"queue://review/re-review-requests","listenAcknowledged":false,'
         '"honoredUris":[],"notificationReceived":false,"notificationCount":0,'
@@ -267,7 +267,7 @@ def test_failure_json_unknown_url() -> None:
     data = failure_json("SERVER_URL_UNKNOWN", None, None, "test://review/status")
     assert data["serverUrl"] is None
     assert data["recommendedNextAction"] is None
-    assert json.loads(dumps(data)) == data
+    assert json.loads(json_text(data)) == data
 
 
 def test_call_lines_success_golden() -> None:
@@ -322,16 +322,16 @@ def test_call_json_golden() -> None:
         "content",
         "recommendedNextAction",
     ]
-    assert dumps(data) == (
+    assert json_text(data) == (
         '{"serverUrl":"https://gw/mcp","tool":"t","isError":false,"errorCode":null,'
         '"content":[{"type":"text","text":"ok"}],"recommendedNextAction":null}'
     )
     failed = call_json(None, "t", True, "TOOL_REQUEST_REJECTED", None, "check --tool")
-    assert dumps(failed) == (
+    assert json_text(failed) == (
         '{"serverUrl":null,"tool":"t","isError":true,"errorCode":"TOOL_REQUEST_REJECTED",'
         '"content":null,"recommendedNextAction":"check --tool"}'
     )
 
 
-def test_dumps_is_compact_and_keeps_non_ascii() -> None:
-    assert dumps({"a": [1, "é"], "b": None}) == '{"a":[1,"é"],"b":null}'
+def test_json_text_is_compact_and_keeps_non_ascii() -> None:
+    assert json_text({"a": [1, "é"], "b": None}) == '{"a":[1,"é"],"b":null}'
