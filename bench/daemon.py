@@ -58,6 +58,7 @@ from typing import Any
 
 import httpx
 
+from bench import daemonscale
 from bench.harness import (
     REPO_ROOT,
     Children,
@@ -1020,6 +1021,38 @@ async def run(
     return scale, sequential, burst, steady
 
 
+def scale_main(quick: bool, heap: bool, out: Path | None, spy: str | None) -> int:
+    """``--phases scale``: :mod:`bench.daemonscale`'s ladder and its report."""
+    ladder = daemonscale.HEAP if heap else daemonscale.QUICK if quick else daemonscale.FULL
+    signal.signal(signal.SIGTERM, sigterm_to_interrupt)
+    code, fingerprint = code_version(), code_fingerprint()
+    started = time.perf_counter()
+    with workspace() as (children, tmp):
+        try:
+            rungs, nofile = asyncio.run(daemonscale.run_ladder(ladder, children, tmp, heap, spy))
+        except KeyboardInterrupt:
+            print("bench: interrupted; stopping everything", file=sys.stderr)
+            return 130
+        except Exception:
+            for child in children.started:
+                print(f"--- {child.name} (last lines)\n{child.output()}", file=sys.stderr)
+            raise
+    lines, missed = daemonscale.render(ladder, rungs, nofile, code, machine(), heap)
+    lines.insert(3, f"Run took {time.perf_counter() - started:.0f} s.")
+    if code_fingerprint() != fingerprint:
+        lines.insert(
+            3, "**service/ changed during this run**: rungs may have measured different code."
+        )
+    report = "\n".join(lines)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report, encoding="utf-8")
+    print(report)
+    if missed:
+        print(f"bench: targets missed: {', '.join(missed)}", file=sys.stderr)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
@@ -1029,12 +1062,14 @@ def main() -> int:
         "--out",
         type=Path,
         default=None,
-        help="markdown report (default results/daemon.md; --quick: print only)",
+        help="markdown report (default results/daemon.md, --phases scale results/daemon-scale.md; "
+        "--quick, --heap and --phases a: print only)",
     )
     parser.add_argument(
         "--py-spy",
         dest="py_spy",
-        help="py-spy binary: profile mcpsubd in (b); with --phases a, its cold start and idle",
+        help="py-spy binary: profile mcpsubd in (b); with --phases a, its cold start and idle; "
+        "with --phases scale, the idle daemon at 1,000 links",
     )
     parser.add_argument(
         "--no-py-spy",
@@ -1044,17 +1079,27 @@ def main() -> int:
     )
     parser.add_argument(
         "--phases",
-        choices=("abc", "a"),
+        choices=("abc", "a", "scale"),
         default="abc",
-        help="a: the scale phase alone (cold start, RSS, idle CPU, API); default all",
+        help="a: phase (a) alone (1,000 links on labs: cold start, RSS, idle CPU, API); "
+        "scale: 100 -> 1,000 -> 10,000 links on fast peers (bench.daemonscale); default abc",
+    )
+    parser.add_argument(
+        "--heap",
+        action="store_true",
+        help="scale: run each daemon under tracemalloc and report the bytes per link by line",
     )
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
     default_out = (
-        REPO_ROOT / "results" / ("daemon.md" if args.phases == "abc" else "daemon-scale.md")
+        REPO_ROOT / "results" / ("daemon-scale.md" if args.phases == "scale" else "daemon.md")
     )
-    out = args.out or (None if args.quick else default_out)
+    # (a) alone prints (--out keeps it): results/daemon-scale.md is the scale ladder's now
+    alone = args.quick or args.heap or args.phases == "a"
+    out = args.out or (None if alone else default_out)
     spy = None if args.no_py_spy else find_py_spy(args.py_spy)
+    if args.phases == "scale":
+        return scale_main(args.quick, args.heap, out, spy)
     check_hash_prediction()
     signal.signal(signal.SIGTERM, sigterm_to_interrupt)
     started = time.perf_counter()

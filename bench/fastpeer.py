@@ -7,9 +7,15 @@ few methods a subscriber uses (``server/discover``, ``resources/list``, ``resour
 (no HTTP library, no framework, no logging), and generates the changes itself, so one change
 costs it a dict update plus one pre-built SSE chunk per listening stream.
 
-Run: ``python -m bench.fastpeer [--port 0]``; it prints ``listening on http://127.0.0.1:P/mcp``.
-Any path not under ``/ctl/`` is the MCP endpoint (so ``/mcp?link=N`` URLs are distinct
-servers to a client but one peer). Control, JSON over HTTP/1.1:
+Run: ``python -m bench.fastpeer [--port 0] [--keepalive S] [--max-streams-per-server N]``;
+it prints ``listening on http://127.0.0.1:P/mcp``. Any path not under ``/ctl/`` is the MCP
+endpoint (so ``/mcp?link=N`` or ``/s/N/mcp`` URLs are distinct servers to a client but one
+peer: ``bench.daemonscale`` serves 10,000 servers from a few of these). Each stream gets a
+``: keepalive`` comment every ``--keepalive`` seconds, the streams spread evenly over that
+interval as independent servers' timers would be (not all in one burst). A server (the
+request target, path and query) holds at most ``--max-streams-per-server`` listen streams at
+once, as the lab's ``MCP_TEST_MAX_SUBSCRIPTIONS`` bounds a lab: one more is answered 503.
+Control, JSON over HTTP/1.1:
 
 * ``POST /ctl/run`` ``{"uris": [...], "count": N, "rate": R, "prefix": "p"}``: change
   ``uris[i % len]`` to text ``f"{prefix}{i}"`` for i < N, R per second (0: as fast as the
@@ -37,6 +43,8 @@ PROTOCOL_VERSION = "2026-07-28"
 SERVER_INFO = {"name": "bench-fastpeer", "version": "1"}
 _META_SERVER = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
 KEEPALIVE_S = 10.0
+KEEPALIVE_TICK_S = 0.25
+"""The keep-alive timer's step: each tick writes to the streams whose turn it is."""
 _SSE_HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
     b"transfer-encoding: chunked\r\n\r\n"
@@ -66,7 +74,13 @@ def sse_chunk(message: bytes) -> bytes:
 class Peer:
     """Resource texts, open listen streams and counters; shared by every connection."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_streams_per_server: int = 0) -> None:
+        self.max_streams_per_server = max_streams_per_server
+        self.per_server: dict[str, int] = {}
+        """Open listen streams by request target (one server per target)."""
+        self.refused = 0
+        self.all_streams: dict[Stream, None] = {}
+        """Every open stream, in the order opened (the keep-alive timer's round)."""
         self.texts: dict[str, str] = {}
         self.fragments: dict[str, bytes] = {}
         """uri -> the ``contents`` JSON of its read result, rebuilt only when it changes."""
@@ -115,8 +129,11 @@ class Peer:
 class Stream:
     """One ``subscriptions/listen`` response: pre-built notification chunks per URI."""
 
-    def __init__(self, transport: asyncio.Transport, listen_id: Any, uris: list[str]) -> None:
+    def __init__(
+        self, transport: asyncio.Transport, listen_id: Any, uris: list[str], target: str = ""
+    ) -> None:
         self.transport = transport
+        self.target = target
         meta = {"io.modelcontextprotocol/subscriptionId": listen_id}
         self.frames = {
             uri: sse_chunk(
@@ -160,6 +177,12 @@ class Connection(asyncio.Protocol):
             for uri in self.stream.frames:
                 self.peer.streams.get(uri, set()).discard(self.stream)
             self.peer.stream_count -= 1
+            self.peer.all_streams.pop(self.stream, None)
+            left = self.peer.per_server.get(self.stream.target, 1) - 1
+            if left > 0:
+                self.peer.per_server[self.stream.target] = left
+            else:
+                self.peer.per_server.pop(self.stream.target, None)
             self.stream = None
 
     def data_received(self, data: bytes) -> None:
@@ -204,13 +227,22 @@ class Connection(asyncio.Protocol):
                 + b',"ttlMs":0,"cacheScope":"private","_meta":' + _META_SERVER_JSON + b"}"
             )  # fmt: skip
         elif rpc == "subscriptions/listen":
+            peer = self.peer
+            held = peer.per_server.get(target, 0)
+            if peer.max_streams_per_server and held >= peer.max_streams_per_server:
+                peer.refused += 1
+                payload = b'{"error":"too many listen streams for this server"}'
+                self.transport.write(http_response(payload, "503 Service Unavailable"))
+                return
             requested = params.get("notifications") or {}
             uris = [str(u) for u in requested.get("resourceSubscriptions") or []]
-            stream = Stream(self.transport, rid, uris)
+            stream = Stream(self.transport, rid, uris, target)
             for uri in uris:
-                self.peer.fragment(uri)
-                self.peer.streams.setdefault(uri, set()).add(stream)
-            self.peer.stream_count += 1
+                peer.fragment(uri)
+                peer.streams.setdefault(uri, set()).add(stream)
+            peer.stream_count += 1
+            peer.per_server[target] = held + 1
+            peer.all_streams[stream] = None
             self.stream = stream
             self.transport.write(_SSE_HEAD + stream.ack)
             return
@@ -245,6 +277,8 @@ class Connection(asyncio.Protocol):
         return _json(
             {
                 "streams": peer.stream_count,
+                "servers": len(peer.per_server),
+                "refused": peer.refused,
                 "reads": peer.reads,
                 "changes": peer.changes,
                 "running": peer.running,
@@ -265,9 +299,9 @@ _DISCOVER = _json(
 )
 
 
-async def serve(port: int) -> None:
+async def serve(port: int, keepalive_s: float = KEEPALIVE_S, max_streams: int = 0) -> None:
     loop = asyncio.get_running_loop()
-    peer = Peer()
+    peer = Peer(max_streams)
     server = await loop.create_server(lambda: Connection(peer), "127.0.0.1", port, backlog=1024)
     bound = server.sockets[0].getsockname()[1]
     print(f"listening on http://127.0.0.1:{bound}/mcp", flush=True)
@@ -278,9 +312,15 @@ async def serve(port: int) -> None:
     loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not sys.stdin.read(1) else None)
 
     async def keepalive() -> None:
+        # Stream k of the round gets its comment on tick k mod steps: every stream once per
+        # interval, a 1/steps share of them per tick.
+        steps = max(1, round(keepalive_s / KEEPALIVE_TICK_S))
+        tick = 0
         while True:
-            await asyncio.sleep(KEEPALIVE_S)
-            for stream in {s for group in peer.streams.values() for s in group}:
+            await asyncio.sleep(keepalive_s / steps)
+            turn = tick % steps
+            tick += 1
+            for stream in list(peer.all_streams)[turn::steps]:
                 stream.transport.write(_KEEPALIVE_CHUNK)
 
     ticker = loop.create_task(keepalive())
@@ -294,8 +334,12 @@ async def serve(port: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--keepalive", type=float, default=KEEPALIVE_S, help="seconds")
+    parser.add_argument(
+        "--max-streams-per-server", type=int, default=0, help="0: no bound (the default)"
+    )
     args = parser.parse_args()
-    asyncio.run(serve(args.port))
+    asyncio.run(serve(args.port, args.keepalive, args.max_streams_per_server))
 
 
 if __name__ == "__main__":

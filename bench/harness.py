@@ -148,9 +148,10 @@ class Lab(Child):
 class FastPeer(Child):
     """``python -m bench.fastpeer``: the bare load-generating MCP server (see its docstring)."""
 
-    def __init__(self, name: str = "peer") -> None:
+    def __init__(self, name: str = "peer", args: tuple[str, ...] = ()) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
-        super().__init__(name, [str(PYTHON), "-m", "bench.fastpeer", "--port", "0"], env)
+        argv = [str(PYTHON), "-m", "bench.fastpeer", "--port", "0", *args]
+        super().__init__(name, argv, env)
         self.stdin_pipe = True
         self.base_url = ""
         self.port = 0
@@ -171,8 +172,8 @@ class FastPeer(Child):
             return response.json()
 
 
-def start_peer(children: Children, name: str = "peer") -> FastPeer:
-    peer = FastPeer(name)
+def start_peer(children: Children, name: str = "peer", args: tuple[str, ...] = ()) -> FastPeer:
+    peer = FastPeer(name, args)
     children.add(peer)
     peer.wait_ready()
     return peer
