@@ -1,11 +1,14 @@
 """The face's request handlers: tools and resources answered from the backend (no client
-state; one :class:`Face` serves every session of a process)."""
+state; one :class:`Face` serves every session of a process), and :data:`TOOLS`, the one
+table of tools."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final, Generic, TypeVar
 
 from service.face import protocol as p
 from service.face import render
@@ -13,6 +16,7 @@ from service.face import tools as t
 from service.face.backend import FaceBackend, FaceError
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
+A = TypeVar("A")
 FOLLOW_PAGE: Final = 100
 META_PREFIX: Final = "mcpsub/"
 
@@ -130,7 +134,7 @@ class Face:
         subs, _ = await self.names()
         return bool(render.resolve(name, subs))
 
-    # ---- tools ------------------------------------------------------------------------
+    # ---- tools (one handler a tool; the table, TOOLS, is below the class) --------------
     async def call_tool(
         self, params: dict[str, Any], progress: Progress | None, client: str | None = None
     ) -> dict[str, Any]:
@@ -138,68 +142,63 @@ class Face:
         tool-call limit bounds ``wait_for_change``)."""
         name = params.get("name")
         args = params.get("arguments") or {}
-        if not isinstance(name, str) or name not in TOOL_CALLS:
+        tool = TOOLS.get(name) if isinstance(name, str) else None
+        if tool is None:
             raise p.RpcError(p.INVALID_PARAMS, f"Unknown tool: {render.one_line(name)}")
         if not isinstance(args, dict):
             return t.tool_error("INVALID_ARGUMENT", "arguments must be an object", None)
         try:
-            return await TOOL_CALLS[name](self, args, progress, client)
+            answer = await tool.handle(self, tool.parse(args), Caller(progress, client))
         except t.ToolArgError as exc:
             return t.tool_error("INVALID_ARGUMENT", exc.message, exc.hint)
         except FaceError as exc:
             return t.tool_error(exc.code, exc.message, exc.hint)
+        return t.tool_result(answer, tool.render(answer), is_error=tool.failed(answer))
 
-    async def _list_subscriptions(self) -> dict[str, Any]:
+    async def list_subscriptions(self, _args: None, _caller: Caller) -> dict[str, Any]:
         subs, names = await self.names()
-        rows = [{**s, "faceUri": names[s["id"]]} for s in subs]
-        return t.tool_result({"subscriptions": rows}, render.listing(subs, names))
+        return {"subscriptions": [{**s, "faceUri": names[s["id"]]} for s in subs]}
 
-    async def _subscribe(self, args: t.SubscribeArgs) -> dict[str, Any]:
+    async def subscribe(self, args: t.SubscribeArgs, _caller: Caller) -> dict[str, Any]:
         results = await self.backend.subscribe(args.url, args.uris)
         _, names = await self.names()
         rows = [{**r, "faceUri": names.get(r["id"], r["uri"])} for r in results]
         failed = [r for r in rows if r.get("errorCode")]
-        lines = [
-            render.subscription_line(r, r["faceUri"])
-            + (f"\n  hint: {render.one_line(r['hint'])}" if r.get("hint") else "")
-            for r in rows
-        ]
-        body: dict[str, Any] = {"subscriptions": rows}
+        answer: dict[str, Any] = {"subscriptions": rows}
         if failed:
-            body.update(errorCode=failed[0]["errorCode"], hint=failed[0].get("hint"))
-        return t.tool_result(body, "\n".join(lines), is_error=len(failed) == len(rows))
+            answer.update(errorCode=failed[0]["errorCode"], hint=failed[0].get("hint"))
+        return answer
 
-    async def _unsubscribe(self, uri: str, url: str | None) -> dict[str, Any]:
+    async def unsubscribe(self, args: t.UriArgs, _caller: Caller) -> dict[str, Any]:
         subs, names = await self.names()
-        found = [s for s in render.resolve(uri, subs) if url in (None, s["serverUrl"])]
+        found = [s for s in render.resolve(args.uri, subs) if args.url in (None, s["serverUrl"])]
         if not found:
-            raise FaceError("NOT_WATCHED", f"nothing watches {render.one_line(uri)}", None)
+            raise FaceError("NOT_WATCHED", f"nothing watches {render.one_line(args.uri)}", None)
         if len(found) > 1:
             raise FaceError(
                 "AMBIGUOUS_URI",
-                f"{len(found)} servers are watched for {render.one_line(uri)}",
+                f"{len(found)} servers are watched for {render.one_line(args.uri)}",
                 "pass url, or the mcpsub://<id>/<uri> name from list_subscriptions",
             )
         removed = await self.backend.unsubscribe(int(found[0]["id"]))
-        text = f"unsubscribed {render.one_line(names[found[0]['id']])}"
-        return t.tool_result({"removed": removed}, text)
+        return {"removed": removed, "faceUri": names[found[0]["id"]]}
 
-    async def _read(self, uri: str, url: str | None, offset: int = 0) -> dict[str, Any]:
-        sub, content = await self.newest(uri, url)
-        name = render.face_names(await self.backend.subscriptions()).get(sub["id"], uri)
-        body = {"uri": name, **{k: v for k, v in content.items() if k != "uri"}}
-        body["originalUri"] = sub["uri"]
-        full = content.get("text")
+    async def read(self, args: t.ReadArgs, _caller: Caller) -> dict[str, Any]:
+        sub, content = await self.newest(args.uri, args.url)
+        name = render.face_names(await self.backend.subscriptions()).get(sub["id"], args.uri)
+        answer = {"uri": name, **{k: v for k, v in content.items() if k != "uri"}}
+        answer["originalUri"] = sub["uri"]
+        full, offset = content.get("text"), args.offset
         part, more = render.clip(full, offset)
         contents, contents_cut = render.clip_contents(content.get("contents"))
-        body.update(text=part, contents=contents if offset == 0 else None)
-        body.update(
+        answer.update(text=part, contents=contents if offset == 0 else None)
+        answer.update(
             offset=offset,
             totalChars=len(full) if full is not None else None,
             truncated=more or contents_cut,
             nextOffset=offset + len(part or "") if more else None,
         )
-        return t.tool_result(body, render.content_text(name, body))
+        return answer
 
     async def describe_change(self, event: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
         detail = await self.backend.change(event)
@@ -225,17 +224,13 @@ class Face:
         }
         return bounded_change(change)
 
-    async def _wait(
-        self, args: t.WaitArgs, progress: Progress | None, client: str | None = None
-    ) -> dict[str, Any]:
+    async def wait_for_change(self, args: t.WaitArgs, caller: Caller) -> dict[str, Any]:
         backend = self.backend
         cursor = args.after if args.after is not None else await backend.last_event_id()
         try:
-            return await self._wait_from(cursor, args, progress, client)
+            return await self._wait_from(cursor, args, caller.progress, caller.client)
         except FaceError as exc:  # the daemon went away mid-wait: the cursor still holds
-            error = t.tool_error(exc.code, exc.message, exc.hint)
-            error["structuredContent"]["cursor"] = cursor
-            return error
+            return {**exc.to_json(), "cursor": cursor}
 
     async def _wait_from(
         self, cursor: int, args: t.WaitArgs, progress: Progress | None, client: str | None
@@ -257,8 +252,7 @@ class Face:
                     names = await self.naming()
                 face_name = names.get(event.get("subscriptionId") or 0)
                 if render.matches(args.pattern, event.get("uri"), face_name):
-                    change = await self.describe_change(event, names)
-                    return t.tool_result(change, render.change_text(change))
+                    return await self.describe_change(event, names)
             if len(events) == FOLLOW_PAGE:
                 continue
             remaining = deadline - time.monotonic()
@@ -267,13 +261,14 @@ class Face:
                 body = {"changed": False, "cursor": cursor, "waitedSeconds": waited}
                 if client_limit is not None:
                     body["clientLimitSeconds"] = client_limit
-                return t.tool_result(body, render.change_text(body))
+                return body
             step = min(remaining, self.progress_every_s) if progress is not None else remaining
             if not await backend.wait_beyond(cursor, step) and progress is not None:
                 elapsed = time.monotonic() - started
                 await progress(round(elapsed, 3), timeout_s, "waiting for a change")
 
-    async def _changes(self, after: int | None, limit: int, pattern: str | None) -> dict[str, Any]:
+    async def changes_since(self, args: t.ChangesArgs, _caller: Caller) -> dict[str, Any]:
+        after, limit, pattern = args.after, args.limit, args.pattern
         cursor = after if after is not None else await self.backend.last_event_id()
         events = await self.backend.events_after(cursor, limit)
         names = await self.naming()
@@ -283,8 +278,7 @@ class Face:
             if pattern is None or render.matches(pattern, event.get("uri"), face_name):
                 shown.append({**event, "faceUri": face_name or event.get("uri")})
         next_cursor = int(events[-1]["id"]) if events else cursor
-        body = {"events": shown, "cursor": next_cursor, "more": len(events) == limit}
-        return t.tool_result(body, render.events_text(shown, names, next_cursor))
+        return {"events": shown, "cursor": next_cursor, "more": len(events) == limit}
 
 
 def bounded_change(change: dict[str, Any]) -> dict[str, Any]:
@@ -305,19 +299,79 @@ def bounded_change(change: dict[str, Any]) -> dict[str, Any]:
     return change
 
 
-ToolCall = Callable[[Face, dict[str, Any], Progress | None, str | None], Awaitable[dict[str, Any]]]
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who called a tool: ``progress`` reports to it while a call runs (None without a
+    progress token), ``client`` is its ``clientInfo.name``."""
 
-TOOL_CALLS: Final[dict[str, ToolCall]] = {
-    "subscribe": lambda face, args, _progress, _client: face._subscribe(t.subscribe_args(args)),
-    "unsubscribe": lambda face, args, _progress, _client: face._unsubscribe(*t.uri_args(args)),
-    "list_subscriptions": lambda face, _args, _progress, _client: face._list_subscriptions(),
-    "read": lambda face, args, _progress, _client: face._read(*t.read_args(args)),
-    "wait_for_change": lambda face, args, progress, client: face._wait(
-        t.wait_args(args), progress, client
-    ),
-    "changes_since": lambda face, args, _progress, _client: face._changes(*t.changes_args(args)),
-}
-"""Each tool of :data:`service.face.tools.TOOLS` (its schema) to its call: the arguments
-checked by its parser in ``tools.py``, then its handler above. A new tool is a schema there
-and a row here; tests/unit/service/face/test_method_table.py checks that both name the same
-tools."""
+    progress: Progress | None
+    client: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Tool(Generic[A]):
+    """One face tool, everything about it in one row: its schema (``tools.py``), its parser
+    (``tools.py``: arguments in, a frozen value or ``ToolArgError`` out, before the daemon is
+    asked anything), its handler (a :class:`Face` method: that value in, the structured answer
+    out), its text (``render.py``: the structured answer in, escaped text out), and when that
+    answer is an error (``isError``)."""
+
+    name: str
+    schema: dict[str, Any]
+    parse: Callable[[dict[str, Any]], A]
+    handle: Callable[[Face, A, Caller], Awaitable[dict[str, Any]]]
+    render: Callable[[dict[str, Any]], str]
+    failed: Callable[[dict[str, Any]], bool] = t.never_failed
+
+    def listed(self) -> dict[str, Any]:
+        """The tool as ``tools/list`` shows it."""
+        return t.listed(self.name, self.schema)
+
+
+TOOLS: Final[Mapping[str, Tool[Any]]] = MappingProxyType(
+    {
+        tool.name: tool
+        for tool in (
+            Tool(
+                "subscribe",
+                t.SUBSCRIBE,
+                t.subscribe_args,
+                Face.subscribe,
+                render.subscribe_text,
+                t.every_subscription_failed,
+            ),
+            Tool(
+                "unsubscribe", t.UNSUBSCRIBE, t.uri_args, Face.unsubscribe, render.unsubscribe_text
+            ),
+            Tool(
+                "list_subscriptions",
+                t.LIST_SUBSCRIPTIONS,
+                t.no_args,
+                Face.list_subscriptions,
+                render.subscriptions_text,
+            ),
+            Tool("read", t.READ, t.read_args, Face.read, render.content_text),
+            Tool(
+                "wait_for_change",
+                t.WAIT_FOR_CHANGE,
+                t.wait_args,
+                Face.wait_for_change,
+                render.change_text,
+                t.carries_error,
+            ),
+            Tool(
+                "changes_since",
+                t.CHANGES_SINCE,
+                t.changes_args,
+                Face.changes_since,
+                render.events_text,
+            ),
+        )
+    }
+)
+"""The face's one table of tools: ``tools/list`` shows its rows in this order and
+``tools/call`` dispatches by their names (:meth:`Face.call_tool`). A new tool is one row
+here, with its schema and parser in ``tools.py``, its handler on :class:`Face` and its text
+in ``render.py``; tests/unit/service/face/test_tool_table.py checks every row."""
+TOOL_LIST: Final = [tool.listed() for tool in TOOLS.values()]
+"""What ``tools/list`` answers."""

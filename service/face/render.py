@@ -1,5 +1,9 @@
 """What the face shows: URI names across servers, and text renderings (pure).
 
+Each tool's text is a function of its structured answer alone (``structuredContent``), so
+the text shows nothing the structured answer does not carry; ``handlers.TOOLS`` names one
+per tool.
+
 **Naming.** A URI watched on one server keeps its own name. When two or more servers are
 watched for the same URI, each is shown as ``mcpsub://<subscription id>/<original URI>``
 (the subscription id is stable while the subscription lives), so the agent can tell them
@@ -114,10 +118,33 @@ def subscription_line(sub: dict[str, Any], name: str) -> str:
     return "  ".join(parts)
 
 
-def listing(subs: Sequence[dict[str, Any]], names: dict[int, str]) -> str:
-    if not subs:
+def subscriptions_text(answer: dict[str, Any]) -> str:
+    """``list_subscriptions``: one line per subscription, by its face URI."""
+    rows = answer.get("subscriptions") or []
+    if not rows:
         return "no subscriptions (use the subscribe tool)"
-    return "\n".join(subscription_line(s, names.get(s["id"], s["uri"])) for s in subs)
+    return "\n".join(subscription_line(r, r.get("faceUri") or r["uri"]) for r in rows)
+
+
+def subscribe_text(answer: dict[str, Any]) -> str:
+    """``subscribe``: each URI's first state, and the hint of one that failed."""
+    return "\n".join(
+        subscription_line(r, r.get("faceUri") or r["uri"])
+        + (f"\n  hint: {one_line(r['hint'])}" if r.get("hint") else "")
+        for r in answer.get("subscriptions") or []
+    )
+
+
+def unsubscribe_text(answer: dict[str, Any]) -> str:
+    return f"unsubscribed {one_line(answer.get('faceUri'))}"
+
+
+def error_text(answer: dict[str, Any]) -> str:
+    """A tool error: ``error CODE: message`` and a ``hint:`` line, each one line (a message
+    may quote a server's words, and a newline in it must not forge a line of ours)."""
+    hint = answer.get("hint")
+    text = f"error {one_line(answer.get('errorCode'))}: {one_line(answer.get('message'))}"
+    return text + (f"\nhint: {one_line(hint)}" if hint else "")
 
 
 def fence(text: str, what: str) -> str:
@@ -181,8 +208,9 @@ def clip_contents(contents: Any, limit: int = MAX_TEXT_CHARS) -> tuple[Any, bool
     return kept, cut
 
 
-def content_text(name: str, content: dict[str, Any]) -> str:
+def content_text(content: dict[str, Any]) -> str:
     """``read``'s rendering: a head line, the text fenced, and where the rest is when cut."""
+    name = str(content.get("uri"))
     offset = int(content.get("offset") or 0)
     head = f"{one_line(name)} revision {content.get('revision')} (event {content.get('eventId')})"
     text = content.get("text")
@@ -205,7 +233,10 @@ def content_text(name: str, content: dict[str, Any]) -> str:
 def change_text(change: dict[str, Any]) -> str:
     """``wait_for_change``'s rendering (also a channel message's content): a head line with
     the cursor, then the diff and the new text, each fenced. Clients that show the model
-    only this text (Gemini CLI) get the content too, not only the diff."""
+    only this text (Gemini CLI) get the content too, not only the diff. A wait the daemon
+    left mid-way is an error that still carries its cursor."""
+    if change.get("errorCode"):
+        return error_text(change)
     if not change.get("changed"):
         limit = change.get("clientLimitSeconds")
         why = f" (your client ends a tool call at {limit:g} s)" if limit else ""
@@ -251,8 +282,10 @@ def event_line(event: dict[str, Any], name: str | None) -> str:
     return " ".join(parts)
 
 
-def events_text(events: Sequence[dict[str, Any]], names: dict[int, str], cursor: int) -> str:
+def events_text(answer: dict[str, Any]) -> str:
+    """``changes_since``: one line per event, by its face URI, then the next cursor."""
+    events, cursor = answer.get("events") or [], answer.get("cursor")
     if not events:
         return f"no events after the cursor; cursor {cursor}"
-    lines = [event_line(e, names.get(e.get("subscriptionId") or 0)) for e in events]
+    lines = [event_line(e, e.get("faceUri")) for e in events]
     return "\n".join([*lines, f"cursor {cursor}"])

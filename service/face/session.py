@@ -19,9 +19,8 @@ from typing import Any, Final
 from service.backoff import Backoff
 from service.face import protocol as p
 from service.face import render
-from service.face import tools as t
 from service.face.backend import FaceBackend, FaceError
-from service.face.handlers import FOLLOW_PAGE, Face, Progress
+from service.face.handlers import FOLLOW_PAGE, TOOL_LIST, Face, Progress
 
 Send = Callable[[dict[str, Any]], bool]
 """Queue one unsolicited message; False when the client's queue is full (then dropped)."""
@@ -220,7 +219,7 @@ class Session:
         return {}  # ping, logging/setLevel
 
     async def _tools_list(self, call: Call) -> dict[str, Any] | None:
-        return p.paged(list(t.TOOLS), "tools", call.modern)
+        return p.paged(list(TOOL_LIST), "tools", call.modern)
 
     async def _tools_call(self, call: Call) -> dict[str, Any] | None:
         meta = call.params.get("_meta") if call.enveloped else None

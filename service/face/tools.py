@@ -1,7 +1,10 @@
-"""The face's tools: names, JSON schemas, and argument checks (pure).
+"""The face's tools: JSON schemas, argument parsers and the shape of an answer (pure).
 
-A bad argument is a tool error (``isError: true`` with an ``errorCode`` and a hint), so the
-model can correct itself; an unknown tool is a protocol error (-32602).
+Each tool is one row of ``handlers.TOOLS`` that names its schema and its parser here, its
+handler in ``handlers.py`` and its text in ``render.py``. A parser turns the ``arguments``
+object into a frozen value or raises :class:`ToolArgError`, before anything is asked of the
+daemon. A bad argument is a tool error (``isError: true`` with an ``errorCode`` and a
+hint), so the model can correct itself; an unknown tool is a protocol error (-32602).
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from service.face import render
 from service.face.render import MAX_TEXT_CHARS
 
 DEFAULT_WAIT_S: Final = 25.0
@@ -56,104 +60,100 @@ _ERROR_FIELDS = {
     "hint": {"type": ["string", "null"]},
 }
 
-TOOLS: Final[list[dict[str, Any]]] = [
-    {
-        "name": "subscribe",
-        "description": (
-            "Watch resource URI(s) on an MCP server (only servers the daemon allows for "
-            "agents). Returns each subscription's first stored state, or an errorCode and hint."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "url": {"type": "string", "description": "the MCP server's endpoint URL"},
-                "uri": {  # anyOf, not a type list: one type per schema (Gemini CLI's Ajv)
-                    "anyOf": [
-                        {"type": "string"},
-                        {"type": "array", "items": {"type": "string"}, "maxItems": MAX_URIS},
-                    ],
-                    "description": "a resource URI, or a list of them",
-                },
-            },
-            "required": ["url", "uri"],
-        },
-        "annotations": {"readOnlyHint": False, "openWorldHint": True},
-    },
-    {
-        "name": "unsubscribe",
-        "description": "Stop watching a URI (url picks the server when several watch it).",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"uri": {"type": "string"}, "url": {"type": "string"}},
-            "required": ["uri"],
-        },
-        "annotations": {"readOnlyHint": False, "destructiveHint": True},
-    },
-    {
-        "name": "list_subscriptions",
-        "description": "Every watched URI: state, revision, last read, and the link's health.",
-        "inputSchema": {"type": "object", "properties": {}},
-        "annotations": {"readOnlyHint": True},
-    },
-    {
-        "name": "read",
-        "description": (
-            "The latest stored content of a watched URI, its revision and eventId (from the "
-            "daemon's store; no round trip to the server). A text longer than "
-            f"{MAX_TEXT_CHARS} characters comes in parts: pass the answer's nextOffset as "
-            "offset for the next one."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "uri": {"type": "string"},
-                "url": {"type": "string"},
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "the first character of the text to return (default 0)",
-                },
-            },
-            "required": ["uri"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
-    {
-        "name": "wait_for_change",
-        "description": (
-            "Block until a watched URI (glob pattern allowed) gets a revision newer than "
-            f"`after`, at most timeoutSeconds (default {DEFAULT_WAIT_S:g}, max {MAX_WAIT_S:g}; "
-            "less when your client cuts tool calls sooner). "
-            "Returns changed/uri/revision/initialText/finalText/diff; on timeout changed=false "
-            "and a cursor: pass it back as `after` so nothing between two calls is missed."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "uri": {"type": "string", "description": "URI or glob pattern; default any"},
-                "after": _CURSOR,
-                "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_S},
+SUBSCRIBE: Final[dict[str, Any]] = {
+    "description": (
+        "Watch resource URI(s) on an MCP server (only servers the daemon allows for "
+        "agents). Returns each subscription's first stored state, or an errorCode and hint."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "description": "the MCP server's endpoint URL"},
+            "uri": {  # anyOf, not a type list: one type per schema (Gemini CLI's Ajv)
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": "string"}, "maxItems": MAX_URIS},
+                ],
+                "description": "a resource URI, or a list of them",
             },
         },
-        "annotations": {"readOnlyHint": True},
+        "required": ["url", "uri"],
     },
-    {
-        "name": "changes_since",
-        "description": "The events after a cursor (oldest first), without blocking.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "after": _CURSOR,
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_CHANGES},
-                "uri": {"type": "string", "description": "URI or glob pattern"},
+    "annotations": {"readOnlyHint": False, "openWorldHint": True},
+}
+UNSUBSCRIBE: Final[dict[str, Any]] = {
+    "description": "Stop watching a URI (url picks the server when several watch it).",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"uri": {"type": "string"}, "url": {"type": "string"}},
+        "required": ["uri"],
+    },
+    "annotations": {"readOnlyHint": False, "destructiveHint": True},
+}
+LIST_SUBSCRIPTIONS: Final[dict[str, Any]] = {
+    "description": "Every watched URI: state, revision, last read, and the link's health.",
+    "inputSchema": {"type": "object", "properties": {}},
+    "annotations": {"readOnlyHint": True},
+}
+READ: Final[dict[str, Any]] = {
+    "description": (
+        "The latest stored content of a watched URI, its revision and eventId (from the "
+        "daemon's store; no round trip to the server). A text longer than "
+        f"{MAX_TEXT_CHARS} characters comes in parts: pass the answer's nextOffset as "
+        "offset for the next one."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "uri": {"type": "string"},
+            "url": {"type": "string"},
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "the first character of the text to return (default 0)",
             },
         },
-        "annotations": {"readOnlyHint": True},
+        "required": ["uri"],
     },
-]
-TOOL_NAMES: Final = frozenset(t["name"] for t in TOOLS)
-for _tool in TOOLS:
-    _tool["outputSchema"] = {"type": "object", "properties": dict(_ERROR_FIELDS)}
+    "annotations": {"readOnlyHint": True},
+}
+WAIT_FOR_CHANGE: Final[dict[str, Any]] = {
+    "description": (
+        "Block until a watched URI (glob pattern allowed) gets a revision newer than "
+        f"`after`, at most timeoutSeconds (default {DEFAULT_WAIT_S:g}, max {MAX_WAIT_S:g}; "
+        "less when your client cuts tool calls sooner). "
+        "Returns changed/uri/revision/initialText/finalText/diff; on timeout changed=false "
+        "and a cursor: pass it back as `after` so nothing between two calls is missed."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "uri": {"type": "string", "description": "URI or glob pattern; default any"},
+            "after": _CURSOR,
+            "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_S},
+        },
+    },
+    "annotations": {"readOnlyHint": True},
+}
+CHANGES_SINCE: Final[dict[str, Any]] = {
+    "description": "The events after a cursor (oldest first), without blocking.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "after": _CURSOR,
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_CHANGES},
+            "uri": {"type": "string", "description": "URI or glob pattern"},
+        },
+    },
+    "annotations": {"readOnlyHint": True},
+}
+OUTPUT_SCHEMA: Final[dict[str, Any]] = {"type": "object", "properties": dict(_ERROR_FIELDS)}
+"""Every tool's ``outputSchema``: an object, with the error fields when it failed."""
+
+
+def listed(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool as ``tools/list`` shows it: its name, its schema, the shared output schema."""
+    return {"name": name, **schema, "outputSchema": OUTPUT_SCHEMA}
 
 
 class ToolArgError(ValueError):
@@ -208,20 +208,38 @@ def subscribe_args(args: dict[str, Any]) -> SubscribeArgs:
     return SubscribeArgs(url, list(dict.fromkeys(uris)))
 
 
-def uri_args(args: dict[str, Any]) -> tuple[str, str | None]:
+def no_args(args: dict[str, Any]) -> None:
+    """A tool without arguments ignores any it is given."""
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class UriArgs:
+    uri: str
+    url: str | None
+
+
+def uri_args(args: dict[str, Any]) -> UriArgs:
     uri = _string(args, "uri", required=True)
     assert uri is not None
-    return uri, _string(args, "url", required=False)
+    return UriArgs(uri, _string(args, "url", required=False))
 
 
-def read_args(args: dict[str, Any]) -> tuple[str, str | None, int]:
-    """(uri, url, offset) of a ``read``."""
+@dataclass(frozen=True, slots=True)
+class ReadArgs:
+    uri: str
+    url: str | None
+    offset: int
+
+
+def read_args(args: dict[str, Any]) -> ReadArgs:
     offset = args.get("offset", 0)
     if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < 2**63:
         raise ToolArgError(
             "offset must be an integer >= 0", "pass the nextOffset of the previous answer"
         )
-    return (*uri_args(args), offset)
+    named = uri_args(args)
+    return ReadArgs(named.uri, named.url, offset)
 
 
 def client_limit(client_name: str | None) -> tuple[float, str] | None:
@@ -262,11 +280,18 @@ def wait_args(args: dict[str, Any]) -> WaitArgs:
     return WaitArgs(_string(args, "uri", required=False), cursor(args), float(timeout))
 
 
-def changes_args(args: dict[str, Any]) -> tuple[int | None, int, str | None]:
+@dataclass(frozen=True, slots=True)
+class ChangesArgs:
+    after: int | None
+    limit: int
+    pattern: str | None
+
+
+def changes_args(args: dict[str, Any]) -> ChangesArgs:
     limit = args.get("limit", 50)
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_CHANGES:
         raise ToolArgError(f"limit must be an integer from 1 to {MAX_CHANGES}", "omit it for 50")
-    return cursor(args), limit, _string(args, "uri", required=False)
+    return ChangesArgs(cursor(args), limit, _string(args, "uri", required=False))
 
 
 def tool_result(structured: dict[str, Any], text: str, *, is_error: bool = False) -> dict[str, Any]:
@@ -278,5 +303,22 @@ def tool_result(structured: dict[str, Any], text: str, *, is_error: bool = False
 
 
 def tool_error(code: str, message: str, hint: str | None) -> dict[str, Any]:
-    text = f"error {code}: {message}" + (f"\nhint: {hint}" if hint else "")
-    return tool_result({"errorCode": code, "message": message, "hint": hint}, text, is_error=True)
+    body = {"errorCode": code, "message": message, "hint": hint}
+    return tool_result(body, render.error_text(body), is_error=True)
+
+
+def never_failed(body: dict[str, Any]) -> bool:
+    """The ``isError`` of a tool whose failures are all raised (most tools)."""
+    return False
+
+
+def carries_error(body: dict[str, Any]) -> bool:
+    """The ``isError`` of an answer that is an error with fields of its own (a
+    ``wait_for_change`` the daemon left mid-wait still gives its cursor)."""
+    return "errorCode" in body
+
+
+def every_subscription_failed(body: dict[str, Any]) -> bool:
+    """``subscribe``'s ``isError``: true only when no URI was subscribed (a partial failure
+    is an answer that names its failed rows)."""
+    return all(row.get("errorCode") for row in body.get("subscriptions") or [])

@@ -22,7 +22,7 @@ from cli.skills import (
     uninstall_plan,
     valid_name,
 )
-from service.face.tools import TOOL_NAMES
+from service.face.handlers import TOOLS
 from tests.support.cli import REPO_ROOT
 
 SKILLS = REPO_ROOT / "skills"
@@ -74,7 +74,7 @@ def test_the_mcp_tools_named_are_the_faces(folder: Path) -> None:
         "get_copilot_review_watch_status",
         "recommended_next_action",
     }
-    assert named - theirs <= TOOL_NAMES, named - theirs - TOOL_NAMES
+    assert named - theirs <= set(TOOLS), named - theirs - set(TOOLS)
     assert {"subscribe", "read", "wait_for_change"} <= set(re.findall(r"`(\w+)`", text))
 
 

@@ -107,9 +107,3 @@ def test_channel_mode_dispatches_the_handshake_table_and_refuses_2026(tmp_path: 
             await backend.aclose()
 
     asyncio.run(go())
-
-
-def test_every_advertised_tool_has_its_call_and_nothing_else_does() -> None:
-    from service.face import handlers, tools
-
-    assert set(handlers.TOOL_CALLS) == tools.TOOL_NAMES
