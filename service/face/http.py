@@ -35,7 +35,7 @@ from starlette.types import Receive, Scope, Send
 from service.app.errors import BodyTimeout, BodyTooLarge, TooBusy
 from service.face import protocol as p
 from service.face.handlers import Face
-from service.face.session import Session, known
+from service.face.session import Session, known, progress_reporter
 from service.http.limits import RequestLimits
 from service.jsonencode import json_bytes
 from service.mcp.wire import decode_header_value
@@ -224,17 +224,14 @@ class FaceHttp:
             return _json_answer(p.error(msg.id, p.RpcError(p.INTERNAL_ERROR, exc.message)), modern)
         limit = max(2, self.queue_limit)
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(limit)
-        count = {"n": 0.0}
 
-        async def progress(value: float, total: float | None, message: str) -> None:
-            count["n"] = max(count["n"] + 0.001, value)
-            params: dict[str, Any] = {"progressToken": token, "progress": count["n"]}
-            if total is not None:
-                params["total"] = total
-            params["message"] = message
-            if queue.qsize() < limit - 1:  # the last slot is the end marker's
-                queue.put_nowait(p.notification("notifications/progress", params))
+        def send(message: dict[str, Any]) -> bool:
+            if queue.qsize() >= limit - 1:  # the last slot is the end marker's
+                return False
+            queue.put_nowait(message)
+            return True
 
+        progress = progress_reporter(token, send)
         state = self.state
 
         async def stream() -> AsyncIterator[bytes]:

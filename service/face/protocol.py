@@ -288,6 +288,31 @@ def progress_token(params: dict[str, Any]) -> str | int | None:
     return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
+PROGRESS_STEP: Final = 0.001
+"""The least a progress value grows from one notification to the next."""
+
+
+@dataclass(slots=True)
+class Progression:
+    """The ``notifications/progress`` of one request, its value only increasing.
+
+    The spec: "The progress value MUST increase with each notification". A handler reports
+    what it measures (the seconds waited, rounded), which may repeat or, across a clock's
+    step, go back; the value sent is then :data:`PROGRESS_STEP` above the last one sent, so
+    a client that checks the rule does not drop the notification (or the request)."""
+
+    token: str | int
+    last: float = 0.0
+
+    def notification(self, value: float, total: float | None, message: str) -> dict[str, Any]:
+        self.last = max(self.last + PROGRESS_STEP, value)
+        params: dict[str, Any] = {"progressToken": self.token, "progress": self.last}
+        if total is not None:
+            params["total"] = total
+        params["message"] = message
+        return notification("notifications/progress", params)
+
+
 def paged(items: list[dict[str, Any]], key: str, modern: bool) -> dict[str, Any]:
     """A list result (no pagination: the face lists at most the daemon's subscriptions)."""
     body: dict[str, Any] = {key: items}

@@ -44,6 +44,19 @@ async def follow(backend: FaceBackend, cursor: int) -> AsyncIterator[dict[str, A
             await backend.wait_beyond(cursor, IDLE_WAIT_S)
 
 
+def progress_reporter(token: str | int, send: Send) -> Progress:
+    """The ``progress`` a handler reports to, for a request that carries ``token``: each
+    report is one ``notifications/progress`` (``protocol.Progression``: its value only
+    increases) handed to ``send``, the transport's bounded queue (stdio's output, an HTTP
+    answer's stream), which drops it when full."""
+    progression = p.Progression(token)
+
+    async def report(value: float, total: float | None, message: str) -> None:
+        send(progression.notification(value, total, message))
+
+    return report
+
+
 @dataclass
 class Listen:
     """A 2026-07-28 listen on stdio: its id and the filter it was granted."""

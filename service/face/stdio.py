@@ -17,7 +17,7 @@ from typing import IO, Any, Final
 
 from service.face import protocol as p
 from service.face.handlers import Face
-from service.face.session import Session
+from service.face.session import Session, progress_reporter
 from service.jsonencode import json_bytes
 
 MAX_MESSAGE_BYTES: Final = 1024 * 1024
@@ -141,18 +141,9 @@ class StdioServer:
 
     async def _run(self, msg: p.Incoming) -> None:
         token = p.progress_token(msg.params)
-        counter = {"n": 0.0}
-
-        async def progress(value: float, total: float | None, message: str) -> None:
-            counter["n"] = max(counter["n"] + 0.001, value)
-            params: dict[str, Any] = {"progressToken": token, "progress": counter["n"]}
-            if total is not None:
-                params["total"] = total
-            params["message"] = message
-            self._try_send(p.notification("notifications/progress", params))
-
+        progress = progress_reporter(token, self._try_send) if token is not None else None
         try:
-            answer = await self.session.handle(msg, progress if token is not None else None)
+            answer = await self.session.handle(msg, progress)
             if answer is not None:
                 await self._send(answer)
         except asyncio.CancelledError:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from typing import Any
 
 import pytest
 
 from service.face import protocol as p
-from service.face.session import channel_message, known, listen_filter, methods_in
+from service.face.session import (
+    channel_message,
+    known,
+    listen_filter,
+    methods_in,
+    progress_reporter,
+)
 
 MODERN_META = {p.META_VERSION: p.MODERN, p.META_CAPS: {}}
 
@@ -139,3 +147,40 @@ def test_channel_message_escapes_control_characters() -> None:
     assert "\x1b" not in params["meta"]["uri"]
     assert set(params["meta"]) == {"uri", "server_url", "revision", "event_id"}
     assert all(isinstance(v, str) for v in params["meta"].values())
+
+
+def test_progress_only_increases_whatever_the_handler_reports() -> None:
+    """The spec: the progress value MUST increase with each notification. A handler reports
+    seconds waited, rounded: the same value twice, or a smaller one, still goes up."""
+    progression = p.Progression("tok")
+    reported = [0.0, 0.0, 5.0, 5.0, 4.2, 5.0005, 10.0, -1.0, float("nan"), 12.5]
+    sent = [progression.notification(v, 25.0, "waiting") for v in reported]
+    values = [n["params"]["progress"] for n in sent]
+    assert all(b > a for a, b in itertools.pairwise(values)), values
+    assert values[0] > 0 and values[2] == 5.0 and values[6] == 10.0 and values[-1] == 12.5
+    assert sent[0] == p.notification(
+        "notifications/progress",
+        {"progressToken": "tok", "progress": values[0], "total": 25.0, "message": "waiting"},
+    )
+    assert "total" not in p.Progression(7).notification(1.0, None, "m")["params"]
+
+
+def test_both_transports_report_progress_through_one_reporter() -> None:
+    """stdio and HTTP hand ``progress_reporter`` their bounded send: what it sends only
+    increases, and a full queue (send says False) does not stop the next report."""
+
+    sent: list[dict[str, Any]] = []
+
+    def send(message: dict[str, Any]) -> bool:
+        sent.append(message)
+        return len(sent) % 2 == 0  # every other one dropped
+
+    async def go() -> None:
+        report = progress_reporter(3, send)
+        for value in (1.0, 1.0, 0.5, 2.0):
+            await report(value, None, "waiting for a change")
+
+    asyncio.run(go())
+    values = [m["params"]["progress"] for m in sent]
+    assert len(values) == 4 and values == sorted(set(values)), values
+    assert {m["params"]["progressToken"] for m in sent} == {3}
