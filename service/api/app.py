@@ -28,15 +28,13 @@ from service.api.routes import (
 )
 from service.api.routes import subscriptions as subscription_routes
 from service.api.state import ApiState
-from service.app.changes import Changes
-from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
+from service.app.usecases import UseCases
 
 
 def create_api(
     supervisor: SupervisorLike,
-    subscriptions: Subscriptions,
-    changes: Changes,
+    cases: UseCases,
     *,
     keepalive_s: float = 15.0,
     max_wait_ms: int = 600_000,
@@ -60,8 +58,9 @@ def create_api(
     app.state.api = ApiState(
         supervisor=supervisor,
         metrics=Metrics(collector),
-        subscriptions=subscriptions,
-        changes=changes,
+        subscriptions=cases.subscriptions,
+        changes=cases.changes,
+        webhooks=cases.webhooks,
         keepalive_s=keepalive_s,
         max_wait_ms=max_wait_ms,
         max_waiters=max_waiters,

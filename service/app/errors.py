@@ -149,3 +149,39 @@ class AgentError(Exception):
 
     def to_json(self) -> dict[str, Any]:
         return {"errorCode": self.code, "message": self.message, "hint": self.hint}
+
+
+class WebhookNotFound(ApiError):
+    error_code = "WEBHOOK_NOT_FOUND"
+
+
+class DeliveryNotFound(ApiError):
+    error_code = "DELIVERY_NOT_FOUND"
+
+
+class PrivateTarget(ApiError):
+    error_code = "PRIVATE_TARGET"
+
+
+class InvalidSecret(ApiError):
+    error_code = "INVALID_SECRET"
+
+
+class TriggerNotFound(ApiError):
+    error_code = "TRIGGER_NOT_FOUND"
+
+
+class RunNotFound(ApiError):
+    error_code = "RUN_NOT_FOUND"
+
+
+class RunInFlight(ApiError):
+    error_code = "RUN_IN_FLIGHT"
+
+
+class TriggerLimit(ApiError):
+    error_code = "TRIGGER_LIMIT"
+
+
+class ProgramNotFound(ApiError):
+    error_code = "PROGRAM_NOT_FOUND"

@@ -8,8 +8,10 @@ form) is refused here with a 4xx, never found later as a 500 after a partial wri
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import unicodedata
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -158,3 +160,144 @@ def text_filter(value: str | None, field: str) -> str | None:
     if problem or len(value) > MAX_URL_LENGTH:
         raise InvalidParameter(f"{field} {problem or 'is too long'}", field=field)
     return value
+
+
+# ---- what the webhook and trigger bodies share --------------------------------------------
+MAX_PATTERNS = 100
+"""URI globs of one webhook target or trigger, and subscription ids of one target."""
+
+
+def text(value: Any, field: str, limit: int, *, required: bool = False) -> str | None:
+    """A string of at most ``limit`` characters, storable and showable; None when absent and
+    not ``required``."""
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value):
+        raise InvalidParameter(f"{field} must be a non-empty string", field=field)
+    if len(value) > limit:
+        raise InvalidParameter(f"{field} is longer than {limit} characters", field=field)
+    problem = text_problem(value)
+    if problem:
+        raise InvalidParameter(f"{field} {problem}", field=field)
+    return value
+
+
+def flag(value: Any, field: str) -> bool:
+    """true or false; absent is false."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidParameter(f"{field} must be true or false", field=field)
+    return value
+
+
+def whole_number(value: Any) -> int | None:
+    """An integer, or a float with no fraction (JSON has one number type: 3.0 is 3)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def bounded_int(value: Any, field: str, low: int, high: int, default: int) -> int:
+    """A whole number from ``low`` to ``high``; ``default`` when absent."""
+    if value is None:
+        return default
+    number = whole_number(value)
+    if number is None or not low <= number <= high:
+        raise InvalidParameter(f"{field} must be an integer from {low} to {high}", field=field)
+    return number
+
+
+def seconds(value: Any, field: str, high: float, default: float) -> float:
+    """A number of seconds above 0 and at most ``high``; ``default`` when absent."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidParameter(f"{field} must be a number of seconds", field=field)
+    number = float(value)
+    if not math.isfinite(number) or not 0 < number <= high:
+        raise InvalidParameter(f"{field} must be above 0 and at most {high:g}", field=field)
+    return number
+
+
+def choice(value: Any, field: str, options: tuple[str, ...], default: str) -> str:
+    """One of ``options``; ``default`` when absent."""
+    if value is None:
+        return default
+    if value not in options:
+        raise InvalidParameter(f"{field} must be one of {', '.join(options)}", field=field)
+    return str(value)
+
+
+def state_in(value: str | None, states: tuple[str, ...]) -> str | None:
+    """A list's ``state`` filter: one of ``states``, or None when absent."""
+    if value is not None and value not in states:
+        raise InvalidParameter(f"state must be one of {', '.join(states)}", field="state")
+    return value
+
+
+def uri_patterns(value: Any, *, required: bool = False) -> list[str]:
+    """URI globs (``*`` a wildcard). A trigger requires them (``[]`` or ``["*"]`` is every URI,
+    said on purpose); a webhook target without them gets every URI."""
+    field = "uriPatterns"
+    if value is None and not required:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_PATTERNS:
+        if required:
+            message = f"{field} must list at most {MAX_PATTERNS} URI globs ('*' for every URI)"
+        else:
+            message = f"{field} must be a list of at most {MAX_PATTERNS} URI globs"
+        raise InvalidParameter(message, field=field)
+    for item in value:
+        if not isinstance(item, str) or not item or any(ch.isspace() for ch in item):
+            raise InvalidParameter(
+                f"{field} entries must be non-empty strings without spaces", field=field
+            )
+        problem = text_problem(item)
+        if problem or len(item) > MAX_URI_LENGTH:
+            raise InvalidParameter(f"{field} entry {problem or 'is too long'}", field=field)
+    return list(value)
+
+
+def subscription_ids(value: Any) -> list[int]:
+    field = "subscriptionIds"
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_PATTERNS:
+        raise InvalidParameter(f"{field} must be a list of subscription ids", field=field)
+    ids = [whole_number(item) for item in value]
+    if any(item is None or not 1 <= item <= MAX_ID for item in ids):
+        raise InvalidParameter(f"{field} entries must be integers >= 1", field=field)
+    return [item for item in ids if item is not None]
+
+
+def since_time(value: Any) -> float:
+    """ISO-8601 (a naive time is UTC) or Unix seconds, as a number or a string."""
+    field = "since"
+    if isinstance(value, bool) or value is None or value == "":
+        raise InvalidParameter(f"{field} is required: ISO-8601 or Unix seconds", field=field)
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            try:
+                parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                raise InvalidParameter(
+                    f"{field} must be ISO-8601 (2026-11-29T00:00:00Z) or Unix seconds",
+                    field=field,
+                ) from None
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            number = parsed.timestamp()
+    else:
+        raise InvalidParameter(f"{field} must be ISO-8601 or Unix seconds", field=field)
+    if not math.isfinite(number) or number < 0:
+        raise InvalidParameter(f"{field} must be a time after 1970", field=field)
+    return number

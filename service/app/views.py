@@ -9,6 +9,9 @@ from typing import Any
 from service.app.changes import Change
 from service.failures import state_hint as code_hint
 from service.store.records import Event, Revision, Subscription
+from service.triggers.outbox import Run, Trigger
+from service.triggers.process import Finished
+from service.webhooks.outbox import Delivery, Target
 
 
 def camel(name: str) -> str:
@@ -131,3 +134,47 @@ def link_for(links: list[dict[str, Any]], sub: Subscription) -> dict[str, Any] |
 def with_link(sub: Subscription, links: list[dict[str, Any]]) -> dict[str, Any]:
     """``subscription_json`` plus its link's status entry under ``link`` (the agent's view)."""
     return {**subscription_json(sub), "link": link_for(links, sub)}
+
+
+def target_json(target: Target) -> dict[str, Any]:
+    """Everything about a webhook target but its secret (which is not a field of Target)."""
+    return {camel(k): v for k, v in target.to_json().items()}
+
+
+def delivery_json(delivery: Delivery) -> dict[str, Any]:
+    return {camel(k): v for k, v in delivery.to_json().items()}
+
+
+def trigger_json(trigger: Trigger) -> dict[str, Any]:
+    """Everything about a trigger but the values of its environment."""
+    return {camel(k): v for k, v in trigger.to_json().items()}
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    return {camel(k): v for k, v in run.to_json().items()}
+
+
+def finished_json(finished: Finished, stdout_tail: str, stderr_tail: str) -> dict[str, Any]:
+    """One attempt of a trigger's program (``trigger test``'s answer)."""
+    return {
+        "ok": finished.ok,
+        "startedAt": finished.started_at,
+        "endedAt": finished.ended_at,
+        "durationMs": finished.duration_ms,
+        "exitCode": finished.exit_code,
+        "signal": finished.signal,
+        "timedOut": finished.timed_out,
+        "error": finished.error,
+        "stdoutTail": stdout_tail,
+        "stderrTail": stderr_tail,
+        "stdoutBytes": finished.stdout_bytes,
+        "stderrBytes": finished.stderr_bytes,
+    }
+
+
+def next_after(ids: list[int], after: int, *, newest_first: bool) -> int:
+    """The ``nextAfter`` of a page of ids (oldest first, or the newest first): what to pass
+    back as ``after`` for the rows that follow."""
+    if newest_first:
+        return max(ids, default=after)
+    return ids[-1] if ids else after

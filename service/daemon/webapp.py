@@ -1,7 +1,8 @@
 """The daemon's one ASGI app, composed: the REST API (``/v1``, :mod:`service.api`), the MCP
 face (``/mcp``, :mod:`service.face`) and the console (``/ui``, :mod:`service.console`) on
-one app, over one supervisor, one agent policy (:class:`service.app.subscriptions.Subscriptions`),
-one :class:`service.app.changes.Changes` and one pool of waiter slots, behind the Host/Origin/token guard (:mod:`service.http.guard`).
+one app, over one supervisor, one set of use cases (:class:`service.app.usecases.UseCases`,
+with one agent policy) and one pool of waiter slots, behind the Host/Origin/token guard
+(:mod:`service.http.guard`).
 
 The three front ends never import each other; this is the one place that knows all three.
 :class:`service.daemon.run.DaemonRun` builds the app once (:func:`build_app`, from one
@@ -23,10 +24,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from service.api import create_api
-from service.app.changes import Changes
 from service.app.policy import parse_setting, parse_unsubscribe_setting
-from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
+from service.app.usecases import UseCases
 from service.console import routes as console_routes
 from service.daemon.config import Settings
 from service.http.guard import DEFAULT_ALLOWED_HOSTS, LocalGuard
@@ -68,24 +68,24 @@ class AppSettings:
 
 def build_app(supervisor: SupervisorLike, settings: AppSettings) -> FastAPI:
     """The daemon's app, without its guard: built once, served by every listener."""
-    subscriptions = Subscriptions(
+    cases = UseCases.build(
         supervisor,
         supervisor.store,
+        supervisor.events,
+        supervisor.webhooks,
         agent_origins=settings.agent_allowed_origins,
         agent_unsubscribe=settings.agent_unsubscribe,
     )
-    changes = Changes(supervisor.store, supervisor.events)
     app = create_api(
         supervisor,
-        subscriptions,
-        changes,
+        cases,
         keepalive_s=settings.keepalive_s,
         max_wait_ms=settings.max_wait_ms,
         max_waiters=settings.max_waiters,
         read_timeout_s=settings.read_timeout_s,
     )
     app.include_router(console_routes.router)
-    _mount_face(app, subscriptions, changes, settings.agent_progress_s)
+    _mount_face(app, cases, settings.agent_progress_s)
     return app
 
 
@@ -110,15 +110,13 @@ def create_app(supervisor: SupervisorLike, *, token: str | None, **settings: Any
     return app
 
 
-def _mount_face(
-    app: FastAPI, subscriptions: Subscriptions, changes: Changes, progress_s: float
-) -> None:
+def _mount_face(app: FastAPI, cases: UseCases, progress_s: float) -> None:
     """The agent face at ``/mcp``, counting against the API's waiter slots (one pool)."""
     from service.face.handlers import Face
     from service.face.http import FaceHttp
     from service.face.inproc import InProcessBackend
 
-    face = Face(InProcessBackend(subscriptions, changes), progress_every_s=progress_s)
+    face = Face(InProcessBackend(cases.subscriptions, cases.changes), progress_every_s=progress_s)
     app.state.face_http = FaceHttp(face, app.state.api)
     app.router.routes.append(
         Route(

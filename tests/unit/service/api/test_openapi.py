@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.api.openapi import SECRET_SCHEMA, TYPE_LIST_PATTERN, URI_SCHEMA, URL_SCHEMA
-from service.api.routes import webhooks as webhook_routes
 from service.app import validate
+from service.app import webhooks as webhook_checks
 from service.app.errors import ApiError
 from service.eventtypes import EVENT_TYPES
 from service.webhooks.signing import InvalidSecret, secret_key
@@ -84,10 +84,10 @@ def test_secret_pattern_refuses_non_canonical_padding_bits() -> None:
     # set decodes loosely but is not what the document allows, nor what the API accepts.
     canonical = "whsec_" + base64.b64encode(b"\x00" * 25).decode()
     assert schema_accepts(SECRET_SCHEMA, canonical)
-    assert accepts(webhook_routes.secret, canonical)
+    assert accepts(webhook_checks.secret, canonical)
     loose = canonical[:-3] + "B=="
     assert not schema_accepts(SECRET_SCHEMA, loose)
-    assert not accepts(webhook_routes.secret, loose)
+    assert not accepts(webhook_checks.secret, loose)
 
 
 @settings(max_examples=300, deadline=None)
@@ -99,7 +99,7 @@ def test_secret_pattern_agrees_with_the_api(raw: bytes, last: str) -> None:
     stem = encoded.rstrip("=")
     changed = "whsec_" + stem[:-1] + last + encoded[len(stem) :]
     for secret in ("whsec_" + encoded, changed):
-        assert schema_accepts(SECRET_SCHEMA, secret) == accepts(webhook_routes.secret, secret)
+        assert schema_accepts(SECRET_SCHEMA, secret) == accepts(webhook_checks.secret, secret)
 
 
 def test_the_type_list_names_every_event_type_and_nothing_else() -> None:

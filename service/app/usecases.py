@@ -1,0 +1,44 @@
+"""The use cases the front ends call, made once by the composition root
+(:mod:`service.daemon.webapp`) from the daemon's parts and handed to every front end: the same
+objects answer ``/v1``, ``/mcp`` and ``/ui``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.app.changes import Changes
+from service.app.subscriptions import Subscriptions
+from service.app.supervisor_protocol import SupervisorLike
+from service.app.webhooks import Webhooks
+from service.store.eventhub import EventHub
+from service.store.store import Store
+from service.webhooks.dispatcher import Dispatcher
+
+
+@dataclass(frozen=True)
+class UseCases:
+    subscriptions: Subscriptions
+    changes: Changes
+    webhooks: Webhooks
+
+    @classmethod
+    def build(
+        cls,
+        supervisor: SupervisorLike,
+        store: Store,
+        events: EventHub,
+        dispatcher: Dispatcher,
+        *,
+        agent_origins: tuple[str, ...] | None = None,
+        agent_unsubscribe: str = "own",
+    ) -> UseCases:
+        return cls(
+            subscriptions=Subscriptions(
+                supervisor,
+                store,
+                agent_origins=agent_origins,
+                agent_unsubscribe=agent_unsubscribe,
+            ),
+            changes=Changes(store, events),
+            webhooks=Webhooks(dispatcher),
+        )
