@@ -61,6 +61,7 @@ def create_api(
         subscriptions=cases.subscriptions,
         changes=cases.changes,
         webhooks=cases.webhooks,
+        triggers=cases.triggers,
         keepalive_s=keepalive_s,
         max_wait_ms=max_wait_ms,
         max_waiters=max_waiters,

@@ -75,6 +75,22 @@ SINCE_SCHEMA: dict[str, Any] = {
     ],
     "description": "ISO-8601 (a naive time is UTC) or Unix seconds",
 }
+
+
+def body_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A route's ``openapi_extra`` for a JSON object body (the route reads it itself)."""
+    return {
+        "requestBody": {
+            "required": bool(required),
+            "content": {
+                "application/json": {
+                    "schema": {"type": "object", "required": required, "properties": properties}
+                }
+            },
+        }
+    }
+
+
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["errorCode", "message"],

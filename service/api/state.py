@@ -12,6 +12,7 @@ from service.api.metrics import Metrics
 from service.app.changes import Changes
 from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
+from service.app.triggers import Triggers
 from service.app.webhooks import Webhooks
 from service.http.limits import RequestLimits
 
@@ -25,6 +26,7 @@ class ApiState(RequestLimits):
     changes: Changes
     """What changed: content, wait, the event log and stream, the history (the face's too)."""
     webhooks: Webhooks
+    triggers: Triggers
     max_wait_ms: int = 600_000
     """Upper bound of ``/v1/wait``'s ``timeout_ms``."""
     default_wait_ms: int = 60_000

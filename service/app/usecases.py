@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from service.app.changes import Changes
 from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
+from service.app.triggers import Triggers
 from service.app.webhooks import Webhooks
 from service.store.eventhub import EventHub
 from service.store.store import Store
+from service.triggers.runner import TriggerRunner
 from service.webhooks.dispatcher import Dispatcher
 
 
@@ -20,6 +22,7 @@ class UseCases:
     subscriptions: Subscriptions
     changes: Changes
     webhooks: Webhooks
+    triggers: Triggers
 
     @classmethod
     def build(
@@ -28,6 +31,7 @@ class UseCases:
         store: Store,
         events: EventHub,
         dispatcher: Dispatcher,
+        runner: TriggerRunner,
         *,
         agent_origins: tuple[str, ...] | None = None,
         agent_unsubscribe: str = "own",
@@ -41,4 +45,5 @@ class UseCases:
             ),
             changes=Changes(store, events),
             webhooks=Webhooks(dispatcher),
+            triggers=Triggers(runner),
         )

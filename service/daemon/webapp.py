@@ -73,6 +73,7 @@ def build_app(supervisor: SupervisorLike, settings: AppSettings) -> FastAPI:
         supervisor.store,
         supervisor.events,
         supervisor.webhooks,
+        supervisor.triggers,
         agent_origins=settings.agent_allowed_origins,
         agent_unsubscribe=settings.agent_unsubscribe,
     )

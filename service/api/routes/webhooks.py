@@ -39,20 +39,7 @@ async def _json_body(
     return validate.json_object(raw)
 
 
-def _body_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "requestBody": {
-            "required": bool(required),
-            "content": {
-                "application/json": {
-                    "schema": {"type": "object", "required": required, "properties": properties}
-                }
-            },
-        }
-    }
-
-
-_CREATE_BODY = _body_schema(
+_CREATE_BODY = openapi.body_schema(
     {
         "url": {"type": "string", "description": "http(s) endpoint"},
         "uriPatterns": {"type": "array", "items": {"type": "string"}},
@@ -66,8 +53,8 @@ _CREATE_BODY = _body_schema(
     },
     ["url"],
 )
-_ROTATE_BODY = _body_schema({"secret": {"type": "string"}}, [])
-_RECOVER_BODY = _body_schema(
+_ROTATE_BODY = openapi.body_schema({"secret": {"type": "string"}}, [])
+_RECOVER_BODY = openapi.body_schema(
     {
         "target": {"type": "integer"},
         "since": {"type": ["string", "number"], "description": "ISO-8601 or Unix seconds"},
