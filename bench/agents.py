@@ -1,5 +1,5 @@
 """What agents get from mcpsub: how fast a change reaches them, what many sessions cost the
-daemon, and what the prompt hook adds to every prompt (issue 19 §4).
+daemon, and what the prompt hook adds to every prompt.
 
 Run: ``.venv/bin/python -m bench.agents [--quick] [--out PATH]`` (default
 ``results/agents.md``; ``--quick``: fewer changes, sessions and runs, printed only).

@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python -m bench.cli [--runs N] [--out results/cli.md] [--quick]``
 (``make bench``; ``--quick``: 5 runs, prints only).
 
-Agent scripts call ``mcpsubctl read``/``events``/``wait`` in loops (issue 21 §3), so the
+Agent scripts call ``mcpsubctl read``/``events``/``wait`` in loops, so the
 figure that matters is a whole call: interpreter start, imports, parsing, the request to
 the daemon and the output. This bench starts the real lab server and a real ``mcpsubd`` on
 a unix socket in a temporary state directory, subscribes to one resource, then times N
@@ -171,8 +171,8 @@ def render(
         f"{loads[0]} before, {loads[1]} after (the machine is shared: compare the ratios, "
         f"which are measured side by side). {elapsed:.0f} s in all.",
         "",
-        "Ratio = the command's median wall time / `python -c pass`'s median. Targets "
-        f"(issue 21 §3): `--version` ≤ {VERSION_TARGET}×, every daemon call ≤ {CALL_TARGET}×.",
+        "Ratio = the command's median wall time / `python -c pass`'s median. Targets: "
+        f"`--version` ≤ {VERSION_TARGET}×, every daemon call ≤ {CALL_TARGET}×.",
         "",
     ]
     for title, timings in rows:

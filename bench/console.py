@@ -23,7 +23,7 @@ its cold start writes ≥ 10,000 events (a state change and a first revision per
    was told (one clock: same machine).
 4. **After the browser left**: the same idle window again.
 
-Targets (issue 20): first load ≤ 300 ms server time, page weight ≤ 200 kB, a change visible
+Targets: first load ≤ 300 ms server time, page weight ≤ 200 kB, a change visible
 ≤ 1 s after the server changed it, idle CPU and RSS with no browser within noise of the
 daemon before the console (``results/daemon-scale.md``).
 

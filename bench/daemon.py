@@ -18,7 +18,7 @@ private state directory, driven over its unix socket. Three phases:
     the labs really hold L streams. After a warm-up we read the daemon's RSS (``VmRSS``) and
     CPU time (``utime+stime`` of ``/proc/PID/stat``) over an idle window; then the API path
     is timed on a few more links added with ``POST /v1/subscriptions``.
-    Targets (issue 29): cold start ≤ 10 s, RSS ≤ 150 MB, idle CPU ≤ 0.5 % of one core (``--phases a``
+    Targets: cold start ≤ 10 s, RSS ≤ 150 MB, idle CPU ≤ 0.5 % of one core (``--phases a``
     runs this phase alone, ``results/daemon-scale.md``).
 (b) **Throughput**: a fresh daemon, one lab, 10 links × 10 URIs, every link with its own
     URIs (``test://bench/<link>/<k>``) so one change is one notification to one stream and
@@ -95,8 +95,8 @@ from bench.harness import (
 
 URIS_PER_LINK = 10
 TARGET_RSS_MB = 150.0
-TARGET_IDLE_CPU_PCT = 0.5  # issue 29 (was 1 %, issue 13)
-TARGET_COLD_START_S = 10.0  # issue 29 (was 15 s, issue 13)
+TARGET_IDLE_CPU_PCT = 0.5
+TARGET_COLD_START_S = 10.0
 TARGET_STATUS_MS = 20.0
 TARGET_API_PER_S = 1000.0
 TARGET_UPDATES_PER_S = 1000.0

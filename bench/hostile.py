@@ -1,4 +1,4 @@
-"""Before/after figures for issue 11 points 1, 2 and 4: floods, compression bombs, deep JSON.
+"""Before/after figures for hostile servers: floods, compression bombs, deep JSON.
 
 Runs the real ``mcpsubd`` and both CLIs against ``tests/support/hostile.py`` (and the lab
 server for an honest subscription next to the attack), all on 127.0.0.1, and writes
@@ -270,7 +270,7 @@ def main() -> int:
         )
     rows = list(next(iter(columns.values())))
     lines = [
-        "# Hostile servers: before and after (issue 11 points 1, 2, 4)",
+        "# Hostile servers: before and after",
         "",
         f"`python -m bench.hostile --flood {args.flood} --ka-flood {args.ka_flood}` on {platform.node() or 'this machine'}"
         f" ({os.cpu_count()} CPUs, Python {platform.python_version()}), "
@@ -292,7 +292,7 @@ def main() -> int:
         "",
         "The machine is a shared 2-CPU VM: wall times (and latencies) move with its load, so",
         "compare columns of one run; peak memory, log-line counts and who notices what are the",
-        "robust figures. `before` is the code before the issue 11 fixes (`--before DIR`).",
+        "robust figures. `before` is an older checkout given as `--before DIR`.",
     ]
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")

@@ -67,7 +67,7 @@ from bench.harness import (
 URIS = 10
 TARGET_DAEMON_RATIO = 0.3
 TARGET_DAEMON_RATIO_LOADED = 0.4
-"""Issue 29: mcpsubd's CPU per re-read ≤ 0.3× the SDK client's in a quiet run, ≤ 0.4× when
+"""The target: mcpsubd's CPU per re-read ≤ 0.3× the SDK client's in a quiet run, ≤ 0.4× when
 the load average before the run was 4 or more."""
 LOADED = 4.0
 TARGET_PROBE_RATIO = 0.2

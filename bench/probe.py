@@ -16,7 +16,7 @@ probe done by that client (``bench/compat/ts_client.mjs … auto``: discover, li
 listen, wait for the update, read again, close).
 
 Targets: ``--version`` ≤ 2.5× and a full probe ≤ 4× the bare interpreter's median; a full
-probe ≤ 0.35× the TypeScript SDK client's median (issue 13).
+probe ≤ 0.35× the TypeScript SDK client's median.
 It also writes where the time goes: ``-X importtime`` of ``cli.runner`` (top 10 cumulative)
 and the network phases of one probe, timed in-process over the same client code.
 Only 127.0.0.1 is contacted; every run is bounded and the lab server is always stopped.

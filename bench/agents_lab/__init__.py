@@ -1,2 +1,2 @@
 """The agent lab: real agent CLIs, pinned, driven headless against a scripted model inside a
-private loopback-only network namespace (issue 26 §2). See bench/agents_lab/__main__.py."""
+private loopback-only network namespace. See bench/agents_lab/__main__.py."""

@@ -288,7 +288,7 @@ def render_agents(data: dict[str, Any], meta: str) -> str:
         )
     lines += [
         "",
-        "### Skills (issue 30): `mcpsubctl skills install AGENT --project DIR`",
+        "### Skills: `mcpsubctl skills install AGENT --project DIR`",
         "",
         "After the install, a one-shot run: the scripted model loads `pr-review-subscribe` the "
         "way the CLI offers skills (Claude Code's `Skill` tool, Codex reading the SKILL.md it "

@@ -505,7 +505,7 @@ def others(cli: str) -> dict[str, Any]:
 SCENARIOS["others"] = others
 
 
-# ---- issue 30: the skills, installed with mcpsubctl skills install ------------------------------
+# ---- the skills, installed with mcpsubctl skills install -----------------------------------------
 SKILL = "pr-review-subscribe"
 LOAD_SKILL: dict[str, tuple[str, dict[str, Any]]] = {
     "claude-code": ("Skill", {"skill": SKILL}),

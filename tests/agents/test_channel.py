@@ -1,8 +1,8 @@
-"""``mcpsubctl mcp --channel`` in the real Claude Code 2.1.328 (issue 26 §1): it must lead
-Claude Code into the era where channels work. Before, the face answered ``server/discover``,
-Claude Code negotiated 2026-07-28 and its debug log said "Channel notifications skipped:
-connection negotiated a modern protocol revision with no unsolicited notification path".
-Now it negotiates 2025-11-25 and gets as far as the lab can take it offline: its own
+"""``mcpsubctl mcp --channel`` in the real Claude Code 2.1.328: it must lead Claude Code into
+the era where channels work. A face that answers ``server/discover`` makes Claude Code
+negotiate 2026-07-28, and its debug log then says "Channel notifications skipped: connection
+negotiated a modern protocol revision with no unsolicited notification path". Claude Code
+must negotiate 2025-11-25 and get as far as the lab can take it offline: its own
 feature switch (the research preview, asked of Anthropic's servers)."""
 
 from __future__ import annotations

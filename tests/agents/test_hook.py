@@ -1,4 +1,4 @@
-"""The prompt hook in one-shot runs of Claude Code, Codex and Gemini CLI (issue 26 §1, §2 CI):
+"""The prompt hook in one-shot runs of Claude Code, Codex and Gemini CLI:
 an agent ran in a workspace before; a change lands; the next one-shot run (``claude -p``,
 ``codex exec``, ``gemini -p``) carries that change in its first model request, through the
 hook config docs/agents.md shows (Gemini CLI 0.61.0 runs it with no enabling key)."""

@@ -1,4 +1,4 @@
-"""Issue 30's skills in the real Claude Code, Codex and Gemini CLI: after ``mcpsubctl skills
+"""The skills in the real Claude Code, Codex and Gemini CLI: after ``mcpsubctl skills
 install AGENT --project DIR``, the first model request of a one-shot run lists
 ``pr-review-subscribe``; a scripted model that loads it (the CLI's own way: Claude Code's
 Skill tool, Codex reading SKILL.md, Gemini's activate_skill) gets its text, and following its

@@ -1,4 +1,4 @@
-"""``wait_for_change`` over stdio in Claude Code, Codex and Gemini CLI (issue 26 §2 CI): the
+"""``wait_for_change`` over stdio in Claude Code, Codex and Gemini CLI: the
 scripted model calls the tool, the lab's resource changes, and the model's next request holds
 the new text: the content a real agent CLI hands its model, not only an event."""
 

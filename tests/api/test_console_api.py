@@ -139,7 +139,8 @@ def test_session_cookie_and_csrf() -> None:
 
 
 def test_sessions_end_at_logout_when_idle_when_old_and_all_at_once() -> None:
-    """Issue 27 §1: the stateless cookie stayed good for 7 days after logout."""
+    """A session ends at logout, when idle, when old and all at once: a stateless cookie alone
+    would stay good for 7 days after logout."""
     sessions = BrowserSessions(TOKEN)
     cookie = sessions.new_session(now=0)
     assert sessions.end(cookie) and sessions.session_of(cookie, now=1) is None
@@ -268,8 +269,8 @@ async def _log_in(tcp: httpx.AsyncClient) -> tuple[str, str]:
 async def test_logout_ends_the_session_on_the_server(
     tcp: httpx.AsyncClient, supervisor: FakeSupervisor
 ) -> None:
-    """Issue 27 §1. Before: /ui/logout only cleared the browser's copy, and the same cookie
-    still answered GET /v1/status 200 and DELETE /v1/subscriptions/N 200 for 7 days."""
+    """/ui/logout ends the session, not only the browser's copy: the same cookie must not
+    answer GET /v1/status 200 and DELETE /v1/subscriptions/N 200 for 7 days."""
     sub = (await supervisor.subscribe_many(URL, ["test://kept"]))[0][0]
     cookie, csrf = await _log_in(tcp)
     assert (await tcp.get("/v1/status")).status_code == 200

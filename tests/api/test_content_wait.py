@@ -122,7 +122,7 @@ async def test_wait_after_cursor_returns_at_once(
     after = body["event"]["id"]
     body = (await client.get("/v1/wait", params={"uri": "test://a", "after": after})).json()
     assert body["revision"]["text"] == "v2"
-    assert "link" in body  # the waiter's one request also carries the link (issue 21 §3)
+    assert "link" in body  # one request serves a waiter: it carries the link too
 
 
 async def test_wait_filters_by_url(client: httpx.AsyncClient, supervisor: FakeSupervisor) -> None:

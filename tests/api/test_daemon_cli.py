@@ -47,7 +47,7 @@ async def _publish(sup: FakeSupervisor, text: str, trigger: str = "notification"
     subs = await until_async(  # the CLI may still be subscribing
         "a subscription to test://a", lambda: sup.store.find_subscriptions("test://a"), 10
     )
-    # a stored read on an open link makes the subscription active (issue 22 §1)
+    # a stored read on an open link makes the subscription active
     await sup.publish(subs[0], text, trigger, activate=True)
 
 
@@ -138,7 +138,7 @@ def test_tcp_with_token(
 
 def test_subscribe_list_show_read_unsubscribe(api_env: LiveApi, capsys: Capsys) -> None:
     # The fake supervisor never reads: a short first-state wait runs out (not the 30 s
-    # default), and that is REQUEST_TIMEOUT (6), never 0 without a stored read (issue 22 §1).
+    # default), and that is REQUEST_TIMEOUT (6), never 0 without a stored read.
     code, out, err = run(
         capsys, "subscribe", "--url", URL, "--uri", "test://a", "--uri", "test://b", "--json",
         "--timeout-ms", "300",
@@ -251,7 +251,7 @@ def test_wait_timeout_and_not_watched(api_env: LiveApi, capsys: Capsys) -> None:
 
 
 def test_wait_subscribes_when_url_given(api_env: LiveApi, capsys: Capsys) -> None:
-    """Issue 10 §2: the first revision of a new subscription is its baseline, not an update."""
+    """The first revision of a new subscription is its baseline, not an update."""
     api_env.call_later(0.2, lambda sup: _publish(sup, "first", trigger="acknowledged"))
     api_env.call_when_waiting(lambda sup: _publish(sup, "second"))
     code, out, err = run(

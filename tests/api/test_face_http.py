@@ -111,8 +111,8 @@ def test_one_uri_on_two_servers_is_named_apart(live: LiveApi) -> None:
 
 
 def test_an_agent_removes_only_what_an_agent_made(live: LiveApi) -> None:
-    """Issue 27 §1. Before: the face's unsubscribe removed anything, a person's subscription
-    with its revisions and deliveries included, at a prompt injection's request."""
+    """The face's unsubscribe must not remove a person's subscription, with its revisions and
+    deliveries, at a prompt injection's request."""
     person = live.call(lambda sup: sup.subscribe(ONE, URI))[0]
     live.call(lambda sup: sup.publish(person, "the person's"))
     # What the face's subscribe does (the real daemon's is in tests/hostile/test_face_policy.py;

@@ -1,4 +1,4 @@
-"""Issue 11 points 8 and 11: bad input gets a documented 4xx, never a 500, and writes nothing."""
+"""Bad input gets a documented 4xx, never a 500, and writes nothing."""
 
 from __future__ import annotations
 

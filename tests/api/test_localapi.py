@@ -182,8 +182,8 @@ def test_query_encoding() -> None:
 
 
 def test_a_daemon_call_loads_no_socket_module(peer: Callable[[Reply], RawPeer]) -> None:
-    """Issue 21 §3: a call's cost is mostly imports. The client speaks through ``_socket``;
-    ``socket`` (enum conversions, ``selectors``: ~3.5 ms of CPU), httpx, ``http.client`` and
+    """A call's cost is mostly imports. The client speaks through ``_socket``; ``socket`` (enum
+    conversions, ``selectors``), httpx, ``http.client`` and
     ``typing`` stay unloaded for a whole ``mcpsubctl list`` that reaches its daemon, and so do
     ``gettext`` and ``locale`` (argparse's own words are not looked up in a catalogue)."""
     import subprocess
@@ -207,7 +207,7 @@ def test_a_daemon_call_loads_no_socket_module(peer: Callable[[Reply], RawPeer]) 
 
 
 def test_wait_after_an_existing_update_is_one_request(peer: Callable[[Reply], RawPeer]) -> None:
-    """Issue 21 §3: a script's ``wait --after N`` loop, when the update is already there,
+    """A script's ``wait --after N`` loop, when the update is already there,
     costs one ``/v1/wait`` (its answer carries the baseline and the link), no ``/v1/content``
     and no ``/v1/subscriptions/{id}``."""
     answer = {

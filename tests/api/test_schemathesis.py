@@ -1,4 +1,4 @@
-"""Issue 11 point 9: the OpenAPI document says what the API does.
+"""The OpenAPI document says what the API does.
 
 Schemathesis (its CLI, as users would run it) fuzzes a real ``mcpsubd`` over loopback TCP
 from the daemon's own ``/openapi.json`` with every check: no 5xx, every response matches

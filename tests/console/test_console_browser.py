@@ -170,8 +170,8 @@ def test_requests_without_the_cookie_or_from_another_origin_are_refused(
 def test_logout_ends_the_session_for_every_copy_of_the_cookie(
     logged_in: Any, context: Any, daemon: Daemon, lab: LabServer
 ) -> None:
-    """Issue 27 §1. Before: logout only cleared the browser's copy; another program that had
-    read the cookie still got 200 on GET /v1/status and DELETE /v1/subscriptions/N."""
+    """Logout ends the session, not only the browser's copy: another program that read the
+    cookie must not get 200 on GET /v1/status and DELETE /v1/subscriptions/N."""
     base = daemon.tcp_url
     assert base is not None
     sub = subscribe(daemon, lab, "test://console/kept", "kept")

@@ -1,4 +1,4 @@
-"""What each console page SHOWS, checked against what the API says (issue 27 §2): the
+"""What each console page SHOWS, checked against what the API says: the
 overview's counts by state, the latest changes from the log, a subscription page that follows
 new revisions (content and diff) until the person picks one, the Events page in the words of
 the subscription page, the webhooks page's counts and why pending deliveries wait, URIs that

@@ -69,7 +69,7 @@ def test_ui_on_a_tcp_daemon(context: Any, daemon: Daemon) -> None:
 
 
 def test_ui_revoke_all_ends_every_browser_session(context: Any, daemon: Daemon) -> None:
-    """Issue 27 §1: ``mcpsubctl ui --revoke-all`` ends every console session at once."""
+    """``mcpsubctl ui --revoke-all`` ends every console session at once."""
     assert daemon.tcp_url is not None
     env = {"MCPSUB_STATE_DIR": str(daemon.state_dir), "MCPSUB_API": daemon.tcp_url}
     link = run_cli("mcpsubctl", "ui", env=env)

@@ -121,9 +121,8 @@ def test_tail_prints_each_change_at_once_filters_and_exits_130(
 def test_tail_summary_carries_the_first_changed_line_as_quoted_server_data(
     lab_server_factory, daemon_factory
 ) -> None:
-    """Before: a Monitor line said only ``event=… uri=… revision=… server=…``, and the model
-    had to call ``read`` to learn whether the change mattered (issue 26 §1). ``--summary``
-    adds the first changed line, bounded, quoted and escaped, on the same single line."""
+    """A Monitor line that says only ``event=… uri=… revision=… server=…`` makes the model
+    call ``read`` to learn whether the change mattered. ``--summary`` adds the first changed line, bounded, quoted and escaped, on the same single line."""
     lab = lab_server_factory(SLOW)
     put(lab, "test://s", "status: open\nowner: ann\n")
     d = daemon_factory()
@@ -177,7 +176,7 @@ def test_tail_resumes_after_a_daemon_restart(lab_server_factory, daemon_factory,
     code, err = lines.interrupt()
     assert code == 130 and "retrying" in err and "the daemon is back" in err
     assert "Traceback" not in err
-    # It said "talking to the daemon failed: bad chunk size line" (issue 27 §2).
+    # Not "talking to the daemon failed: bad chunk size line": the reader's words, not the cause.
     assert "the daemon went away" in err and "chunk" not in err, err
 
 

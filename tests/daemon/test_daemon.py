@@ -236,7 +236,7 @@ def test_sigterm_exits_0_quickly_and_files_are_private(lab_server_factory, daemo
 
 
 def test_ctrl_c_stops_cleanly_with_exit_0_as_help_says(daemon_factory) -> None:
-    """Issue 21 §5.3: Ctrl-C (SIGINT) while serving is a clean stop, exit 0, like SIGTERM."""
+    """Ctrl-C (SIGINT) while serving is a clean stop, exit 0, like SIGTERM."""
     d = daemon_factory()
     assert d.proc is not None
     d.proc.send_signal(signal.SIGINT)
@@ -247,7 +247,7 @@ def test_ctrl_c_stops_cleanly_with_exit_0_as_help_says(daemon_factory) -> None:
 
 
 def test_an_unknown_flag_exits_2_as_help_says() -> None:
-    """Every exit code mcpsubd gives is in its --help (issue 21 §5.3: help true to the code)."""
+    """Every exit code mcpsubd gives is in its --help: the help is true to the code."""
     bad = run_cli("mcpsubd", "--bogus")
     assert bad.code == 2 and "unrecognized arguments: --bogus" in bad.stderr
     assert "Traceback" not in bad.stderr
@@ -353,7 +353,7 @@ def test_a_failed_read_is_retried_until_it_succeeds(lab_server_factory, daemon_f
 
 @pytest.mark.parametrize("scheme", ["http", "tcp"])
 def test_both_spellings_of_the_tcp_api(daemon_factory, scheme: str) -> None:
-    """Issue 21 §5.5: the docs say http://127.0.0.1:PORT; tcp:// (the old spelling) works too,
+    """The docs say http://127.0.0.1:PORT; tcp:// (the old spelling) works too,
     for mcpsubd and mcpsubctl alike, through the same MCPSUB_API value."""
     api = f"{scheme}://127.0.0.1:{free_port()}"
     d = daemon_factory(env={"MCPSUB_API": api})

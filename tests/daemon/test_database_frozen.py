@@ -1,4 +1,4 @@
-"""Issue 22: PostgreSQL frozen (every process of the cluster SIGSTOPped, as a VM pause or a
+"""PostgreSQL frozen (every process of the cluster SIGSTOPped, as a VM pause or a
 frozen host does it) under two replicas, then thawed.
 
 Was: ``/v1/status`` and ``/metrics`` hung and then logged a ``TimeoutError`` traceback,

@@ -1,4 +1,4 @@
-"""Issue 10 §1 in the daemon: a pre-2026 server parks its link in ``error``, re-checked slowly.
+"""In the daemon, a pre-2026 server parks its link in ``error``, re-checked slowly.
 
 The daemon runs with a 0.5 s backoff cap (tests/support/daemon.py FAST_ENV), so a link that
 treated PROTOCOL_UNSUPPORTED as a retryable failure would be back within half a second; the

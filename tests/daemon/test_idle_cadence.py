@@ -1,4 +1,4 @@
-"""What an idle single-replica daemon still wakes for (issue 29): its lease passes run every
+"""What an idle single-replica daemon still wakes for: its lease passes run every
 SINGLE_REPLICA_PASS_S while the storage is healthy (a third of the TTL with replicas or while
 writes fail), and the webhook dispatcher runs a pass for committed revisions only."""
 

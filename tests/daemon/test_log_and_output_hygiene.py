@@ -1,4 +1,4 @@
-"""Issue 11 points 10-12 on a real daemon: JSON-only log, redacted credentials, escaped output."""
+"""On a real daemon: JSON-only log, redacted credentials, escaped output."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Several mcpsubd replicas on one PostgreSQL, the scenarios of issue 14: 3 replicas, server
+"""Several mcpsubd replicas on one PostgreSQL, the scale-out scenarios: 3 replicas, server
 links on 3 lab servers (a link per URL: ``?link=N`` tells them apart), a 5 s lease TTL.
 ``MCPSUB_TEST_REPLICA_LINKS`` sets the link count: 60 by default, so that the suite stays
 within its time on a shared 2-core host; the issue's 300 is ``MCPSUB_TEST_REPLICA_LINKS=300``,

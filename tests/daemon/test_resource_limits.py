@@ -1,4 +1,4 @@
-"""Issue 11 point 3 on a real daemon with a low open-file limit: idle and trickling API
+"""A real daemon with a low open-file limit: idle and trickling API
 clients cannot lock the API out, the log stays small, and links that would eat the API's and
 the database's descriptors wait with RESOURCE_LIMIT instead of failing everything."""
 

@@ -1,7 +1,7 @@
-"""Issue 27 §2: a link's state is written out as its value everywhere a person or a script
-reads it: ``/v1/overview`` counted ``{"LinkState.OPEN": 1}`` (``str()`` of a plain Enum), so the
-console showed ``open 0`` beside a row ``LinkState.OPEN 1``, and the log's "link down" lines
-said ``"state": "<LinkState.ERROR: 'error'>"``. On both backends, with a real daemon."""
+"""A link's state is written out as its value everywhere a person or a script reads it:
+``str()`` of a plain Enum would count ``{"LinkState.OPEN": 1}`` in ``/v1/overview``, show
+``open 0`` beside a row ``LinkState.OPEN 1`` in the console, and log ``"state":
+"<LinkState.ERROR: 'error'>"`` in "link down" lines. On both backends, with a real daemon."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Issue 11 point 6 on a real daemon: a database that refuses writes (SQLITE_FULL through the
+"""On a real daemon: a database that refuses writes (SQLITE_FULL through the
 store's fault hook) is a daemon-level condition, and the update that could not be stored is
 read again and stored once writes succeed, without a new notification.
 
-Issue 22 section 2: every write route answers 503 ``STORAGE_FAILING`` and stores nothing; a
+Every write route answers 503 ``STORAGE_FAILING`` and stores nothing; a
 daemon starts on a full disk and recovers when space returns; on a really full disk (a small
 tmpfs, mounted when the tests run as root as CI does) a SQLite daemon keeps its links and
 reports one failing period instead of stopping its links and flapping."""

@@ -1,4 +1,5 @@
-"""Issue 10 §2 and §4 through the real mcpsubd and mcpsubctl, against the lab server."""
+"""``wait`` and ``subscribe`` through the real mcpsubd and mcpsubctl, against the lab server:
+a new subscription's first revision is its baseline, and a subscribe reports its first state."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""docs/agents.md's "Try it" on its own (issue 27 §3): it assumed `mcpsubctl` on PATH and a
-daemon running (after the README's walkthrough had stopped its own), and its `until` loop
-never ended without one. Run here as a newcomer pastes it: from the repository's root, with
+"""docs/agents.md's "Try it" on its own: it must not assume `mcpsubctl` on PATH or a daemon
+running (the README's walkthrough stops its own), or its `until` loop never ends. Run here as a newcomer pastes it: from the repository's root, with
 nothing on PATH but the system's, no lab, no daemon, a fresh HOME; it must start what it
 needs, show the change through the hook, stop everything and leave nothing behind, in
 bounded time. (tests/demo/test_docs.py runs it too, beside a running lab and daemon.)"""

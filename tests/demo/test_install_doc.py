@@ -1,6 +1,5 @@
-"""The install commands of the docs work today (issue 27 §3): they said ``uv tool install
-mcpsub``, ``pipx install mcpsub`` and ``pip install mcpsub``, but no such package is on the
-registry. docs/operations.md now installs from a clone or from a wheel built from one; its uv
+"""The install commands of the docs work: no ``mcpsub`` package is on the registry, so
+docs/operations.md installs from a clone or from a wheel built from one; its uv
 lines run here for real, offline (uv's cache holds what ``make setup`` installed; the tests
 reach nothing beyond the loopback), into a temporary ``HOME``, from an export of this
 checkout at ``~/src/mcpsub`` as the doc assumes."""

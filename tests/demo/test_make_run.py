@@ -74,8 +74,8 @@ def test_demo_cleans_up_when_its_reader_is_gone_and_ctrl_c_comes() -> None:
 
 
 def test_demo_lets_the_reader_change_the_resource_and_watch_it_in_the_console() -> None:
-    """Issue 27 §2: the demo printed neither `mcpsubctl ui` nor a way to change the resource
-    (its lab had no control surface). Run the lines it prints, as a reader would in another
+    """The demo prints `mcpsubctl ui` and a way to change the resource (its lab has a control
+    surface). Run the lines it prints, as a reader would in another
     shell: the change arrives as a verified delivery, and the console's login links work."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.demo", "--delay", "1"],

@@ -4,7 +4,7 @@ Every ```bash block that runs a program from ``.venv/bin`` is pasted, in order, 
 ``bash -e`` script (what a person pasting them gets, minus the typing pauses), with ports
 8089 (the lab) and 8090 (the webhook receiver) replaced by free ports, ``HOME`` and
 ``TMPDIR`` in a temporary directory and the lab's update delay shortened. The walkthrough is
-self-contained (issue 27 §3): it keeps its state in a directory of its own, its webhook
+self-contained: it keeps its state in a directory of its own, its webhook
 receiver answers, and its last line stops everything and removes that directory, so pasting
 it twice works and leaves nothing behind.
 """

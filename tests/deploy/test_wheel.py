@@ -1,4 +1,4 @@
-"""The wheel ships mcpsub under one import name (issue 28 §4): ``mcpsub/service``,
+"""The wheel ships mcpsub under one import name: ``mcpsub/service``,
 ``mcpsub/cli``, ``mcpsub/labserver``, ``mcpsub/migrations`` and ``mcpsub/__init__.py`` (the
 start module), their imports rewritten by deploy/hatch_build.py, and nothing else at the top
 of ``site-packages``. Built from this checkout and installed offline into a virtualenv of its

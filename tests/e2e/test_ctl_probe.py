@@ -120,7 +120,7 @@ def test_exit_code_per_failure_class(
     ],
 )
 def test_pre_2026_servers(lab_server: LabServer, mode: str, code: str, exit_code: int) -> None:
-    """Issue 10 §1: whatever a 2025-era server answers, mcpsubctl names the era (or the path)."""
+    """Whatever a 2025-era server answers, mcpsubctl names the era (or the path)."""
     lab_server.configure(legacyMode=mode)
     result = run_cli("mcpsubctl", "probe", "--url", lab_server.url, "--uri", REVIEW, "--json")
     assert (result.json["errorCode"], result.code) == (code, exit_code), result
@@ -343,14 +343,13 @@ UNENCODABLE_HOST = "ß" * 250 + ".com"  # an IDNA label over 63 characters: no r
         "ftp://example.com/mcp",
         "http:///mcp",
         "http://h:0/",
-        # Both transports: the lean one (plain http://) said INTERNAL_ERROR here, httpx
-        # (https://) INVALID_URL; one seam, one answer (issue 21 §1).
+        # Both transports (lean for plain http://, httpx for https://) give one answer.
         f"http://{UNENCODABLE_HOST}/mcp",
         f"https://{UNENCODABLE_HOST}/mcp",
     ],
 )
 def test_probe_input_errors_are_input_errors(url: str) -> None:
-    """Issue 10 §4: not NETWORK_ERROR "retry later" but INVALID_URL, exit 2."""
+    """Not NETWORK_ERROR "retry later" but INVALID_URL, exit 2."""
     for args in (("probe", "--uri", REVIEW), ("call", "--tool", "echo_tool")):
         result = run_cli("mcpsubctl", *args, "--url", url, "--json")
         assert result.code == 2, result

@@ -1,6 +1,6 @@
 """Every documented error path of the four programs, run as a user would: a subprocess.
 
-Each case asserts the same three things (issue 12): no ``Traceback`` on stdout or stderr,
+Each case asserts the same three things: no ``Traceback`` on stdout or stderr,
 the documented exit code, and one stderr line that names the problem (a ``hint:`` line may
 follow). Ctrl-C is sent while the program is really waiting (an event from the lab or the
 program's own output says so), so the interrupt lands in the network wait, not start-up.

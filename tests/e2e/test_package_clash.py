@@ -1,4 +1,4 @@
-"""Issue 21 §5.11: another distribution's package named like one of ours (``cli``, ``service``,
+"""Another distribution's package named like one of ours (``cli``, ``service``,
 ``labserver``, ``migrations``) is detected at start-up: one line naming it, the hint to
 install in an environment of its own, exit 70, no traceback."""
 

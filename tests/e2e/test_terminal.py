@@ -194,8 +194,8 @@ def test_wait_ready_gives_up_with_daemon_unavailable(tmp_path: Path) -> None:
 
 
 def test_wait_ready_reads_the_token_a_tcp_daemon_writes_after_it_started(tmp_path: Path) -> None:
-    """Issue 22: ``status --wait-ready`` started before a TCP daemon read no token and got 401
-    for the whole wait (exit 3); it must read the token file again while it waits."""
+    """``status --wait-ready`` started before a TCP daemon finds no token; rather than 401
+    for the whole wait (exit 3), it must read the token file again while it waits."""
     state = tmp_path / "state"
     env = {"MCPSUB_STATE_DIR": str(state)}
     with socket.socket() as listener:  # the daemon's port, held until the CLI polls it
@@ -288,7 +288,7 @@ def test_events_on_a_terminal_say_how_long_ago(review_lab: LabServer, tmp_path: 
         date = re.compile(r"\b20\d\d-\d\d-\d\d \d\d:\d\d:\d\d\b")
         ago_re = re.compile(r"^1 {2}\d+ s ago {2}subscription\.created {2}" + re.escape(URI))
 
-        # On a terminal: aligned columns under a header (issue 21 §5.10).
+        # On a terminal: aligned columns under a header.
         _, tty = run_on_pty("mcpsubctl", "events", "--since", "0", env=env, stdout_tty=True)
         header, first, *rest = tty.replace("\r\n", "\n").splitlines()
         assert header.split() == ["ID", "WHEN", "TYPE", "URI", "REV", "DETAIL"], tty
@@ -352,8 +352,8 @@ def test_the_wait_for_a_starting_daemon_is_bounded(tmp_path: Path) -> None:
 def test_read_escapes_server_text_on_a_terminal_and_writes_it_raw_to_a_pipe(
     review_lab: LabServer, tmp_path: Path
 ) -> None:
-    """Before: ``mcpsubctl read`` wrote a resource's escape sequences to the terminal as is
-    (issue 27 §1); every other command escapes server text. A pipe, a file and ``--raw`` keep
+    """``mcpsubctl read`` escapes a resource's escape sequences on a terminal, as every other
+    command escapes server text. A pipe, a file and ``--raw`` keep
     the bytes as stored."""
     evil = "one\n\x1b]0;owned\x07\x1b[2Jtwo\u202e\n"
     uri = "test://terminal/evil"

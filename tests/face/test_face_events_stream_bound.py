@@ -1,4 +1,4 @@
-"""The face's events stream is read through the one bounded SSE decoder (issue 28 §2).
+"""The face's events stream is read through the one bounded SSE decoder.
 
 A loopback server stands in for a broken daemon: it answers ``/v1/events/stream`` with a
 line that never ends. Before, ``aiter_lines`` buffered the whole line and only then compared

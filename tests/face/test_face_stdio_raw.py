@@ -106,7 +106,7 @@ def test_mcp_starts_the_daemon_on_first_use_unless_told_not_to(tmp_path: Path) -
 def test_a_face_started_without_a_daemon_initializes_and_follows_one_that_starts_later(
     lab_server_factory: Any, tmp_path: Path
 ) -> None:
-    """issue 26 §1: ``initialize`` answered -32603 DAEMON_UNAVAILABLE when no daemon ran."""
+    """``initialize`` must not answer -32603 DAEMON_UNAVAILABLE when no daemon runs."""
     lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
     put(lab, DOC, "one\n")
     state = tmp_path / "state"

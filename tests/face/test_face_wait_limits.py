@@ -1,4 +1,4 @@
-"""wait_for_change under a client whose tool-call limit the face knows (issue 26 §1), through
+"""wait_for_change under a client whose tool-call limit the face knows, through
 the real session and backend over a real daemon. The hostile cases (a 3 MB resource, forged
 face lines, lookalike URIs) are in tests/hostile/test_face_answers.py."""
 

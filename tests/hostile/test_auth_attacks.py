@@ -1,7 +1,7 @@
 """OAuth discovery against a hostile server: bombs and deep JSON are refused, not inflated.
 
 The authorization metadata a CLI or the daemon fetches comes from whatever the MCP server
-names, so it gets the same bounds as MCP answers (issue 11.2 and 11.4, their siblings).
+names, so it gets the same bounds as MCP answers (compression bombs, deep JSON).
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ def test_drop_in_discovery_has_a_deadline_against_a_trickling_server(
 
 
 def test_ctl_probe_timeout_message_is_rounded(hostile: HostileServer) -> None:
-    """Issue 21 §5.10: the budget left for a request is printed rounded, not `0.79319 s`."""
+    """The budget left for a request is printed rounded, not `0.79319 s`."""
     run = run_measured(
         "mcpsubctl", "probe", "--url", hostile.url("trickle-discover"), "--uri",
         "hostile://trickle-discover/doc", "--timeout-ms", "800", "--json",

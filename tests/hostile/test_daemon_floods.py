@@ -2,7 +2,7 @@
 
 A notification flood must cost bounded memory (coalesced per URI, counted when for URIs
 nobody subscribed, logged once per interval), a keep-alive flood must cost nothing, and a
-server error on a re-read must be retried instead of losing the update (issue 11.1, 11.5).
+server error on a re-read must be retried instead of losing the update.
 """
 
 from __future__ import annotations

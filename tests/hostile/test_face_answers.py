@@ -1,5 +1,4 @@
-"""Hostile resource text through the real ``mcpsubctl mcp`` over a real daemon and lab (issue 27
-§1): a 3 MB resource gives a bounded answer and the rest by ``offset``; a resource that writes
+"""Hostile resource text through the real ``mcpsubctl mcp`` over a real daemon and lab: a 3 MB resource gives a bounded answer and the rest by ``offset``; a resource that writes
 the face's own ``error CODE`` / ``hint`` lines, or a fence's END line, stays inside its fence;
 a lookalike URI with U+200B is shown with the escape."""
 

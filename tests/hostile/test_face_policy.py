@@ -1,8 +1,8 @@
 """The agent face's unsubscribe against a real daemon, through ``mcpsubctl mcp`` (stdio) and
 ``/mcp`` (HTTP), both backends: what a resource's text could ask an agent to remove.
 
-Issue 27 §1. Before: ``unsubscribe`` through the face removed any subscription, a person's
-with its revisions and deliveries included, while ``subscribe`` was limited by origin."""
+``unsubscribe`` through the face is limited as ``subscribe`` is: it must not remove a
+person's subscription, with its revisions and deliveries."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 22 §3 against the real daemon: host names no resolver can take, credentials in URLs,
+"""Leaks against the real daemon: host names no resolver can take, credentials in URLs,
 ambiguous HTTP framing, and what the log says when tasks stop or clients go away."""
 
 from __future__ import annotations
@@ -342,8 +342,8 @@ def _face_stdio(d: Daemon, name: str, arguments: dict[str, Any]) -> str:
 
 
 SERVER_NAMES = {
-    # Issue 27 §1. Before: only ``api_key``, ``token``, ``access_token``, ``key`` and ``sig``
-    # were redacted, and only after a ``?``.
+    # Beyond ``api_key``, ``token``, ``access_token``, ``key`` and ``sig``, and not only
+    # after a ``?``.
     "older": ("password", "Secret", "client_secret", "APIKEY", "auth", "X-Session-Token"),
     # The names added to the maintained list since (OAuth, session ids, personal access
     # tokens, login tickets, the signed-URL schemes), any case.

@@ -1,4 +1,4 @@
-"""A subscription's state is what was observed (issue 22 §1, issue 21 §5.9).
+"""A subscription's state is what was observed.
 
 ``pending`` until the first read is stored; ``active`` means a read is stored and the link is
 open; a failed read is classified, shown on the subscription with its hint, and retried; a

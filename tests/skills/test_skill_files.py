@@ -1,5 +1,5 @@
 """The skills as files: the front matter every agent requires, what they tell a model to call,
-and the pure decisions of install and uninstall (issue 30)."""
+and the pure decisions of install and uninstall."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``mcpsubctl skills list|install|uninstall`` as people run it: the real CLI in a subprocess,
-writing into temporary projects and a temporary HOME (issue 30)."""
+writing into temporary projects and a temporary HOME."""
 
 from __future__ import annotations
 

@@ -40,8 +40,8 @@ async def expire_all(store: Store) -> None:
 async def test_an_expired_lease_of_a_live_owner_is_left_to_it(
     pg_pair: tuple[Store, Store],
 ) -> None:
-    """Issue 22: after the database was frozen every lease had expired in its clock at once,
-    and the first replica back claimed all of them (a mass swap). A claim leaves an expired
+    """After the database was frozen every lease has expired in its clock at once, and the
+    first replica back must not claim all of them (a mass swap): a claim leaves an expired
     lease whose owner heartbeats; the owner's renew takes it back."""
     a, b = pg_pair
     ids = await add_links(a, 4)

@@ -1,6 +1,6 @@
 """The daemon's start-up migration check: Alembic only when the stored revision is not the
-newest script's (importing it kept ~9 MB of the daemon's memory for nothing); and what else a
-daemon on SQLite does not import (asyncpg, rich: issue 13's RSS target)."""
+newest script's (importing it would keep memory for nothing); and what else a daemon on
+SQLite does not import (asyncpg, rich), for the daemon's RSS target (docs/benchmarks.md)."""
 
 from __future__ import annotations
 

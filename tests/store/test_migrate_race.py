@@ -1,7 +1,6 @@
-"""Issue 22: replicas started at the same instant on a fresh PostgreSQL database, as a
-deployment of three does, raced each other's ``CREATE TABLE``; the losers died with
-``IntegrityError … pg_type_typname_nsp_index`` (exit 69). Migrations take an advisory lock,
-and a start that loses a race anyway migrates again instead of exiting."""
+"""Replicas started at the same instant on a fresh PostgreSQL database, as a deployment of
+three does, race each other's ``CREATE TABLE``; a loser would die with ``IntegrityError …
+pg_type_typname_nsp_index`` (exit 69). Migrations take an advisory lock, and a start that loses a race anyway migrates again instead of exiting."""
 
 from __future__ import annotations
 

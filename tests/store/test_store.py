@@ -235,7 +235,7 @@ async def test_deliveries_commit_with_their_revision(store: Store) -> None:
 
 
 async def test_ids_are_never_reused(store: Store) -> None:
-    """Issue 10 §4: an old event (or a script's saved id) never points at a new object.
+    """An old event (or a script's saved id) never points at a new object.
 
     Without AUTOINCREMENT, SQLite hands the highest deleted id out again.
     """
@@ -259,7 +259,7 @@ async def test_ids_are_never_reused(store: Store) -> None:
 
 
 async def test_an_acknowledgement_makes_active_only_what_has_a_stored_read(store: Store) -> None:
-    """Issue 22 §1: ``active`` is "a read is stored and the link is open"; the ack proves only
+    """``active`` is "a read is stored and the link is open"; the ack proves only
     the second. A subscription with no revision goes to the ``unread`` state instead."""
     a, _ = await store.add_subscription(URL, "test://read")
     b, _ = await store.add_subscription(URL, "test://unread")

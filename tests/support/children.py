@@ -1,5 +1,5 @@
 """The processes a test run starts: SIGINT as a terminal would give it, stopped when a test
-fails, and none left when the run ends (issue 28 §5).
+fails, and none left when the run ends.
 
 A shell that starts ``make test`` in the background (``nohup make test &``, a script, cron)
 hands it SIGINT *ignored*, and an ignored signal stays ignored across ``fork`` and ``exec``:

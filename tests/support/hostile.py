@@ -1,4 +1,4 @@
-"""A small hostile MCP server: each URL path is one attack (issue 11, "Keep it attacked").
+"""A small hostile MCP server: each URL path is one attack.
 
 Raw asyncio over TCP rather than an ASGI app, because the attacks are about bytes an
 honest framework would never send: stacked ``Content-Encoding``, a 200,000-deep frame, a

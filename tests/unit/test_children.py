@@ -1,4 +1,4 @@
-"""The rules for the processes tests start (issue 28 §5, tests/support/children.py), checked by
+"""The rules for the processes tests start (tests/support/children.py), checked by
 running cases from tests/unit/children_cases.py in a pytest of their own."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""The import graph of ``service/`` has no cycles (issue 28 §3) and keeps its layers (issue 28
-§1, :data:`LAYERS`): every import counts, those under ``TYPE_CHECKING`` and inside functions
+"""The import graph of ``service/`` has no cycles and keeps its layers (:data:`LAYERS`): every import counts, those under ``TYPE_CHECKING`` and inside functions
 too, since each says "this module needs that one".
 
 Read from the source with ``ast``, nothing is imported. ``from package import name`` is an

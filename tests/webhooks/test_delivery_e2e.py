@@ -164,7 +164,7 @@ def test_dead_letter_then_recover_and_retry(
     listed = d.ctl("deliveries", "list", "--state", "dead")
     assert listed.code == 0 and dead["webhookId"] in listed.stdout
     assert dead["lastError"] and listed.stdout.split("\n")[0].endswith("LAST ERROR")
-    assert dead["lastError"] in listed.stdout  # issue 21 §5.6: not only with --json
+    assert dead["lastError"] in listed.stdout  # not only with --json
     one = d.ctl("deliveries", "show", str(dead["id"]))
     assert one.code == 0 and f"last error:    {dead['lastError']}" in one.stdout.splitlines()
 

@@ -99,8 +99,8 @@ EMBEDDING = {
 def test_ipv6_forms_embedding_a_metadata_address_are_refused_at_creation_and_at_connect(
     shared_lab: LabServer, uri: str, daemon_factory: Any, receiver: Receiver
 ) -> None:
-    """Issue 22 §3: the IPv6 forms that carry 169.254.169.254 to an IPv4 host passed the
-    rule and delivery connected to them. Refused as literals (400) and as what a name
+    """The IPv6 forms that carry 169.254.169.254 to an IPv4 host are private targets too.
+    Refused as literals (400) and as what a name
     resolves to (dead after one attempt, no connect: the shim would answer ENETUNREACH)."""
     names = {f"e{n}.test": address for n, address in enumerate(EMBEDDING.values())}
     env = {"MCPSUB_TEST_RESOLVE": ",".join(f"{k}={v}" for k, v in names.items())}

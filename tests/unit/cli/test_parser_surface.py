@@ -185,7 +185,7 @@ def test_help_formatter_states_meaningful_defaults() -> None:
 
 @pytest.mark.parametrize("argv", [[], ["webhook"], ["deliveries"], ["service"], ["--json"]])
 def test_a_missing_command_lists_the_commands(argv: list[str]) -> None:
-    """Issue 21 §5.10: not only "the following arguments are required"."""
+    """Not only "the following arguments are required"."""
     result = run_cli("mcpsubctl", *argv)
     assert result.code == 2
     assert "is required:" in result.stderr and "--help" in result.stderr
@@ -247,7 +247,7 @@ def test_command_word_looks_past_global_flags() -> None:
 
 
 def test_lab_help_names_the_control_knob() -> None:
-    """Issue 21 §5.10: README needs MCP_TEST_CONTROL; the lab's own --help says it."""
+    """README needs MCP_TEST_CONTROL; the lab's own --help says it."""
     result = run_cli("mcp-lab-server", "--help")
     assert result.code == 0 and "MCP_TEST_CONTROL=1" in result.stdout
     assert "docs/labserver.md" in result.stdout
@@ -263,8 +263,8 @@ def test_events_takes_after_like_every_other_cursor_and_still_since() -> None:
 
 # ---- make ------------------------------------------------------------------------------------
 def test_a_bare_make_lists_the_targets() -> None:
-    """A bare ``make`` ran ``setup`` silently (issue 27 §2): it prints every target, with its
-    line of help, and builds nothing."""
+    """A bare ``make`` prints every target, with its line of help, and builds nothing (not
+    ``setup``, silently)."""
     make = shutil.which("make")
     assert make is not None
     done = subprocess.run(

@@ -1,4 +1,4 @@
-"""Facts the docs state about the code, checked against the code (issue 21 §5)."""
+"""Facts the docs state about the code, checked against the code."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_replica_id_format_is_the_documented_one(tmp_path: Path) -> None:
 
 def test_every_service_module_is_named_in_the_architecture_doc() -> None:
     """docs/architecture.md names each module of ``service/`` where its package is described,
-    so a newcomer finds every file there (issue 28 §6: five were missing). The API's
+    so a newcomer finds every file there. The API's
     ``routes/`` are described as one module a route group."""
     doc = (ROOT / "docs" / "architecture.md").read_text()
     missing = [

@@ -1,4 +1,4 @@
-"""The pure rules behind issue 22 §3: ambiguous body framing, a URL's Basic credentials, and
+"""The pure rules that keep secrets and bad hosts out: ambiguous body framing, a URL's Basic credentials, and
 what a host name must be to be stored (service/http/connections.py, service/mcp/transports/lean.py,
 service/app/validate.py)."""
 

@@ -183,9 +183,9 @@ async def test_an_idle_refresher_is_handed_back_unless_it_is_failing() -> None:
 
 
 async def test_a_crash_in_a_read_is_classified_shown_and_retried() -> None:
-    """Issue 22 §1: an exception that is no McpError (a bug, or an answer a parser failed
-    on) used to end the read task with only a traceback in the log; it is INTERNAL_ERROR on
-    the subscription now, and the read is tried again."""
+    """An exception that is no McpError (a bug, or an answer a parser failed on) must not end
+    the read task with only a traceback in the log: it is INTERNAL_ERROR on the subscription,
+    and the read is tried again."""
     refresher, store, errors = make([RuntimeError("boom")] * 3 + ["v2"])
     await run(refresher)
     assert store.texts == ["v2"]

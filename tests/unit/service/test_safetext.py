@@ -1,4 +1,4 @@
-"""service.safetext and the pure parts of issue 11 points 10-12 (escaping, redaction, limits)."""
+"""service.safetext and the pure parts of output hygiene (escaping, redaction, limits)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_keep_lines_keeps_newlines_and_tabs_only() -> None:
         ("http://h/x?sig=s;key=k&access_token=t", "http://h/x?sig=***;key=***&access_token=***"),
         ("'http://u:p@h/x?key=k' failed", "'http://***@h/x?key=***' failed"),
         ("http://h/x?page=1&keys=2&token=", "http://h/x?page=1&keys=***&token="),
-        # Issue 27 §1: the names people use, any case, and any name containing a secret word.
+        # The names people use, any case, and any name containing a secret word.
         (
             "http://h/x?password=p&Secret=s&client_secret=c&APIKEY=a&auth=u&ok=1",
             "http://h/x?password=***&Secret=***&client_secret=***&APIKEY=***&auth=***&ok=1",
@@ -201,7 +201,7 @@ def test_repeat_limiter_lets_one_through_per_window_and_counts_the_rest() -> Non
 
 def test_visible_escapes_every_invisible_character_of_this_python() -> None:
     """U+200B, U+FEFF, U+2060 and the rest of Unicode's Cf category, and every space but
-    U+0020, are shown as escapes in URIs (issue 27 §1): lookalike URIs can be told apart."""
+    U+0020, are shown as escapes in URIs: lookalike URIs can be told apart."""
     import unicodedata
 
     from service.safetext import visible

@@ -1,4 +1,4 @@
-"""The storage condition's pure parts (issue 22 §2): one failing period per outage however the
+"""The storage condition's pure parts: one failing period per outage however the
 writes interleave, "did not answer" told apart from a bug, and the remembered status counts
 a frozen database cannot hold up."""
 

@@ -1,4 +1,4 @@
-"""The face's one method table (``session.METHODS``, issue 28 §3) and what discovery says
+"""The face's one method table (``session.METHODS``) and what discovery says
 agree: every method a client is told of (by ``initialize``'s or ``server/discover``'s
 capabilities) dispatches in that era, and every method the table dispatches in an era is
 advertised there; the others answer -32601.

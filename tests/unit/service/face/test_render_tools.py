@@ -51,7 +51,7 @@ def test_tool_arguments() -> None:
     assert tools.wait_args({}).timeout_s == tools.DEFAULT_WAIT_S < 30
 
 
-# ---- issue 27 §1 / issue 26 §1: fences, bounds, one schema type, client limits -------------
+# ---- fences, bounds, one schema type, client limits --------------------------------------
 
 
 def test_a_fence_cannot_be_closed_or_imitated_by_the_text_inside() -> None:
