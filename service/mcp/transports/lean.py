@@ -6,7 +6,8 @@ auth flow, httpcore's pool, anyio's cancel scopes around every await) where the 
 itself, on a kept-alive socket, needs a fraction of that. So on plain ``http://`` URLs
 with no proxy configured :func:`~service.mcp.transports.choose.make_transport` chooses this module
 for *every* exchange of a client: requests, listen streams (:meth:`LeanHttp.open_stream`, a
-POST whose answer is read piece by piece on a connection of its own that closing ends) and
+POST whose answer is read piece by piece on a connection it holds until closed: an idle
+kept-alive one when there is one) and
 webhook POSTs. The one-shot probe then never imports httpx (a third of its start-up), and an
 idle listen stream costs nothing between keep-alive frames (httpcore re-registered each
 socket with the selector around every frame: half of the daemon's idle CPU at 1,000 links).
@@ -494,10 +495,20 @@ class LeanHttp:
             raise
 
     async def open_stream(self, content: bytes, headers: dict[str, str]) -> LeanStream:
-        conn = await self._connect()
+        """A POST whose answer is read as it arrives, on an idle kept-alive connection when
+        there is one (the discover's, at a link's start): the stream then holds it until
+        closed, so a link's start costs the listen no connection of its own. A reused
+        connection found dead before any byte of the answer is replaced and the request sent
+        again, as for an idempotent POST: the server never saw it, or saw its stream end."""
+        conn, reused = await self._acquire()
         try:
             data = self._request(content, headers)
-            await self._send(conn, data, False, streaming=True)
+            try:
+                await self._send(conn, data, reused, streaming=True)
+            except _Stale:
+                conn.close()
+                conn = await self._connect()
+                await self._send(conn, data, False, streaming=True)
             return LeanStream(conn)
         except BaseException:
             conn.close()

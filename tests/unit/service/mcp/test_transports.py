@@ -466,3 +466,57 @@ def test_a_stream_is_read_in_pieces_and_pauses_the_socket_past_the_high_water_ma
     # At most one socket read (asyncio's 256 KiB) past the mark before reading stops.
     assert HIGH_WATER < held <= HIGH_WATER + 256 * 1024, held
     assert total == 64 * 65536
+
+
+SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+)
+
+
+def test_a_stream_opens_on_the_idle_connection_a_request_left(make: Make) -> None:
+    """A link's start (discover, then listen) connects once: the listen takes the discover's
+    kept-alive connection instead of opening one of its own."""
+    answers = [reply(OK_BODY), SSE_HEAD + b"6\r\n: hi\n\n\r\n"]
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        writer.write(answers.pop(0))
+        await writer.drain()
+
+    async def scenario() -> list[int]:
+        async with serve(answer) as (url, served):
+            lean = make(url)
+            assert (await lean.post(b"{}", {})).body == OK_BODY
+            stream = await lean.open_stream(b"{}", {})
+            assert stream.status == 200
+            await stream.aclose()
+            await lean.aclose()
+            return served
+
+    assert asyncio.run(scenario()) == [1, 1]
+
+
+def test_a_stream_on_an_idle_connection_the_server_closed_is_sent_again_on_a_new_one(
+    make: Make,
+) -> None:
+    async def answer_then_close(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int
+    ) -> None:
+        if n == 1:  # keep-alive framing, then closed while idle
+            writer.write(reply(OK_BODY))
+            await writer.drain()
+            writer.close()
+            return
+        writer.write(SSE_HEAD + b"6\r\n: hi\n\n\r\n")
+        await writer.drain()
+
+    async def scenario() -> list[int]:
+        async with serve(answer_then_close) as (url, served):
+            lean = make(url)
+            assert (await lean.post(b"{}", {})).body == OK_BODY
+            stream = await lean.open_stream(b"{}", {})
+            assert stream.status == 200
+            await stream.aclose()
+            await lean.aclose()
+            return served
+
+    assert asyncio.run(scenario()) == [1, 2]
