@@ -6,19 +6,27 @@ lets only one be queued at a time). It replaces a one-worker ``ThreadPoolExecuto
 ``ThreadPoolExecutor.submit`` (a shutdown lock, a global lock and an idle-semaphore
 condition per call, all Python-level locks the worker thread takes too), plus the
 concurrent-future-to-asyncio-future wrapping around it. Here a hand-off is one
-``SimpleQueue.put`` and, back, one ``call_soon_threadsafe``.
+``SimpleQueue.put``.
+
+Back, the loop is woken once per batch of completions, not once per call: every
+``call_soon_threadsafe`` writes to the loop's self-pipe and costs the loop a wake-up and a
+read of that pipe. The thread appends each outcome to a list; only the outcome that finds
+the list empty schedules :meth:`WriterThread._deliver`, which settles everything that has
+accumulated by the time the loop runs it (group commit's batch, and whatever else finished
+while the loop was busy).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+_Outcome = tuple["asyncio.Future[Any]", Any, BaseException | None]
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -38,6 +46,10 @@ class WriterThread:
         ] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._done: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
+        """Outcomes the loop has not settled yet, by loop (a store serves one loop; tests
+        may run several one after another). Guarded by ``_done_lock``."""
+        self._done_lock = threading.Lock()
 
     def run(self, fn: Callable[[], T]) -> asyncio.Future[T]:
         """Queue ``fn``; the returned future (of the running loop) gets its result or error."""
@@ -62,9 +74,28 @@ class WriterThread:
                 result = fn()
             except BaseException as exc:  # handed to the caller, whatever it is
                 error = exc
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting
-                loop.call_soon_threadsafe(_settle, future, result, error)
+            self._hand_back(loop, (future, result, error))
             del item, fn, future, result, error
+
+    def _hand_back(self, loop: asyncio.AbstractEventLoop, outcome: _Outcome) -> None:
+        with self._done_lock:
+            pending = self._done.get(loop)
+            if pending is not None:
+                pending.append(outcome)  # a delivery is already on its way
+                return
+            self._done[loop] = [outcome]
+        try:
+            loop.call_soon_threadsafe(self._deliver, loop)
+        except RuntimeError:  # a closed loop: nobody is waiting
+            with self._done_lock:
+                self._done.pop(loop, None)
+
+    def _deliver(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop: settle every outcome handed back since the last delivery."""
+        with self._done_lock:
+            outcomes = self._done.pop(loop, [])
+        for future, result, error in outcomes:
+            _settle(future, result, error)
 
     def shutdown(self) -> None:
         """Finish what is queued, then stop the thread (idempotent)."""

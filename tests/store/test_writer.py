@@ -56,3 +56,39 @@ async def test_a_call_whose_caller_left_before_it_started_is_not_run() -> None:
     finally:
         writer.shutdown()
     assert ran == ["kept"]
+
+
+async def test_commits_that_finish_while_the_loop_is_busy_wake_it_once() -> None:
+    """Each wake-up from the thread is a write to the loop's self-pipe and a loop turn: the
+    outcomes of calls that finished before the loop ran again are handed over together."""
+    writer = WriterThread("test-writer")
+    loop = asyncio.get_running_loop()
+    wakeups: list[object] = []
+    original = loop.call_soon_threadsafe
+
+    def counted(callback: object, *args: object, **kwargs: object) -> object:
+        wakeups.append(callback)
+        return original(callback, *args, **kwargs)  # type: ignore[arg-type]
+
+    release, reached, finish = threading.Event(), threading.Event(), threading.Event()
+
+    def last() -> None:
+        reached.set()
+        finish.wait(10)
+
+    loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+    try:
+        futures = [writer.run(release.wait)]
+        futures += [writer.run(lambda n=n: n) for n in range(1, 5)]
+        futures.append(writer.run(last))
+        release.set()
+        # The first five ran and were handed back while this loop was held up here.
+        assert reached.wait(10)
+        woken = len(wakeups)
+        finish.set()
+        results = await asyncio.gather(*futures)
+    finally:
+        del loop.call_soon_threadsafe
+        writer.shutdown()
+    assert results == [True, 1, 2, 3, 4, None]
+    assert woken == 1
