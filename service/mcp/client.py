@@ -393,6 +393,7 @@ class ListenStream:
         try:
             assert self.machine is not None and self._chunks is not None
             assert self._content is not None
+            fresh = False
             while not self._pending:
                 if self._ended is not None:
                     return self._ended
@@ -414,6 +415,7 @@ class ListenStream:
                         )
                         continue
                     self._pieces = self._content.decode(chunk)
+                    fresh = True  # the read of this chunk was the loop's turn
                     continue
                 try:
                     items = self._decoder.feed(piece)
@@ -422,7 +424,8 @@ class ListenStream:
                 if items:
                     self.last_activity = time.monotonic()
                     if self._rate is not None:
-                        await self._pace(len(items))
+                        await self._pace(len(items), fresh)
+                fresh = False
                 for item in items:
                     if isinstance(item, Comment) or not isinstance(item, Event):
                         continue
@@ -441,20 +444,26 @@ class ListenStream:
             self._client.redact(exc)
             raise
 
-    async def _pace(self, frames: int) -> None:
+    async def _pace(self, frames: int, fresh: bool) -> None:
         """Token bucket over frames (events and comments) read from this stream.
 
         One event loop serves every link: a server flooding frames as fast as TCP allows
         must not take the CPU from the others (docs/benchmarks.md has what it did to other
         links' latency). Over the rate we sleep before reading more, the socket fills, and
-        the server's writes block. Always yields once, so each decoded piece is one turn.
+        the server's writes block. Below it each decoded piece is still one turn: the first
+        piece of a chunk (``fresh``) came after waiting for that chunk, the others of the
+        same chunk yield first. So a keep-alive frame or a notification, one chunk each,
+        costs the loop the wake-up that brought it and no second turn.
         """
         assert self._rate is not None
         now = time.monotonic()
         self._tokens = min(self._rate, self._tokens + (now - self._refilled) * self._rate)
         self._refilled = now
         self._tokens -= frames
-        await asyncio.sleep(-self._tokens / self._rate if self._tokens < 0 else 0)
+        if self._tokens < 0:
+            await asyncio.sleep(-self._tokens / self._rate)
+        elif not fresh:
+            await asyncio.sleep(0)
 
     async def next_event(self) -> ListenEvent:
         """The next notification, or the event that ended the stream (Closed/Failed/Lost)."""

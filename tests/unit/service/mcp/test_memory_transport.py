@@ -134,3 +134,61 @@ def test_an_error_that_echoes_the_request_loses_what_the_client_sent(status: int
     assert "at /mcp?api_key=*** with Bearer *** (***)" in str(exc)
     for secret in ("pass-mem-1", "key-mem-2", "bearer-mem-3"):
         assert not [text for text in texts if secret in text], texts
+
+
+def test_a_paced_stream_reads_each_chunk_in_the_turn_that_brought_it() -> None:
+    """Below its rate a listen stream yields to the loop only between pieces of one chunk:
+    an event that arrives on its own (a notification, a keep-alive) costs the wake-up that
+    brought it and no second turn (the daemon's idle CPU is one keep-alive per stream)."""
+    events = 50
+
+    async def scenario() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        turns = 0
+
+        async def body(listen_id: Any) -> AsyncIterator[bytes]:
+            meta = {wire.META_SUBSCRIPTION_ID: listen_id}
+            yield _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "method": wire.ACKNOWLEDGED,
+                    "params": {"_meta": meta, "notifications": {"resourceSubscriptions": []}},
+                }
+            )
+            updated = {"jsonrpc": "2.0", "method": wire.RESOURCE_UPDATED}
+            for _ in range(events):
+                arrived = loop.create_future()  # each chunk comes in a turn of its own
+                loop.call_soon(arrived.set_result, None)
+                await arrived
+                yield _frame(updated | {"params": {"_meta": meta, "uri": "test://a"}})
+
+        async def handler(content: bytes, headers: dict[str, str]) -> MemoryStream:
+            return MemoryStream(
+                200, {"content-type": "text/event-stream"}, body(json.loads(content)["id"])
+            )
+
+        original = loop.call_soon
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            nonlocal turns
+            turns += 1
+            return original(*args, **kwargs)
+
+        async with McpClient(URL, transport=MemoryTransport(URL, handler)) as client:
+            stream = client.listen({"resourceSubscriptions": ["test://a"]}, max_frames_per_s=10_000)
+            await stream.open()
+            loop.call_soon = counted  # type: ignore[method-assign]
+            try:
+                received = 0
+                for _ in range(events):
+                    if isinstance(await stream.next_event(), Notified):
+                        received += 1
+            finally:
+                del loop.call_soon
+            await stream.aclose()
+        return received, turns
+
+    received, turns = asyncio.run(scenario())
+    assert received == events
+    # Per event: the arrival's callback and the reader's wake-up; no third turn.
+    assert turns == 2 * events, turns
