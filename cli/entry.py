@@ -31,8 +31,8 @@ def _import_argparse_in_english() -> None:
     """Import argparse with its few words of its own ("usage:", "options", …) untranslated.
 
     argparse passes them through ``gettext``, whose first lookup imports ``locale`` and which
-    searches the disk for a catalogue again on every string (21 lookups a call): ~3 ms of
-    every ``mcpsubctl`` call, a fifth of a bare interpreter's start (``results/cli.md``).
+    searches the disk for a catalogue again on every string, on every ``mcpsubctl`` call
+    (``results/cli.md`` has the cost).
     CPython ships no translation of them, and everything else mcpsubctl
     prints is English, so the identity is what a user sees anyway. argparse keeps the two
     functions it imported; the real ``gettext`` stays importable for anyone else."""

@@ -8,9 +8,9 @@ one answer out, with no I/O of its own; the blocking driver (:class:`Connection`
 ``_socket``) and the asyncio one only move bytes into it.
 
 Why not httpx or ``http.client``: the CLIs and the prompt hook are measured by their
-start-up (``results/cli.md``, ``results/agents.md``). httpx costs about 100 ms a call (its
-models, httpcore, anyio, ``ssl``); ``http.client`` imports ``email.parser`` and ``ssl``; even
-``socket`` costs ~3.5 ms of CPU for its enum conversions and ``selectors``. This module
+start-up (``results/cli.md``, ``results/agents.md``). httpx imports its models, httpcore,
+anyio and ``ssl`` on every call; ``http.client`` imports ``email.parser`` and ``ssl``; even
+``socket`` costs CPU for its enum conversions and ``selectors``. This module
 imports only what every interpreter has already loaded, and ``_socket``. The peer is our own
 uvicorn (h11) on a unix socket or on loopback, the requests are a few small JSON ones, so
 the reader is small and strict: it is fuzzed against h11 (``tests/unit/service/

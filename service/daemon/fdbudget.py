@@ -62,8 +62,8 @@ class FdBudget:
     def check(self) -> None:
         """Admit one more link, or raise :class:`ResourceLimit`.
 
-        Counting means listing ``/proc/self/fd``: at 1,000 links a cold start listed a million
-        entries (2 % of its CPU). So a count is reused for ``recount_s`` while what it left free
+        Counting means listing ``/proc/self/fd``: at 1,000 links a cold start would list a
+        million entries. So a count is reused for ``recount_s`` while what it left free
         still covers every link admitted since at ``per_link`` descriptors each, which is
         as strict as counting each time (a link opens no more than that); near the limit,
         or once the count is old, it counts again."""

@@ -1,9 +1,9 @@
 """What a link's stream readers hand to the link: a bounded, coalescing inbox.
 
 Why not an ``asyncio.Queue``: a server sending ``notifications/resources/updated`` as fast as
-TCP allows filled an unbounded queue faster than the link drained it, ~1 KB per notification
-without limit. But the link only needs to know *which* URIs to re-read, and a
-re-read reads the latest content whatever the number of notifications before it. So:
+TCP allows fills an unbounded queue faster than the link drains it, without limit. But the
+link only needs to know *which* URIs to re-read, and a re-read reads the latest content
+whatever the number of notifications before it. So:
 
 * an update for a URI already pending adds nothing (coalescing; counted);
 * at most ``capacity`` distinct URIs are pending; a reader that wants to add one more waits
@@ -28,9 +28,9 @@ DEFAULT_CAPACITY = 1024
 
 class LeanEvent:
     """:class:`asyncio.Event`'s semantics (set, clear, is_set, wait) without its per-instance
-    waiter deque: a deque allocates a 64-slot block up front, ~760 bytes an Event, and every
-    link holds four (its own two, its inbox's two) that nearly always have no waiter: 3 MB
-    at 1,000 links (tracemalloc). Waiters live in a list made on the
+    waiter deque: a deque allocates a 64-slot block up front, and every link holds four (its
+    own two, its inbox's two) that nearly always have no waiter (docs/benchmarks.md has the
+    memory it cost). Waiters live in a list made on the
     first wait and dropped when the last one leaves."""
 
     __slots__ = ("_flag", "_waiters")

@@ -29,8 +29,8 @@ On SQLite the same loop runs with one replica: it holds every link, and no other
 can take one, so a failing renew (a full disk) never stops its links. Nothing outside this
 process changes what it holds either (its API adopts and drops links itself), so there the
 passes are a safety net and run every :data:`SINGLE_REPLICA_PASS_S` while the storage is
-healthy: renewing 1,000 leases and reconciling 10,000 subscriptions every 5 s were most of an
-idle daemon's CPU besides the streams' keep-alive frames. While writes fail the
+healthy: renewing every lease and reconciling every subscription at the TTL's cadence would
+be most of an idle daemon's CPU besides the streams' keep-alive frames. While writes fail the
 TTL's cadence stays (a renew is then the write that sees the storage recover).
 """
 

@@ -21,9 +21,8 @@ class StatusCache:
     def link_status_json(self, snapshots: Iterable[LinkSnapshot]) -> bytes:
         """``[render(snapshot) for snapshot in snapshots]`` as a JSON array.
 
-        Each part is kept as an exact-size copy: orjson's answer keeps the 8 kB buffer it
-        was written into (a 600-byte link part held 8.6 kB), 8 MB at 1,000 links
-        (tracemalloc)."""
+        Each part is kept as an exact-size copy: orjson's answer keeps the whole buffer it
+        was written into, many times a link part's size, for as long as the part is kept."""
         cache = self.parts
         parts: list[bytes] = []
         seen: set[int] = set()

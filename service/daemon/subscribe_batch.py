@@ -1,8 +1,8 @@
 """Subscribe requests that queue up, written together: one queue and one writer task.
 
 Requests that arrive while a write is under way are gathered and written in one
-transaction, with one hand-over to the links: 32 concurrent single-URI POSTs each waited
-for their own commit behind the others, ~10 ms apiece on a busy machine.
+transaction, with one hand-over to the links, so that concurrent single-URI POSTs do not
+each wait for their own commit behind the others.
 """
 
 from __future__ import annotations

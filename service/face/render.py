@@ -14,7 +14,8 @@ Every piece of server text is untrusted. Renderings escape control and bidi char
 invisible characters (``visible``). A resource's text or a diff is fenced (:func:`fence`)
 and labelled as data, between lines it cannot forge, so nothing in it can pass for the
 face's own words (``error CODE: …`` / ``hint: …``). Server text in one answer is bounded
-(:data:`MAX_TEXT_CHARS` per field, :func:`clip`): a 3 MB resource made a 9 MB answer line.
+(:data:`MAX_TEXT_CHARS` per field, :func:`clip`): an answer line must not grow with the
+resource, or a large one reaches the agent's context several times its own size.
 """
 
 from __future__ import annotations

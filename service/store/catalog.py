@@ -1,8 +1,8 @@
 """Adding subscriptions and counting rows, as plain SQL compiled once (both backends).
 
 ``POST /v1/subscriptions`` and ``GET /v1/status`` run these. Built as SQLAlchemy Core
-expressions on every call, the add cost ~0.6 ms of Python per URI in SQL compilation and
-caching alone, and the status counts took one thread hop per statement; here the statements
+expressions on every call, the add would spend most of its Python per URI in SQL compilation
+and caching, and the status counts would take one thread hop per statement; here the statements
 are ``text()`` built at import (SQLAlchemy only binds parameters) and each function is one
 call on a sync ``Connection``: the writer thread's (``Store.in_writer``) or a reader's
 (``Store.in_reader``), so one request is one hop, whatever its size.

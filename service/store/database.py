@@ -77,8 +77,8 @@ def database_errors() -> tuple[type[BaseException], ...]:
     as ``asyncpg.PostgresError`` when raised while connecting).
 
     A function for ``except database_errors():`` (evaluated only when something is raised)
-    rather than a constant, so that a SQLite daemon never imports asyncpg (~2.7 MB of its
-    RSS): asyncpg can only raise once the PostgreSQL backend has imported it.
+    rather than a constant, so that a SQLite daemon never imports asyncpg (its memory):
+    asyncpg can only raise once the PostgreSQL backend has imported it.
     """
     asyncpg = sys.modules.get("asyncpg")
     if asyncpg is None:

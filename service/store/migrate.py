@@ -7,8 +7,8 @@ connection (``AsyncConnection.run_sync``), which ``migrations/env.py`` accepts a
 
 Alembic is imported only when there is something to migrate: the daemon checks the stored
 revision against the newest script first (:func:`upgrade_if_needed`), because importing
-Alembic (and Mako, and its PostgreSQL DDL module) kept ~9 MB of a daemon's ~160 MB RSS at
-1,000 links for a check that almost always finds nothing to do.
+Alembic (and Mako, and its PostgreSQL DDL module) would keep megabytes of a daemon's RSS for
+a check that almost always finds nothing to do (docs/benchmarks.md).
 """
 
 from __future__ import annotations

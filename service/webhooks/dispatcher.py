@@ -300,9 +300,9 @@ class Dispatcher:
 
     def _transport(self, target_id: int, url: str, allow_private: bool) -> Transport:
         """The target's own transport, as many connections as it has slots: lean h11 on a
-        plain http:// URL (~0.2 ms of CPU per POST where httpx took ~1.6 ms), httpx
-        otherwise, each with its own pool (one httpx pool for every target scanned all its
-        connections on every request: with 40 that cost more than the request). It connects
+        plain http:// URL (a fraction of httpx's CPU per POST), httpx otherwise, each with its
+        own pool (one httpx pool for every target scans all its connections on every request:
+        with many targets that costs more than the request). It connects
         only to addresses the private-target rule allows, unless the target was registered
         with ``allowPrivateTarget`` (:mod:`service.netguard`)."""
         held = self._transports.get(target_id)
@@ -349,13 +349,12 @@ class Dispatcher:
     @property
     def _per_target(self) -> int:
         """Deliveries of one target taken by the passes at a time: in its slots, ready behind
-        them, or waiting for their outcome to be written. A pass costs O(open deliveries)
-        (2.6 ms of CPU at 2,000 pending), so one pass takes several deliveries per target and
-        the next pass runs when half of them are done (or on a new event), not after every
-        completion. Eight rounds of the target's slots: with four, a drain of 2,000 ran a
-        pass for every 8 deliveries, about half of its CPU. Bodies are built by
-        the pass, so this also bounds the memory a target's backlog holds (at most this many
-        bodies of up to ``max_body_bytes``)."""
+        them, or waiting for their outcome to be written. A pass costs O(open deliveries), so one
+        pass takes several deliveries per target and the next pass runs when half of them are
+        done (or on a new event), not after every completion. Eight rounds of the target's
+        slots: with fewer, the passes of a long drain are a large share of its CPU. Bodies are
+        built by the pass, so this also bounds the memory a target's backlog holds (at most
+        this many bodies of up to ``max_body_bytes``)."""
         return 8 * self.settings.concurrency
 
     def start(self) -> None:

@@ -205,8 +205,8 @@ def test_a_listen_ends_with_its_result_when_the_daemon_stops(live: LiveApi) -> N
 
 
 def test_resources_read_is_bounded_for_many_items_and_blobs(live: LiveApi) -> None:
-    """``resources/read`` of a resource of 20,000 items or of a 1.2 MB blob: before, all of it
-    (1.8 MB, 1.2 MB); now the ``read`` tool's 65,536 characters, and ``_meta`` says so."""
+    """``resources/read`` of a resource of 20,000 items or of a 1.2 MB blob gives not all of it
+    but the ``read`` tool's 65,536 characters, and ``_meta`` says so."""
     from service.face.render import MAX_TEXT_CHARS
     from tests.support.store import bump_generation
 

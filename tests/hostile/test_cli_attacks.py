@@ -42,7 +42,7 @@ def run_measured(program: str, *args: str, env: dict[str, str] | None = None) ->
 
     Not ``wait4``'s ``ru_maxrss``: Linux folds the forking parent's peak (this big pytest
     process) into it at exec. VmHWM only grows, so the last sample before exit is the peak
-    up to a 2 ms sampling gap; the bomb took seconds to inflate before the fix.
+    up to a 2 ms sampling gap; a bomb that is inflated takes seconds, many samples.
     """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(

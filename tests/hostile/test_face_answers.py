@@ -72,7 +72,8 @@ def mcp_resources_read(d: Daemon, uri: str) -> list[dict[str, Any]]:
 def test_a_3_mb_resource_gives_a_bounded_answer_and_the_rest_by_offset(
     lab_server_factory: Any, daemon_factory: Any
 ) -> None:
-    """Before: ``read`` of a 3 MB resource was a 9 MB JSON-RPC line, ``wait_for_change`` 16.5 MB."""
+    """``read`` of a 3 MB resource, and ``wait_for_change`` on it, are bounded JSON-RPC lines,
+    not the whole text (several times over, once escaped)."""
     lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
     first = big_text("one")
     assert len(first) > 3_000_000
@@ -84,7 +85,7 @@ def test_a_3_mb_resource_gives_a_bounded_answer_and_the_rest_by_offset(
         peer.request(0, "initialize", {"protocolVersion": "2025-11-25"})
         peer.answer(0)
         answer = call(peer, 1, "read", uri=DOC)
-        assert len(orjson.dumps(answer)) < 4 * MAX  # ~200 KB (was 9 MB)
+        assert len(orjson.dumps(answer)) < 4 * MAX
         body = answer["result"]["structuredContent"]
         assert body["truncated"] is True and body["totalChars"] == len(first)
         assert body["text"] == first[:MAX] and body["nextOffset"] == MAX
@@ -101,7 +102,7 @@ def test_a_3_mb_resource_gives_a_bounded_answer_and_the_rest_by_offset(
         assert bad["isError"] and bad["structuredContent"]["errorCode"] == "INVALID_ARGUMENT"
 
         # resources/read: the same bound and the same answer, on the stdio face and on the
-        # daemon's /mcp in both eras (before: the whole 3 MB).
+        # daemon's /mcp in both eras (not the whole 3 MB).
         peer.request(40, "resources/read", {"uri": DOC})
         for result in (peer.answer(40)["result"], *mcp_resources_read(d, DOC)):
             assert len(orjson.dumps(result)) < 2 * MAX
@@ -115,7 +116,7 @@ def test_a_3_mb_resource_gives_a_bounded_answer_and_the_rest_by_offset(
         new = big_text("two")
         put(lab, DOC, new)
         answer = call(peer, 6, "wait_for_change", uri=DOC, after=after, timeoutSeconds=30)
-        assert len(orjson.dumps(answer)) < 7 * MAX  # ~400 KB (was 16.5 MB)
+        assert len(orjson.dumps(answer)) < 7 * MAX
         change = answer["result"]["structuredContent"]
         assert change["changed"] is True
         assert change["finalText"] == new[:MAX] and change["initialText"] == first[:MAX]

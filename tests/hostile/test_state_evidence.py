@@ -77,9 +77,9 @@ def test_subscribe_never_exits_0_at_its_own_timeout(
 def test_an_over_bound_read_answer_is_protocol_error_shown_and_retried(
     daemon_factory: Any, hostile_factory: Any, database_url: str
 ) -> None:
-    """A read answered as a 5 MB SSE event. Before: "read crashed" with a traceback, the
-    subscription ``active`` at revision 0 with no code, never retried, ``subscribe`` exit 0,
-    and ``mcpsubctl probe`` exit 70 ``INTERNAL_ERROR``."""
+    """A read answered as a 5 MB SSE event is a classified failure, retried: not "read
+    crashed" with a traceback, the subscription ``active`` at revision 0 with no code, never
+    retried, ``subscribe`` exit 0, and ``mcpsubctl probe`` exit 70 ``INTERNAL_ERROR``."""
     hostile = hostile_factory()
     d = daemon_factory()
     uri = "hostile://sse-read/doc"
@@ -143,8 +143,8 @@ def test_an_unlisted_uri_goes_pending_to_error_and_stays_there_after_relistens(
 def test_a_stream_that_breaks_the_protocol_after_its_ack_backs_off(
     daemon_factory: Any, hostile_factory: Any
 ) -> None:
-    """Before: a 5 MB event after every ack was fetched again at once, ~60 listens a minute
-    (about 240 MB pulled), with a "link down" line each time despite the de-duplication."""
+    """A 5 MB event after every ack must not be fetched again at once, listen after listen,
+    with a "link down" line each time despite the de-duplication."""
     hostile = hostile_factory()
     d = daemon_factory(env={"MCPSUB_BACKOFF_BASE_S": "0.5", "MCPSUB_BACKOFF_CAP_S": "30"})
     url = hostile.url("oversize")

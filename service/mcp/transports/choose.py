@@ -1,10 +1,10 @@
 """Which transport a URL gets, decided once where a client, a link or a target is made.
 
 - :class:`~service.mcp.transports.lean.LeanHttp`: llhttp on an asyncio protocol, for plain
-  ``http://`` with no proxy variable. It exists for CPU: through httpx a re-read cost
-  1.2–1.6 ms where the exchange on a kept-alive socket needs ~0.2 ms (``results/hotpath.md``),
-  and its idle listen streams cost nothing between frames. It never imports httpx (a third
-  of a probe's start-up).
+  ``http://`` with no proxy variable. It exists for CPU: through httpx a re-read costs several
+  times what the exchange on a kept-alive socket needs (``results/hotpath.md``), and its idle
+  listen streams cost nothing between frames. It never imports httpx (a large part of a
+  probe's start-up).
 - :class:`~service.mcp.transports.viahttpx.HttpxTransport`: httpx, for TLS and proxies.
 
 Each is imported only when chosen.
@@ -20,7 +20,7 @@ from service.mcp.transports.base import Transport, lean_usable
 from service.netguard import AddressCheck
 
 if TYPE_CHECKING:
-    import ssl  # a probe on plain http:// never loads it (~15 ms of start-up)
+    import ssl  # a probe on plain http:// never loads it (its start-up cost)
 
 
 def default_tls() -> ssl.SSLContext:

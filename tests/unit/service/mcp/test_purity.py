@@ -63,8 +63,8 @@ def test_checker_sees_imports() -> None:
 
 def test_the_daemon_loads_httpx_only_for_a_url_that_needs_it() -> None:
     """docs/architecture.md: a daemon whose servers and webhook targets are all plain
-    ``http://`` never imports httpx (about 5 MB of RSS, against a 150 MB target). The API's
-    URL check imported it for every host; it now does only for a name IDNA must encode."""
+    ``http://`` never imports httpx (its RSS counts against the daemon's target). The API's
+    URL check imports it only for a name IDNA must encode."""
     import subprocess
     import sys
 
