@@ -73,7 +73,7 @@ class LinkInbox(Generic[End]):
         self.capacity = capacity
         self._updates: dict[str, None] = {}
         self._ends: list[tuple[int, End]] = []
-        """A list, not a deque: only appended and taken whole (a deque's block is ~600 bytes)."""
+        """A list, not a deque: only appended and taken whole (a deque allocates a block first)."""
         self._ready = LeanEvent()
         self._space = LeanEvent()
         self._space.set()

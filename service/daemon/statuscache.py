@@ -1,6 +1,6 @@
 """The links' part of ``GET /v1/status`` as JSON, each link's part kept until it changes.
 
-Building and encoding 1,000 link objects was most of a ``GET /v1/status`` (py-spy), and on a
+Building and encoding every link's object is most of a ``GET /v1/status``, and on a
 settled daemon few links change between two calls; a link's part is rebuilt only when its
 :class:`~service.daemon.linkstatus.LinkSnapshot` changed (the snapshot is the key).
 """

@@ -275,8 +275,8 @@ class Supervisor:
     def _new_transport(self, url: str) -> Transport:
         """A link's transport. The listen stream holds one connection, and each of the link's
         read slots one more, kept alive between reads: with one kept for two slots, every
-        other read of a burst (ten at an acknowledgement) connected and closed a socket,
-        ~20 % of the event loop's CPU at a cold start of 1,000 links (py-spy). A server
+        other read of a burst (ten at an acknowledgement) connected and closed a socket, a
+        large share of the event loop's CPU at a cold start. A server
         closes what it does not want kept (the lab after 15 s), and the socket goes then."""
         settings = self.settings
         return make_transport(

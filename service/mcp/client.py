@@ -305,8 +305,8 @@ class ListenStream:
         """True once the server answered with an event stream (there is a stream to close)."""
         self._response: StreamAnswer | None = None
         self._pending: list[ListenEvent] = []
-        """A list, not a deque: rarely more than one event, and a deque's 64-slot block is
-        ~600 bytes per listen stream, kept for the stream's life (the daemon's RSS target)."""
+        """A list, not a deque: rarely more than one event, and a deque's 64-slot block would
+        be kept for each listen stream's life (the daemon's RSS target)."""
         self._decoder = SSEDecoder()
         self._content: ContentDecoder | None = None
         self._pieces: Iterator[bytes] = iter(())

@@ -1,15 +1,13 @@
 """``async with within(seconds)``: :func:`asyncio.timeout` for many short exchanges, one timer.
 
-Why: every re-read is bounded by the client's request timeout (30 s), and finishes in a
-fraction of a millisecond. :func:`asyncio.timeout` arms a ``TimerHandle`` on the loop's heap
-on the way in and cancels it on the way out, so at 1,000 re-reads/s the loop's heap churns
-with timers that never fire (py-spy at 500/s: ``Timeout.reschedule`` plus ``TimerHandle``
-~4 % of the daemon). Here the exchanges of one duration share one timer per event loop:
-entering records the task and its deadline in an insertion-ordered dict (deadlines of one
-duration expire in the order they were made), leaving deletes it, and the one timer is armed
-for the oldest deadline. When it fires it cancels the tasks whose deadline passed, and
-re-arms for the oldest one still running; so it fires about once per duration, not per
-exchange.
+Why: every re-read is bounded by the client's request timeout (30 s), and finishes in a fraction
+of a millisecond. :func:`asyncio.timeout` arms a ``TimerHandle`` on the loop's heap on the way
+in and cancels it on the way out, so at 1,000 re-reads/s the loop's heap churns with timers that
+never fire (docs/benchmarks.md). Here the exchanges of one duration share one timer per event
+loop: entering records the task and its deadline in an insertion-ordered dict (deadlines of one
+duration expire in the order they were made), leaving deletes it, and the one timer is armed for
+the oldest deadline. When it fires it cancels the tasks whose deadline passed, and re-arms for
+the oldest one still running; so it fires about once per duration, not per exchange.
 
 Semantics are :func:`asyncio.timeout`'s: on expiry the task is cancelled, and the
 ``CancelledError`` leaving the block becomes ``TimeoutError`` unless someone else cancelled

@@ -4,8 +4,7 @@ A revision is a handful of statements (the fenced ``UPDATE … RETURNING``, the 
 event inserts, the touch of an unchanged read, the state change of a first read), run for
 every update of every watched resource. Through SQLAlchemy Core each statement paid for the
 parameter processing, the cursor result and its description merge, around a driver call
-that is a fifth of the cost (py-spy of the writer thread: ``do_execute`` 17 % of
-``record_reads``, ``_execute_clauseelement`` 70 %). Here they go to the DB-API of the
+that is a small part of the cost (docs/benchmarks.md). Here they go to the DB-API of the
 connection SQLAlchemy already holds, inside the transaction it began, so SQLAlchemy keeps
 the schema, the migrations, the pool and every statement off the hot path, and commit,
 rollback and fencing are unchanged:

@@ -1,14 +1,14 @@
 """A link's state writes as plain SQL for the writer thread: subscription states, and the
 whole acknowledgement of a listen in one transaction.
 
-A cold start of 1,000 links acknowledges 1,000 listens, and each used to be three
-transactions through the async engine (bump the generation, mark the server open, mark its
-subscriptions ``active`` with one awaited ``INSERT`` per event): ~13,000 round trips through
-aiosqlite's thread for 10,000 subscriptions, a third of the daemon's CPU before every URI was
-read (results/daemon.md). Here one call on the writer thread does it, with ``text()``
-statements built once, as :mod:`service.store.groupcommit` does for revisions. The fence is the
-same: the generation bump is conditional on the generation the link expects, and a state
-change only lands while the link's generation is the one given.
+A cold start of 1,000 links acknowledges 1,000 listens. As three transactions each through the
+async engine (bump the generation, mark the server open, mark its subscriptions ``active`` with
+one awaited ``INSERT`` per event) that is a round trip through aiosqlite's thread per statement,
+a large share of the daemon's CPU before every URI is read (results/daemon.md,
+docs/benchmarks.md). Here one call on the writer thread does it, with ``text()`` statements
+built once, as :mod:`service.store.groupcommit` does for revisions. The fence is the same: the
+generation bump is conditional on the generation the link expects, and a state change only lands
+while the link's generation is the one given.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ OPEN_BUMPED = sql(
 
 UNREAD = sql("SELECT id FROM subscriptions WHERE server_id = :server_id AND revision = 0")
 """A link's subscriptions with no read stored yet, found through the ``(server_id, uri)``
-unique index: a fixed statement, where ``id IN (...)`` was compiled anew for every
-acknowledgement (a sixth of the writer thread's time at a cold start, py-spy)."""
+unique index: a fixed statement, where ``id IN (...)`` would be compiled anew for every
+acknowledgement."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -467,11 +467,11 @@ class Store:
         statements compiled once (:mod:`service.store.groupcommit`), and reads are *group
         committed*: every read recorded in the same loop tick, or while the writer is busy,
         goes to the writer in one hand-off and commits in one transaction
-        (:meth:`_commit_reads`). One thread hop per read was most of the daemon's time at
-        500 reads/s on a loaded machine (py-spy: ``ThreadPoolExecutor.submit``, see
-        ``results/hotpath.md``). Each read is still fenced on its own row, and its revision,
-        event and outbox rows commit together; a storage failure fails every read of the
-        batch with the error its own transaction would have had.
+        (:meth:`_commit_reads`). One thread hop per read would be most of the daemon's time
+        under a stream of reads on a loaded machine (``results/hotpath.md``). Each read is
+        still fenced on its own row, and its revision, event and outbox rows commit together;
+        a storage failure fails every read of the batch with the error its own transaction
+        would have had.
         """
         read = groupcommit.Read(
             subscription_id,
@@ -770,5 +770,5 @@ class Store:
     async def status_counts(self) -> catalog.StatusCounts:
         """Everything ``GET /v1/status`` counts (rows, states, deliveries, targets, the
         newest event id) in one reader hop: one statement per thread hop through the async
-        driver made a status take ~10 hops, each a wait for a thread on a busy machine."""
+        driver would make a status wait for a thread once per count on a busy machine."""
         return await self.in_reader(catalog.status_counts)

@@ -2,8 +2,8 @@
 
 Every SQLite write transaction of the daemon runs here, in order (the store's write lock
 lets only one be queued at a time). It replaces a one-worker ``ThreadPoolExecutor`` with
-``run_in_executor``: py-spy of the daemon on a loaded machine put 11-16 % of its time in
-``ThreadPoolExecutor.submit`` (a shutdown lock, a global lock and an idle-semaphore
+``run_in_executor``: a profile of the daemon on a loaded machine put a large share of its time
+in ``ThreadPoolExecutor.submit`` (a shutdown lock, a global lock and an idle-semaphore
 condition per call, all Python-level locks the worker thread takes too), plus the
 concurrent-future-to-asyncio-future wrapping around it. Here a hand-off is one
 ``SimpleQueue.put``.

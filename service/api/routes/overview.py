@@ -1,6 +1,6 @@
 """``/v1/overview`` (the figures a dashboard shows, small at any scale) and ``/v1/links``
-(the links, filtered and paged). ``/v1/status`` carries every link in full (~650 bytes each),
-which a page refreshed on every change cannot afford at 1,000 links."""
+(the links, filtered and paged). ``/v1/status`` carries every link in full, which a page
+refreshed on every change cannot afford at 1,000 links."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ STATUS_DEADLINE_S = 5.0
 async def status(request: Request) -> Response:
     supervisor = api_state(request).supervisor
     store = supervisor.store
-    # One reader hop for every figure (it was ~10 queries, one thread hop each); from memory
+    # One reader hop for every figure (not a query and a thread hop each); from memory
     # when the database does not answer in time (the storage then says why).
     answer = await store.status_counts_within(STATUS_DEADLINE_S)
     counts = answer.value
@@ -46,7 +46,7 @@ async def status(request: Request) -> Response:
     if not answer.fresh:
         tail["countsFromMemory"] = True
         tail["countsAt"] = answer.at
-    # The links are most of the answer (~650 bytes each): the supervisor keeps each link's
+    # The links are most of the answer: the supervisor keeps each link's
     # JSON until the link changes, and the parts are joined here in the documented order.
     body = b"".join(
         (
