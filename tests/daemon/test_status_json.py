@@ -48,12 +48,13 @@ def test_link_status_json_follows_every_change(tmp_path: Path) -> None:
             same()
             one.want("test://a", 10)  # same set, other order: still right
             same()
-            two.state, two.generation, two.reconnects = LinkState.BACKOFF, 3, 1
-            two.last_error, two.last_error_code = "refused \u202e", "CONNECTION_REFUSED"
+            m = two.machine
+            m.state, m.generation, m.reconnects = LinkState.BACKOFF, 3, 1
+            m.last_error, m.last_error_code = "refused \u202e", "CONNECTION_REFUSED"
             same()
-            one.honored = {"test://a"}
+            one.machine.honored = frozenset({"test://a"})
             same()
-            one.honored = {"test://b"}  # same size, other URI
+            one.machine.honored = frozenset({"test://b"})  # same size, other URI
             same()
             two.capabilities = {"subscribe": True, "huge": 2**70}  # orjson refuses this one
             same()
