@@ -62,6 +62,7 @@ def create_api(
         changes=cases.changes,
         webhooks=cases.webhooks,
         triggers=cases.triggers,
+        status=cases.status,
         keepalive_s=keepalive_s,
         max_wait_ms=max_wait_ms,
         max_waiters=max_waiters,

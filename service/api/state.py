@@ -10,6 +10,7 @@ from fastapi import Request
 
 from service.api.metrics import Metrics
 from service.app.changes import Changes
+from service.app.status import Status
 from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
 from service.app.triggers import Triggers
@@ -27,6 +28,7 @@ class ApiState(RequestLimits):
     """What changed: content, wait, the event log and stream, the history (the face's too)."""
     webhooks: Webhooks
     triggers: Triggers
+    status: Status
     max_wait_ms: int = 600_000
     """Upper bound of ``/v1/wait``'s ``timeout_ms``."""
     default_wait_ms: int = 60_000

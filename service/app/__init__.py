@@ -5,7 +5,7 @@ The REST API (``service/api``), the MCP face (``service/face``) and the web cons
 (``service/console``) all call it and none of them calls another: input checks
 (``validate``), JSON shapes (``views``), read-only queries (``queries``), diffs, the error
 tree (``errors``), and the use cases the front ends call: ``subscriptions`` (with the agent
-policy, ``policy``, and ``firststate``), ``webhooks`` (each change with its wake), ``triggers``; ``usecases`` makes them once. It knows no
+policy, ``policy``, and ``firststate``), ``webhooks`` (each change with its wake), ``triggers``, ``status``; ``usecases`` makes them once. It knows no
 HTTP framework; the HTTP concerns the three share (guard, sessions, limits, serving) are
 ``service/http``.
 """

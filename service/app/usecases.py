@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.app.changes import Changes
+from service.app.status import Status
 from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
 from service.app.triggers import Triggers
@@ -23,6 +24,7 @@ class UseCases:
     changes: Changes
     webhooks: Webhooks
     triggers: Triggers
+    status: Status
 
     @classmethod
     def build(
@@ -36,6 +38,7 @@ class UseCases:
         agent_origins: tuple[str, ...] | None = None,
         agent_unsubscribe: str = "own",
     ) -> UseCases:
+        triggers = Triggers(runner)
         return cls(
             subscriptions=Subscriptions(
                 supervisor,
@@ -45,5 +48,6 @@ class UseCases:
             ),
             changes=Changes(store, events),
             webhooks=Webhooks(dispatcher),
-            triggers=Triggers(runner),
+            triggers=triggers,
+            status=Status(store, triggers),
         )

@@ -8,10 +8,11 @@ from typing import Any
 
 from service.app.changes import Change
 from service.failures import state_hint as code_hint
+from service.store.catalog import StatusCounts
 from service.store.records import Event, Revision, Subscription
 from service.triggers.outbox import Run, Trigger
 from service.triggers.process import Finished
-from service.webhooks.outbox import Delivery, Target
+from service.webhooks.outbox import FINAL_STATES, OPEN_STATES, Delivery, Target
 
 
 def camel(name: str) -> str:
@@ -178,3 +179,14 @@ def next_after(ids: list[int], after: int, *, newest_first: bool) -> int:
     if newest_first:
         return max(ids, default=after)
     return ids[-1] if ids else after
+
+
+def figures_json(counts: StatusCounts) -> dict[str, Any]:
+    """What ``/v1/status`` and ``/v1/overview`` both show of the stored figures."""
+    return {
+        "lastEventId": counts.last_event_id,
+        "deliveries": {
+            state: counts.deliveries.get(state, 0) for state in (*OPEN_STATES, *FINAL_STATES)
+        },
+        "webhooks": {"targets": counts.targets, "enabled": counts.targets_enabled},
+    }

@@ -4,7 +4,6 @@ refreshed on every change cannot afford at 1,000 links."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from typing import Annotated, Any
 
@@ -12,14 +11,12 @@ from fastapi import APIRouter, Query, Request
 
 from service._version import __version__
 from service.api.metrics import uptime
-from service.api.routes.system import STATUS_DEADLINE_S
 from service.api.state import api_state
-from service.app import queries, validate
-from service.webhooks.outbox import FINAL_STATES, OPEN_STATES
+from service.app import validate
+from service.app.views import figures_json
 
 router = APIRouter(tags=["system"])
 
-CHART_MINUTES = 60
 MAX_LIMIT = 1000
 
 
@@ -27,11 +24,11 @@ MAX_LIMIT = 1000
 async def overview(request: Request) -> dict[str, Any]:
     """Counts by state, the revisions of the last hour per minute, storage health and the
     replicas with the links each holds: a few kilobytes whatever the daemon's size."""
-    supervisor = api_state(request).supervisor
-    store = supervisor.store
+    state = api_state(request)
+    supervisor = state.supervisor
     # From memory when the database does not answer in time (a frozen PostgreSQL): the
-    # storage then says failing, and the two history queries are left out.
-    answer = await store.status_counts_within(STATUS_DEADLINE_S)
+    # storage then says failing, and the history queries are left out.
+    answer = await state.status.counts()
     counts = answer.value
     states = _link_states(supervisor)
     body: dict[str, Any] = {
@@ -43,26 +40,12 @@ async def overview(request: Request) -> dict[str, Any]:
             "total": sum(counts.subscription_states.values()),
             "byState": dict(sorted(counts.subscription_states.items())),
         },
-        "lastEventId": counts.last_event_id,
-        "deliveries": {
-            state: counts.deliveries.get(state, 0) for state in (*OPEN_STATES, *FINAL_STATES)
-        },
-        "webhooks": {"targets": counts.targets, "enabled": counts.targets_enabled},
-        "storage": {**store.health.to_json(), "backend": store.engine.dialect.name},
+        **figures_json(counts),
+        "storage": state.status.storage_json(),
     }
     if not answer.fresh:
         return {**body, "revisionsPerMinute": [], "replicas": [], "countsFromMemory": True}
-    body["revisionsPerMinute"] = await queries.revisions_per_minute(
-        store, time.time(), CHART_MINUTES
-    )
-    body["replicas"] = await queries.lease_view(store)
-    triggers = await supervisor.triggers.repo.list_triggers()
-    body["triggers"] = {
-        "total": len(triggers),
-        "paused": sum(1 for t in triggers if not t.enabled),
-        "runs": await supervisor.triggers.repo.counts(),
-    }
-    return body
+    return {**body, **await state.status.recent()}
 
 
 @router.get("/v1/links")

@@ -12,21 +12,19 @@ from service._version import __version__
 from service.api.metrics import uptime
 from service.api.state import api_state
 from service.app import validate
+from service.app.views import figures_json
 from service.jsonencode import json_bytes
-from service.webhooks.outbox import FINAL_STATES, OPEN_STATES
 
 router = APIRouter(tags=["system"])
-STATUS_DEADLINE_S = 5.0
-"""How long status and metrics wait for the database's counts before answering from memory."""
 
 
 @router.get("/v1/status", response_model=dict[str, Any])
 async def status(request: Request) -> Response:
-    supervisor = api_state(request).supervisor
-    store = supervisor.store
-    # One reader hop for every figure (not a query and a thread hop each); from memory
-    # when the database does not answer in time (the storage then says why).
-    answer = await store.status_counts_within(STATUS_DEADLINE_S)
+    state = api_state(request)
+    supervisor = state.supervisor
+    # One reader hop for every figure; from memory when the database does not answer in time
+    # (the storage then says why).
+    answer = await state.status.counts()
     counts = answer.value
     head = {
         "version": __version__,
@@ -36,12 +34,8 @@ async def status(request: Request) -> Response:
     tail = {
         "counts": counts.rows,
         "subscriptionsByState": dict(sorted(counts.subscription_states.items())),
-        "lastEventId": counts.last_event_id,
-        "deliveries": {
-            state: counts.deliveries.get(state, 0) for state in (*OPEN_STATES, *FINAL_STATES)
-        },
-        "webhooks": {"targets": counts.targets, "enabled": counts.targets_enabled},
-        "storage": store.health.to_json(),
+        **figures_json(counts),
+        "storage": state.status.storage.to_json(),
     }
     if not answer.fresh:
         tail["countsFromMemory"] = True
@@ -80,13 +74,13 @@ async def healthz() -> dict[str, bool]:
 
 @router.get("/readyz", responses={503: {"description": "NOT_READY or STORAGE_FAILING"}})
 async def readyz(request: Request) -> JSONResponse:
-    supervisor = api_state(request).supervisor
-    if not supervisor.ready:
+    state = api_state(request)
+    if not state.supervisor.ready:
         return JSONResponse(
             {"ready": False, "errorCode": "NOT_READY", "message": "links are not started yet"},
             status_code=503,
         )
-    storage = supervisor.store.health
+    storage = state.status.storage
     if storage.failing:
         # Degraded: the API answers and serves what is stored, but nothing new is recorded.
         return JSONResponse(
@@ -105,7 +99,6 @@ async def readyz(request: Request) -> JSONResponse:
 @router.get("/metrics", response_class=Response)
 async def metrics(request: Request) -> Response:
     state = api_state(request)
-    store = state.supervisor.store
-    counts = (await store.status_counts_within(STATUS_DEADLINE_S)).value
+    counts = (await state.status.counts()).value
     text = state.metrics.render(counts.rows, counts.last_event_id)
     return Response(text, media_type=CONTENT_TYPE_LATEST)
