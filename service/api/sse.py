@@ -1,6 +1,7 @@
 """Server-sent events for ``GET /v1/events/stream``.
 
-The encoders are pure (record in, bytes out). :func:`event_stream` encodes what
+Each frame is written by the daemon's one SSE encoder (``service/http/sse.py``).
+:func:`event_stream` encodes what
 :meth:`service.app.changes.Changes.follow` yields: the events after a cursor, replayed from
 the table and then followed as they are committed (from the hub's ring while it can prove it
 holds them all), a ``reset`` when the cursor names events that are not kept, and a ``:``
@@ -21,6 +22,7 @@ from typing import Any
 
 from service.app.changes import KEEPALIVE, Changes, Reset
 from service.app.views import event_json, revision_json
+from service.http import sse
 from service.jsonencode import json_bytes
 from service.store.records import Event, Revision
 
@@ -28,15 +30,6 @@ RETRY_MS = 5000
 INLINE_CONTENT_MAX = 32 * 1024
 """A revision's ``content`` rides along only up to this many bytes of JSON (a bigger one is
 left out: the client reads it from ``/v1/content`` or ``/v1/wait``)."""
-
-
-def encode_event(event_type: str, data: Any, event_id: int | None = None) -> bytes:
-    # JSON escapes newlines, so the payload is always one data line. json_bytes is the
-    # hot path's one encoder (orjson, json as its fallback).
-    head = f"event: {event_type}\ndata: "
-    if event_id is not None:
-        head = f"id: {event_id}\n{head}"
-    return head.encode() + json_bytes(data) + b"\n\n"
 
 
 def inline_content(rev: Revision | None) -> dict[str, Any] | None:
@@ -55,15 +48,7 @@ async def _encoded(changes: Changes, item: Event, content: bool) -> bytes:
         inline = inline_content(await changes.revision_of(item))
         if inline is not None:
             payload["content"] = inline
-    return encode_event(item.type, payload, item.id)
-
-
-def encode_comment(text: str) -> bytes:
-    return f": {text}\n\n".encode()
-
-
-def encode_retry(ms: int) -> bytes:
-    return f"retry: {ms}\n\n".encode()
+    return sse.json_event(payload, event_type=item.type, event_id=item.id)
 
 
 async def event_stream(
@@ -76,16 +61,16 @@ async def event_stream(
     content: bool = False,
 ) -> AsyncIterator[bytes]:
     """The stream's bytes: what :meth:`Changes.follow` yields, encoded."""
-    yield encode_retry(RETRY_MS)
+    yield sse.retry(RETRY_MS)
     async for item in changes.follow(after=after, idle_s=keepalive_s, types=types, uri=uri):
         if item is KEEPALIVE:
-            yield encode_comment("keep-alive")
+            yield sse.comment("keep-alive")
         elif isinstance(item, Reset):
             reset = {
                 "requestedAfter": item.requested_after,
                 "firstEventId": item.first_id,
                 "lastEventId": item.last_id,
             }
-            yield encode_event("reset", reset)
+            yield sse.json_event(reset, event_type="reset")
         else:
             yield await _encoded(changes, item, content)

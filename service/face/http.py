@@ -36,6 +36,7 @@ from service.app.errors import BodyTimeout, BodyTooLarge, TooBusy
 from service.face import protocol as p
 from service.face.handlers import Face
 from service.face.session import Session, known, progress_reporter
+from service.http import sse
 from service.http.limits import RequestLimits
 from service.jsonencode import json_bytes
 from service.mcp.wire import decode_header_value
@@ -53,7 +54,11 @@ SSE_HEADERS: Final = {
 
 
 def _frame(message: dict[str, Any]) -> bytes:
-    return b"event: message\ndata: " + json_bytes(message) + b"\n\n"
+    """A JSON-RPC message as Streamable HTTP's SSE event (type ``message``)."""
+    return sse.json_event(message, event_type="message")
+
+
+KEEPALIVE: Final = sse.comment("keepalive")
 
 
 @dataclass
@@ -197,7 +202,7 @@ class FaceHttp:
                             # The daemon stops: the listen's result is its graceful end.
                             yield _frame(session.cancel_listen(msg.id) or {})
                             return
-                        yield b": keepalive\n\n" if message is None else _frame(message)
+                        yield KEEPALIVE if message is None else _frame(message)
                 finally:
                     self.listens -= 1
                     await session.close()
@@ -327,12 +332,12 @@ class FaceHttp:
         async def stream() -> AsyncIterator[bytes]:
             async with state.waiter_slot():
                 try:
-                    yield b": stream open\n\n"
+                    yield sse.comment("stream open")
                     while True:
                         message = await _next(entry.queue, state.closing, state.keepalive_s)
                         if message is _CLOSING:
                             return
-                        yield b": keepalive\n\n" if message is None else _frame(message)
+                        yield KEEPALIVE if message is None else _frame(message)
                 finally:
                     entry.streaming = False
                     entry.last_used = time.monotonic()
