@@ -138,6 +138,21 @@ class Changes:
         last = page[-1].id if page else after
         return page, (last if len(page) == limit else max(mark, last))
 
+    async def next_events(
+        self,
+        after: int,
+        *,
+        limit: int,
+        timeout: float,
+        types: Sequence[str] | None = None,
+    ) -> list[Event]:
+        """:meth:`events_after`, waiting up to ``timeout`` for the first when there is none
+        yet: ``[]`` after ``timeout`` (or when only events ``types`` leaves out came)."""
+        found = await self.events_after(after, limit=limit, types=types)
+        if found or not await self.hub.wait_beyond(after, timeout):
+            return found
+        return await self.events_after(after, limit=limit, types=types)
+
     async def events_before(
         self,
         before: int,

@@ -46,6 +46,11 @@ class FaceBackend(Protocol):
         self, after: int, limit: int, types: list[str] | None = None
     ) -> list[dict[str, Any]]: ...
 
+    async def next_events(self, after: int, limit: int, timeout: float) -> list[dict[str, Any]]:
+        """``events_after(after, limit)``, waiting up to ``timeout`` for the first when there
+        is none yet; ``[]`` after ``timeout``."""
+        ...
+
     async def last_event_id(self) -> int: ...
 
     async def wait_beyond(self, cursor: int, timeout: float) -> bool:

@@ -241,9 +241,11 @@ class Face:
         deadline = started + timeout_s
         names: dict[int, str] | None = None
         while True:
+            remaining = max(deadline - time.monotonic(), 0.0)
+            step = min(remaining, self.progress_every_s) if progress is not None else remaining
             # Every type, filtered here: the cursor then moves past other events too, so a
             # wake-up for them does not loop, and no "newest id" query is needed per turn.
-            events = await backend.events_after(cursor, FOLLOW_PAGE)
+            events = await backend.next_events(cursor, FOLLOW_PAGE, step)
             for event in events:
                 cursor = max(cursor, int(event["id"]))
                 if event.get("type") != "resource.updated":
@@ -255,17 +257,15 @@ class Face:
                     return await self.describe_change(event, names)
             if len(events) == FOLLOW_PAGE:
                 continue
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if not events and step > 0 and progress is not None:  # a quiet step went by
+                elapsed = time.monotonic() - started
+                await progress(round(elapsed, 3), timeout_s, "waiting for a change")
+            if time.monotonic() >= deadline:
                 waited = round(time.monotonic() - started, 1)
                 body = {"changed": False, "cursor": cursor, "waitedSeconds": waited}
                 if client_limit is not None:
                     body["clientLimitSeconds"] = client_limit
                 return body
-            step = min(remaining, self.progress_every_s) if progress is not None else remaining
-            if not await backend.wait_beyond(cursor, step) and progress is not None:
-                elapsed = time.monotonic() - started
-                await progress(round(elapsed, 3), timeout_s, "waiting for a change")
 
     async def changes_since(self, args: t.ChangesArgs, _caller: Caller) -> dict[str, Any]:
         after, limit, pattern = args.after, args.limit, args.pattern

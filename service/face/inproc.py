@@ -48,6 +48,10 @@ class InProcessBackend:
         events = await self.changes.events_after(after, limit=limit, types=types)
         return [event_json(e) for e in events]
 
+    async def next_events(self, after: int, limit: int, timeout: float) -> list[dict[str, Any]]:
+        events = await self.changes.next_events(after, limit=limit, timeout=timeout)
+        return [event_json(e) for e in events]
+
     async def last_event_id(self) -> int:
         return self.changes.published_id
 

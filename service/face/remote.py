@@ -281,6 +281,12 @@ class ApiBackend:
         _, body = await self._request("GET", "/v1/events", params=params)
         return list(body.get("events", []))
 
+    async def next_events(self, after: int, limit: int, timeout: float) -> list[dict[str, Any]]:
+        found = await self.events_after(after, limit)
+        if found or not await self.wait_beyond(after, timeout):
+            return found
+        return await self.events_after(after, limit)
+
     async def last_event_id(self) -> int:
         # Not waiting for a start: a session's follower asks this at ``initialize``, which
         # must answer at once; the follower looks again once the daemon answers.

@@ -36,12 +36,9 @@ FOLLOW_AGAIN: Final = Backoff(base_s=1.0, cap_s=1.0, jitter=0)
 async def follow(backend: FaceBackend, cursor: int) -> AsyncIterator[dict[str, Any]]:
     """Every event after ``cursor``, oldest first, forever (the caller cancels)."""
     while True:
-        events = await backend.events_after(cursor, FOLLOW_PAGE)
-        for event in events:
+        for event in await backend.next_events(cursor, FOLLOW_PAGE, IDLE_WAIT_S):
             cursor = max(cursor, int(event["id"]))
             yield event
-        if len(events) < FOLLOW_PAGE:
-            await backend.wait_beyond(cursor, IDLE_WAIT_S)
 
 
 def progress_reporter(token: str | int, send: Send) -> Progress:

@@ -227,3 +227,19 @@ async def test_history_reads(fake_supervisor: FakeSupervisor) -> None:
     assert await changes.watchers("r://a", "http://127.0.0.1:9/other") == []
     tail, follow_from = await changes.events_before(10**6, limit=2)
     assert [e.id for e in tail] == [3, 4] and follow_from == 4
+
+
+async def test_next_events_waits_for_the_first_within_its_timeout(
+    fake_supervisor: FakeSupervisor,
+) -> None:
+    """What the face's follower and ``wait_for_change`` take a page at a time: the events
+    there are at once, else the first ones committed within the timeout, else none."""
+    sup = fake_supervisor
+    a, _ = await two_subscriptions(sup)
+    changes = Changes(sup.store, sup.events)
+    assert [e.id for e in await changes.next_events(0, limit=1, timeout=60)] == [1]
+    newest = await changes.last_event_id()
+    assert await changes.next_events(newest, limit=10, timeout=0.05) == []
+    waiter = asyncio.create_task(changes.next_events(newest, limit=10, timeout=60))
+    await sup.publish(a, "v1")
+    assert [e.type for e in await waiter] == ["resource.updated"]

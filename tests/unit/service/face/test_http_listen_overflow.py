@@ -44,6 +44,12 @@ class MemoryBackend:
             self.served_up_to = max(self.served_up_to, page[-1]["id"])
         return page
 
+    async def next_events(self, after: int, limit: int, timeout: float) -> list[dict[str, Any]]:
+        found = await self.events_after(after, limit)
+        if found or not await self.wait_beyond(after, timeout):
+            return found
+        return await self.events_after(after, limit)
+
     async def last_event_id(self) -> int:
         return len(self.events)
 
