@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from service.app.errors import AgentError as FaceError
 
-__all__ = ["FaceBackend", "FaceError"]
+__all__ = ["FaceBackend", "FaceError", "LookThenWait"]
 
 
 class FaceBackend(Protocol):
@@ -56,3 +56,22 @@ class FaceBackend(Protocol):
     async def wait_beyond(self, cursor: int, timeout: float) -> bool:
         """True as soon as an event newer than ``cursor`` may exist; False on timeout."""
         ...
+
+
+class LookThenWait:
+    """``next_events`` for a backend that has only ``events_after`` and ``wait_beyond`` (the
+    local API's; the daemon's own face asks :class:`service.app.changes.Changes`)."""
+
+    async def events_after(
+        self, after: int, limit: int, types: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    async def wait_beyond(self, cursor: int, timeout: float) -> bool:
+        raise NotImplementedError
+
+    async def next_events(self, after: int, limit: int, timeout: float) -> list[dict[str, Any]]:
+        found = await self.events_after(after, limit)
+        if found or not await self.wait_beyond(after, timeout):
+            return found
+        return await self.events_after(after, limit)

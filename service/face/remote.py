@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from service.apishapes import answer_problem
 from service.backoff import Backoff
-from service.face.backend import FaceError
+from service.face.backend import FaceError, LookThenWait
 from service.face.ring import EventRing, RevisionMemory
 from service.localclient import (
     AsyncConnection,
@@ -58,7 +58,7 @@ _FAILED = (OSError, ProtocolError, TooLarge)
 """How an exchange fails (``TimeoutError`` is an ``OSError``): the daemon is unavailable."""
 
 
-class ApiBackend:
+class ApiBackend(LookThenWait):
     def __init__(self, endpoint: Endpoint, *, start_hint: str | None = None) -> None:
         self.endpoint = endpoint
         self.start_hint = start_hint or endpoint.start_hint()
@@ -280,12 +280,6 @@ class ApiBackend:
             params["type"] = ",".join(types)
         _, body = await self._request("GET", "/v1/events", params=params)
         return list(body.get("events", []))
-
-    async def next_events(self, after: int, limit: int, timeout: float) -> list[dict[str, Any]]:
-        found = await self.events_after(after, limit)
-        if found or not await self.wait_beyond(after, timeout):
-            return found
-        return await self.events_after(after, limit)
 
     async def last_event_id(self) -> int:
         # Not waiting for a start: a session's follower asks this at ``initialize``, which

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from service.face import protocol as p
+from service.face.backend import LookThenWait
 from service.face.handlers import Face
 from service.face.http import FaceHttp
 from service.http.limits import RequestLimits
@@ -16,7 +17,7 @@ from service.http.limits import RequestLimits
 URI = "test://x"
 
 
-class MemoryBackend:
+class MemoryBackend(LookThenWait):
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self.changed = asyncio.Event()
@@ -43,12 +44,6 @@ class MemoryBackend:
         if page:
             self.served_up_to = max(self.served_up_to, page[-1]["id"])
         return page
-
-    async def next_events(self, after: int, limit: int, timeout: float) -> list[dict[str, Any]]:
-        found = await self.events_after(after, limit)
-        if found or not await self.wait_beyond(after, timeout):
-            return found
-        return await self.events_after(after, limit)
 
     async def last_event_id(self) -> int:
         return len(self.events)

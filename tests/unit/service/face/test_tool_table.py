@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from service.face import protocol as p
-from service.face.backend import FaceError
+from service.face.backend import FaceError, LookThenWait
 from service.face.handlers import TOOL_LIST, TOOLS, Face
 from service.face.session import Session
 
@@ -50,7 +50,7 @@ class NoDaemon:
         raise AssertionError(f"the backend was asked {name} before the arguments were checked")
 
 
-class EvilBackend:
+class EvilBackend(LookThenWait):
     """One subscription, one change, every string of them the server's hostile text."""
 
     uri: ClassVar = EVIL_URI
