@@ -46,6 +46,12 @@ class FdBudget:
     per_link: int = 4
     """Descriptors one link may open: its listen stream, its read slots and a discover."""
     recount_s: float = 1.0
+    relieve: Callable[[], None] | None = None
+    """Called when a link is refused: close what holds descriptors and can be made again (the
+    links' idle read connections), so the refused link's retry finds them free. At most once
+    per ``relieve_every_s``: a cold start refuses many links in a row."""
+    relieve_every_s: float = 1.0
+    _relieved_at: float = field(default=-float("inf"), init=False)
     _counted_free: int | None = field(default=None, init=False)
     _counted_at: float = field(default=0.0, init=False)
     _admitted_since: int = field(default=0, init=False)
@@ -79,6 +85,9 @@ class FdBudget:
         self._counted_free, self._counted_at, self._admitted_since = free, now, 1
         if free is not None and free < 1:
             self._counted_free = None  # refused: count again next time
+            if self.relieve is not None and now - self._relieved_at >= self.relieve_every_s:
+                self._relieved_at = now
+                self.relieve()
             raise ResourceLimit(
                 f"not enough file descriptors for a new server connection "
                 f"(limit {self.soft_limit}, {self.reserve + self.api_connections} kept for "

@@ -56,6 +56,13 @@ open its own connection, and connecting is a large share of a cold start. Two, a
 transport keeps a connection alive for each (``Supervisor._new_transport``)."""
 
 
+IDLE_CONNECTION_S = 15.0
+"""A read connection idle this long is closed on the supervisor's next tick: an idle link
+then holds only its listen stream's socket (a descriptor and its buffers per link), and a
+link read again soon after keeps its connection (a server that closes sooner, as uvicorn
+after 5 s, closes it first)."""
+
+
 class _ReadSlot:
     """One of the link's read slots, then one of the daemon-wide ones: a read waiting for its
     link holds no global slot that a read of another link could use."""
@@ -517,6 +524,10 @@ class ServerLink:
             await asyncio.sleep(decided.delay_s)
         return await self._relisten(client, queue, reader, reread_all=True)
 
+    def close_idle(self, before: float) -> None:
+        """Close this link's read connections idle since before ``before`` (monotonic)."""
+        self._transport.close_idle(before)
+
     def tick(self, now: float, tokens_available: bool = True) -> None:
         """The supervisor's periodic check (one task for all links, not a timer per link).
 
@@ -526,6 +537,7 @@ class ServerLink:
         token either: nothing could have changed, and waking every link every minute to find
         that out is a share of an idle daemon's CPU. A link that has one still re-checks (a
         logout removes the store)."""
+        self.close_idle(now - IDLE_CONNECTION_S)
         if self.machine.state is not LinkState.OPEN:
             return
         stream = self.stream

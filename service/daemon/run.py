@@ -441,7 +441,11 @@ class DaemonRun:
             )
         limits, tracker = api_limits(settings, self.open_files)
         budget = FdBudget(
-            self.open_files, settings.fd_reserve, limits.max_connections, lambda: tracker.open
+            self.open_files,
+            settings.fd_reserve,
+            limits.max_connections,
+            lambda: tracker.open,
+            relieve=supervisor.close_idle_connections,
         )
         supervisor.admit_link = budget.check
         supervisor.gauges.update(

@@ -272,6 +272,13 @@ class Supervisor:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
+    def close_idle_connections(self) -> None:
+        """Every link's idle read connections, closed now: the descriptor budget's relief when
+        it refuses a link (a read connects again; the descriptors go on the loop's next turn)."""
+        now = time.monotonic()
+        for link in (*self.links.values(), *self.handover.links.values()):
+            link.close_idle(now)
+
     def _new_transport(self, url: str) -> Transport:
         """A link's transport. The listen stream holds one connection, and each of the link's
         read slots one more, kept alive between reads: with one kept for two slots, every

@@ -51,3 +51,30 @@ def test_an_old_count_is_not_trusted() -> None:
     budget.check()
     budget.check()
     assert count.calls == 2
+
+
+def test_a_refusal_relieves_the_budget_at_most_once_a_second() -> None:
+    """Refused, the budget closes what can be made again (the links' idle read connections)
+    so the refused link's retry finds descriptors; a cold start refusing many links in a row
+    asks once per ``relieve_every_s``."""
+    relieved: list[int] = []
+    count = Counter(used=228)  # nothing free for links (238 - 228 - 64 - 64 < 1)
+    budget = FdBudget(
+        soft_limit=238,
+        reserve=64,
+        api_connections=64,
+        count=count,
+        relieve=lambda: relieved.append(1),
+        relieve_every_s=3600.0,
+    )
+    for _ in range(5):
+        with pytest.raises(ResourceLimit):
+            budget.check()
+    assert relieved == [1]
+    budget.relieve_every_s = 0.0
+    with pytest.raises(ResourceLimit):
+        budget.check()
+    assert relieved == [1, 1]
+    count.used = 100  # relieved: the next link is admitted, and nothing more is closed
+    budget.check()
+    assert relieved == [1, 1]

@@ -97,6 +97,13 @@ class Transport(Protocol):
         sent twice (a listen is not idempotent)."""
         ...
 
+    def close_idle(self, before: float) -> None:
+        """Close the kept-alive connections idle since before ``before`` (``time.monotonic``).
+        Called from a timer its owner already has (the daemon's links: the supervisor's tick),
+        so an idle link holds its listen stream's socket and nothing else; httpx expires its
+        own pool's connections."""
+        ...
+
     async def aclose(self) -> None: ...
 
 

@@ -52,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import re
+import time
 from collections.abc import AsyncIterator, Mapping
 from urllib.parse import unquote, urlsplit
 
@@ -77,6 +78,12 @@ _FIELD_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x21-\x7e\t]*[\x21-\x7e])?)?")
 """What a header of ours may carry (h11's rule for sending, ASCII only): no CR, LF or NUL,
 so a value can never end the field it is in; no blank at either end."""
 _TARGET = re.compile(r"[\x21-\x7e]+")
+
+MAX_CHECKED_LINES = 1024
+_CHECKED_LINES: dict[tuple[str, str], bytes] = {}
+"""Header fields already checked, encoded: one table for every instance (the check depends on
+the field alone). One per instance was ~4 kB per daemon link (tracemalloc), the same few
+fields over again; cleared when full."""
 
 
 class RemoteProtocolError(Exception):
@@ -134,6 +141,7 @@ class _Connection(asyncio.Protocol):
         "complete",
         "head_done",
         "headers",
+        "idle_since",
         "parser",
         "received_bytes",
         "status",
@@ -151,6 +159,8 @@ class _Connection(asyncio.Protocol):
         self._stray = False
         self._waiter: asyncio.Future[None] | None = None
         self._drained: asyncio.Future[None] | None = None
+        self.idle_since = 0.0
+        """When the connection last went back to the idle list (``time.monotonic``)."""
         self._reset(streaming=False, max_body=0)
 
     def _reset(self, *, streaming: bool, max_body: int) -> None:
@@ -368,6 +378,13 @@ class _Connection(asyncio.Protocol):
             self.transport.resume_reading()
         return data
 
+    def rest(self) -> None:
+        """Between exchanges: drop the last answer's parser, head and body buffer (what the
+        caller keeps is its own copy), so an idle connection holds its socket only."""
+        self.parser = None
+        self._body = bytearray()
+        self.headers = {}
+
     @property
     def reusable(self) -> bool:
         """The answer is complete and the connection may carry the next exchange."""
@@ -475,8 +492,6 @@ class LeanHttp:
             if self._sendable
             else b""
         )
-        self._lines: dict[tuple[str, str], bytes] = {}
-        """Header fields already checked, encoded."""
 
     async def post(
         self, content: bytes, headers: dict[str, str], *, idempotent: bool = True
@@ -514,6 +529,12 @@ class LeanHttp:
             conn.close()
             raise
 
+    def close_idle(self, before: float) -> None:
+        """Close the idle connections released before ``before`` (the oldest are first)."""
+        idle = self._idle
+        while idle and idle[0].idle_since < before:
+            idle.pop(0).close()
+
     async def aclose(self) -> None:
         self._closed = True
         idle, self._idle = self._idle, []
@@ -527,7 +548,7 @@ class LeanHttp:
         checked is kept encoded (the same few on every request of a client)."""
         if not self._sendable:
             raise ProtocolViolation(f"cannot send this request to {redact_urls(self.url)}")
-        lines = self._lines
+        lines = _CHECKED_LINES
         parts = [self._request_line, b"Content-Length: %d\r\n" % len(content)]
         for field in headers.items():
             line = lines.get(field)
@@ -535,8 +556,8 @@ class LeanHttp:
                 name, value = field
                 if not (_TOKEN.fullmatch(name) and _FIELD_VALUE.fullmatch(value)):
                     raise ProtocolViolation(f"cannot send this request: bad header {name!r}")
-                if len(lines) >= 64:
-                    lines.clear()  # a token per request would grow it without end
+                if len(lines) >= MAX_CHECKED_LINES:
+                    lines.clear()  # a token or a URI per request would grow it without end
                 line = lines[field] = f"{name}: {value}\r\n".encode("ascii")  # checked: ASCII
             parts.append(line)
         if self.basic_auth and not any(name.lower() == "authorization" for name in headers):
@@ -609,4 +630,6 @@ class LeanHttp:
         if self._closed or len(self._idle) >= self.max_idle or not conn.reusable:
             conn.close()
             return
+        conn.idle_since = time.monotonic()
+        conn.rest()
         self._idle.append(conn)

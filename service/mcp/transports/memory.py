@@ -97,5 +97,8 @@ class MemoryTransport:
             return answer
         return MemoryStream(answer.status, answer.headers, [answer.body])
 
+    def close_idle(self, before: float) -> None:
+        """No connections to close."""
+
     async def aclose(self) -> None:
         self.closed = True

@@ -312,6 +312,9 @@ class TracingTransport:
         )
         return _TracedStream(stream, self._recorder, self.url)
 
+    def close_idle(self, before: float) -> None:
+        self._inner.close_idle(before)
+
     async def aclose(self) -> None:
         await self._inner.aclose()
 

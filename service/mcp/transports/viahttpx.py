@@ -215,6 +215,9 @@ class HttpxTransport:
             return transport_error(exc, self.url)
         return invalid_host(self.url, exc)  # a host IDNA cannot encode
 
+    def close_idle(self, before: float) -> None:
+        """Nothing to do: httpx's pool expires its idle connections itself (5 s)."""
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()

@@ -196,3 +196,11 @@ def test_recheck_forgets_the_streaks() -> None:
     p.failed()
     p.recheck()
     assert (p.young_streak, p.failures, p.phase) == (0, 0, Phase.READY)
+
+
+def test_policies_share_one_jitter_source_unless_given_their_own() -> None:
+    """A ``random.Random`` per policy was 2.5 kB of Mersenne Twister state per daemon link."""
+    backoff = Backoff(base_s=1.0, cap_s=60.0)
+    mine = random.Random(7)
+    assert RelistenPolicy(backoff).rng is RelistenPolicy(backoff).rng
+    assert RelistenPolicy(backoff, rng=mine).rng is mine

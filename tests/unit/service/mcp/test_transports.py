@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
+import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -19,6 +20,7 @@ import pytest
 from service.mcp.classify import malformed_http
 from service.mcp.client import McpClient
 from service.mcp.errors import ProtocolViolation, TransportError
+from service.mcp.transports import lean as lean_module
 from service.mcp.transports.base import Transport
 from service.mcp.transports.choose import make_transport
 from service.mcp.transports.lean import (
@@ -520,3 +522,47 @@ def test_a_stream_on_an_idle_connection_the_server_closed_is_sent_again_on_a_new
             return served
 
     assert asyncio.run(scenario()) == [1, 2]
+
+
+def test_idle_connections_are_closed_once_idle_long_enough() -> None:
+    """``close_idle``: what went idle before the cut is closed (the next request connects
+    again); what went idle after it is kept."""
+
+    async def scenario() -> list[int]:
+        async with serve(keep_alive) as (url, served):
+            lean = LeanHttp(url)
+            assert (await lean.post(b"{}", {})).body == OK_BODY
+            lean.close_idle(time.monotonic() - 60.0)  # idle for less than a minute: kept
+            assert (await lean.post(b"{}", {})).body == OK_BODY
+            lean.close_idle(time.monotonic() + 1.0)  # everything idle now is older: closed
+            assert (await lean.post(b"{}", {})).body == OK_BODY
+            await lean.aclose()
+            return served
+
+    assert asyncio.run(scenario()) == [1, 1, 2]
+
+
+def test_an_idle_connection_keeps_no_answer_and_checked_fields_are_shared_and_bounded() -> None:
+    """Memory per daemon link: an idle connection holds its socket, not the last answer's
+    parser, head and body buffer; header fields checked once serve every transport, and a
+    new value per request (a token, a URI) cannot grow the table past its bound."""
+
+    async def scenario() -> None:
+        async with serve(keep_alive) as (url, _served):
+            lean = LeanHttp(url)
+            answer = await lean.post(b"{}", {"X-Kept": "yes"})
+            assert answer.body == OK_BODY and answer.headers["content-type"] == "application/json"
+            (idle,) = lean._idle
+            assert idle.parser is None and not idle._body and not idle.headers
+            assert (await lean.post(b"{}", {})).body == OK_BODY  # still reused
+            other = LeanHttp(url.replace("link=1", "link=2"))
+            before = len(lean_module._CHECKED_LINES)
+            other._request(b"{}", {"X-Kept": "yes"})
+            assert len(lean_module._CHECKED_LINES) == before, "checked by the first transport"
+            for n in range(2 * lean_module.MAX_CHECKED_LINES):
+                other._request(b"{}", {"Mcp-Name": f"test://{n}"})
+                assert len(lean_module._CHECKED_LINES) <= lean_module.MAX_CHECKED_LINES
+            await lean.aclose()
+            await other.aclose()
+
+    asyncio.run(scenario())
