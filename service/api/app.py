@@ -53,7 +53,7 @@ def create_api(
         supervisor.metrics_snapshot,
         lambda: supervisor.ready,
         lambda: supervisor.started_at,
-        lambda: {"trigger_run_duration_seconds": supervisor.triggers.durations},
+        lambda: {"trigger_run_duration_seconds": cases.triggers.runner.durations},
     )
     app.state.api = ApiState(
         supervisor=supervisor,

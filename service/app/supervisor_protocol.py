@@ -1,6 +1,10 @@
 """The daemon's supervisor as every front end sees it: one :class:`typing.Protocol`, so the
 REST API, the MCP face and the test fakes depend on this contract, never on
-``service.daemon`` (which sits above them and wires them to the real one)."""
+``service.daemon`` (which sits above them and wires them to the real one).
+
+It offers the links and the subscriptions' life, not the daemon's other parts: the store, the
+webhook dispatcher and the trigger runner reach the use cases from the composition root
+(:class:`service.app.usecases.DaemonParts`), and the front ends only through a use case."""
 
 from __future__ import annotations
 
@@ -8,26 +12,17 @@ from typing import Any, Protocol
 
 from service.store.eventhub import EventHub
 from service.store.records import Subscription
-from service.store.store import Store
-from service.triggers.runner import TriggerRunner
-from service.webhooks.dispatcher import Dispatcher
 
 
 class SupervisorLike(Protocol):
     """The part of the daemon's supervisor the front ends use (and test fakes implement)."""
 
     @property
-    def store(self) -> Store: ...
-    @property
     def events(self) -> EventHub: ...
     @property
     def started_at(self) -> float: ...
     @property
     def ready(self) -> bool: ...
-    @property
-    def webhooks(self) -> Dispatcher: ...
-    @property
-    def triggers(self) -> TriggerRunner: ...
 
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]: ...
     async def subscribe_many(

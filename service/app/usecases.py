@@ -12,10 +12,20 @@ from service.app.subscriptions import Subscriptions
 from service.app.supervisor_protocol import SupervisorLike
 from service.app.triggers import Triggers
 from service.app.webhooks import Webhooks
-from service.store.eventhub import EventHub
 from service.store.store import Store
 from service.triggers.runner import TriggerRunner
 from service.webhooks.dispatcher import Dispatcher
+
+
+@dataclass(frozen=True)
+class DaemonParts:
+    """What the use cases work on besides the supervisor, handed over by the composition root
+    (which made them and gave the same ones to the supervisor): the front ends reach the
+    database, the webhook dispatcher and the trigger runner only through a use case."""
+
+    store: Store
+    dispatcher: Dispatcher
+    runner: TriggerRunner
 
 
 @dataclass(frozen=True)
@@ -30,15 +40,13 @@ class UseCases:
     def build(
         cls,
         supervisor: SupervisorLike,
-        store: Store,
-        events: EventHub,
-        dispatcher: Dispatcher,
-        runner: TriggerRunner,
+        parts: DaemonParts,
         *,
         agent_origins: tuple[str, ...] | None = None,
         agent_unsubscribe: str = "own",
     ) -> UseCases:
-        triggers = Triggers(runner)
+        store = parts.store
+        triggers = Triggers(parts.runner)
         return cls(
             subscriptions=Subscriptions(
                 supervisor,
@@ -46,8 +54,8 @@ class UseCases:
                 agent_origins=agent_origins,
                 agent_unsubscribe=agent_unsubscribe,
             ),
-            changes=Changes(store, events),
-            webhooks=Webhooks(dispatcher),
+            changes=Changes(store, supervisor.events),
+            webhooks=Webhooks(parts.dispatcher),
             triggers=triggers,
             status=Status(store, triggers),
         )

@@ -340,10 +340,12 @@ class DaemonRun:
     async def _start_work(self) -> None:
         """Supervisor, API socket, links, uvicorn: everything after the store opened."""
         settings = self.settings
+        # The same dispatcher and runner go to the supervisor and to the app's use cases.
+        self.collaborators = supervisor_collaborators(self.store, settings)
         self.supervisor = Supervisor(
             self.store,
             settings,
-            *supervisor_collaborators(self.store, settings),
+            *self.collaborators,
             token_provider=_token_provider(),
             tokens_available=_token_store_exists,
         )
@@ -426,6 +428,7 @@ class DaemonRun:
     def _api(self) -> tuple[DaemonServer, socket.socket, str]:
         """The API app, its connection limits and descriptor budget, and its bound socket:
         a path that is not a socket is refused (exit 78), a live daemon on it is exit 75."""
+        from service.app.usecases import DaemonParts
         from service.daemon.webapp import AppSettings, build_app, guarded
         from service.http.listener import ConsoleListener
         from service.http.server import NotASocket, SocketInUse, bind_unix_socket
@@ -433,7 +436,8 @@ class DaemonRun:
         settings, store, supervisor = self.settings, self.store, self.supervisor
         tcp = settings.api_tcp
         app_settings = AppSettings.of(settings)
-        self.app = app = build_app(supervisor, app_settings)  # one app for every listener
+        parts = DaemonParts(store, self.collaborators.webhooks, self.collaborators.triggers)
+        self.app = app = build_app(supervisor, parts, app_settings)  # one app for every listener
         served = guarded(app, app_settings, api_token(settings) if tcp else None)
         if not tcp:  # `mcpsubctl ui` may ask for a loopback TCP listener a browser can reach
             app.state.api.console_listener = ConsoleListener(

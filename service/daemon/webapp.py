@@ -26,7 +26,7 @@ from starlette.types import ASGIApp
 from service.api import create_api
 from service.app.policy import parse_setting, parse_unsubscribe_setting
 from service.app.supervisor_protocol import SupervisorLike
-from service.app.usecases import UseCases
+from service.app.usecases import DaemonParts, UseCases
 from service.console import routes as console_routes
 from service.daemon.config import Settings
 from service.http.guard import DEFAULT_ALLOWED_HOSTS, LocalGuard
@@ -66,14 +66,11 @@ class AppSettings:
         )
 
 
-def build_app(supervisor: SupervisorLike, settings: AppSettings) -> FastAPI:
+def build_app(supervisor: SupervisorLike, parts: DaemonParts, settings: AppSettings) -> FastAPI:
     """The daemon's app, without its guard: built once, served by every listener."""
     cases = UseCases.build(
         supervisor,
-        supervisor.store,
-        supervisor.events,
-        supervisor.webhooks,
-        supervisor.triggers,
+        parts,
         agent_origins=settings.agent_allowed_origins,
         agent_unsubscribe=settings.agent_unsubscribe,
     )
@@ -98,11 +95,13 @@ def guarded(app: ASGIApp, settings: AppSettings, token: str | None) -> LocalGuar
     return LocalGuard(app, token=token, allowed_hosts=settings.allowed_hosts, sessions=sessions)
 
 
-def create_app(supervisor: SupervisorLike, *, token: str | None, **settings: Any) -> FastAPI:
+def create_app(
+    supervisor: SupervisorLike, parts: DaemonParts, *, token: str | None, **settings: Any
+) -> FastAPI:
     """The daemon's app with its guard as middleware, for one listener (the API tests);
     ``settings`` are :class:`AppSettings`' fields."""
     made = AppSettings(**settings)
-    app = build_app(supervisor, made)
+    app = build_app(supervisor, parts, made)
     # The console's sessions (login links included) for a token; None on the unix socket.
     app.state.sessions = made.sessions(token) if token is not None else None
     app.add_middleware(

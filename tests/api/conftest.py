@@ -38,7 +38,7 @@ async def supervisor(tmp_path: Path, migrated_db: Path) -> AsyncIterator[FakeSup
 
 @pytest.fixture
 def app(supervisor: FakeSupervisor) -> FastAPI:
-    return create_app(supervisor, token=None, keepalive_s=0.2)
+    return create_app(supervisor, supervisor.parts, token=None, keepalive_s=0.2)
 
 
 @pytest.fixture

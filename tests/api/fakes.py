@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from service.app.usecases import DaemonParts
 from service.jsonencode import json_bytes
 from service.store.eventhub import EventHub
 from service.store.migrate import upgrade
@@ -27,6 +28,11 @@ class FakeSupervisor:
         self._links: dict[int, dict[str, Any]] = {}
         self.webhooks = Dispatcher(store, WebhookSettings(schedule=(0.0, 0.2, 0.4), jitter=0.0))
         self.triggers = TriggerRunner(store, TriggerSettings(), {"PATH": "/usr/bin:/bin"})
+
+    @property
+    def parts(self) -> DaemonParts:
+        """What the composition root hands the use cases beside the supervisor."""
+        return DaemonParts(self.store, self.webhooks, self.triggers)
 
     async def subscribe(self, url: str, uri: str) -> tuple[Subscription, bool]:
         return (await self.subscribe_many(url, [uri]))[0]

@@ -74,7 +74,9 @@ class LiveApi:
             self.supervisor = await make_supervisor(self.database_url)
         else:
             self.supervisor = await make_supervisor(self.state_dir / "state.db", self.template)
-        app = self.app = create_app(self.supervisor, token=self.token, keepalive_s=0.3)
+        app = self.app = create_app(
+            self.supervisor, self.supervisor.parts, token=self.token, keepalive_s=0.3
+        )
         if self.tcp:
             sock = bind_loopback("127.0.0.1", 0)
             self.port = sock.getsockname()[1]

@@ -221,7 +221,7 @@ def test_login_tickets_are_one_time_expire_and_are_bounded() -> None:
 
 @pytest.fixture
 async def tcp(supervisor: FakeSupervisor) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(supervisor, token=TOKEN)
+    app = create_app(supervisor, supervisor.parts, token=TOKEN)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:7000") as c:
         yield c
@@ -347,7 +347,7 @@ async def test_history_and_overview_queries_on_both_backends(database_url: str) 
     GROUP BY, the lease view, the events tail) on SQLite and PostgreSQL."""
     sup = await make_supervisor(database_url)
     try:
-        app = create_app(sup, token=None)
+        app = create_app(sup, sup.parts, token=None)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
             sid = await _history(sup, "a\n", "b\n")

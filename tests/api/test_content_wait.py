@@ -160,7 +160,7 @@ async def test_wait_not_watched_and_limits(
 async def test_wait_too_many_waiters(supervisor: FakeSupervisor) -> None:
     from service.daemon.webapp import create_app
 
-    app = create_app(supervisor, token=None, max_waiters=1)
+    app = create_app(supervisor, supervisor.parts, token=None, max_waiters=1)
     transport = httpx.ASGITransport(app=app)
     await _sub(supervisor)
     async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:

@@ -63,7 +63,7 @@ async def test_loopback_origin_passes(client: httpx.AsyncClient, origin: str) ->
 
 @pytest.fixture
 async def tcp_client(supervisor: FakeSupervisor) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(supervisor, token=TOKEN)
+    app = create_app(supervisor, supervisor.parts, token=TOKEN)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:7000") as c:
         yield c
