@@ -79,7 +79,7 @@ async def discover(lab: Lab, request: McpRequest) -> dict[str, Any]:
         supportedVersions=[wire.PROTOCOL_VERSION],
         capabilities=capabilities(lab),
         instructions="Lab server: listen on test://review/status and watch it change.",
-        ttlMs=0,
+        ttlMs=lab.config.discover_ttl_ms,
         cacheScope="public",
     )
 

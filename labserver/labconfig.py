@@ -58,6 +58,9 @@ class LabConfig:
     close_after_ack_ms: int | None = None
     max_subscriptions: int = 100
     max_body_bytes: int = 4 * 1024 * 1024
+    discover_ttl_ms: int = 0
+    """``ttlMs`` of the discover result: 0 (immediately stale) unless a test needs a client
+    that keeps it across restarts."""
 
     def to_json(self) -> dict[str, Any]:
         return {_CAMEL[f.name]: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
@@ -123,7 +126,7 @@ def _strings(name: str, value: Any) -> tuple[str, ...]:
 def _check(name: str, value: Any) -> Any:
     """Validate one knob; returns the value in its stored Python form."""
     match name:
-        case "ackDelayMs" | "readDelayMs" | "callDelayMs":
+        case "ackDelayMs" | "readDelayMs" | "callDelayMs" | "discoverTtlMs":
             return _int(name, value)
         case "dropAfterAckMs" | "closeAfterAckMs":
             return _int(name, value, nullable=True)

@@ -35,8 +35,8 @@ from service.daemon.inbox import LeanEvent, LinkInbox
 from service.daemon.linkmachine import Down, LinkMachine, StreamEnd, Wake, read_error
 from service.daemon.linkstatus import LinkSnapshot, LinkState
 from service.daemon.refresher import ReadTarget, UriRefresher
-from service.mcp import wire
-from service.mcp.client import ListenStream, McpClient
+from service.mcp import discovercache, wire
+from service.mcp.client import DiscoverResult, ListenStream, McpClient
 from service.mcp.errors import McpError
 from service.mcp.listen import Closed, Failed, Lost, Notified
 from service.mcp.transports.base import Transport
@@ -105,6 +105,8 @@ class ServerLink:
         "__weakref__",
         "_background",
         "_changed",
+        "_discover_to_keep",
+        "_first_session",
         "_limiter",
         "_session_token",
         "_settings",
@@ -162,6 +164,11 @@ class ServerLink:
         self._unsubscribed_logged_at = -float("inf")
         self.capabilities: dict[str, Any] | None = None
         """The ``resources`` capability from the last discover (``wait`` prints it)."""
+        self._first_session = True
+        """A discover result kept from the daemon's last run may stand in for this link's
+        first discover (:mod:`service.mcp.discovercache`); later sessions always ask."""
+        self._discover_to_keep: str | None = None
+        """This session's discover result, to keep with the next acknowledgement."""
         self.stream: ListenStream | None = None
         self._session_token: str | None = None
         self._silent_for: float | None = None
@@ -432,6 +439,26 @@ class ServerLink:
             return None
         return await self._tokens(self.url)
 
+    async def _discover(self, client: McpClient, with_token: bool) -> DiscoverResult:
+        """``server/discover``, or on the link's first session the result kept from the
+        daemon's last run while its ``ttlMs`` and ``cacheScope`` still allow it."""
+        if self._first_session:
+            self._first_session = False
+            kept = discovercache.reusable(
+                await self._store.stored_discover(self.server_id),
+                with_token=with_token,
+                now=time.time(),
+            )
+            if kept is not None:
+                with contextlib.suppress(McpError):  # not usable after all: ask
+                    return client.reuse_discover(kept)
+        async with asyncio.timeout(self._settings.request_timeout_s):
+            discovered = await client.discover()
+        self._discover_to_keep = discovercache.stored(
+            discovered.raw, with_token=with_token, now=time.time()
+        )
+        return discovered
+
     async def _session(self) -> None:
         """One connected period: discover, listen, then serve events until something ends it."""
         machine = self.machine
@@ -447,8 +474,7 @@ class ServerLink:
             transport=self._transport,
             timeout=self._settings.request_timeout_s,
         )
-        async with asyncio.timeout(self._settings.request_timeout_s):
-            discovered = await client.discover()
+        discovered = await self._discover(client, token is not None)
         self.capabilities = discovered.resources_capability
         down = machine.discovered(self.capabilities)
         if down is not None:
@@ -596,7 +622,7 @@ class ServerLink:
             # The generation bump, the server's "open" and the subscriptions' states: one
             # transaction (service.store.linkstate), fenced on the generation we hold.
             acked = await self._store.listen_acknowledged(
-                self.server_id, machine.generation, list(ack.changes)
+                self.server_id, machine.generation, list(ack.changes), self._discover_to_keep
             )
         except BaseException:
             await stream.aclose()
@@ -604,6 +630,7 @@ class ServerLink:
         if acked is None:
             await stream.aclose()
             raise LeaseLost(f"another replica holds {self.url} now (generation moved on)")
+        self._discover_to_keep = None  # kept
         opened = machine.opened(ack, acked.generation, acked.unread, reread_all=reread_all)
         if isinstance(opened, Down):
             # Nothing wanted can ever arrive on it: hold no stream (the old one carried a

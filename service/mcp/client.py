@@ -206,24 +206,14 @@ class McpClient:
                 raise mapped from exc
         except HttpStatusError as exc:
             raise discover_failure(exc) from exc
-        versions = result.get("supportedVersions")
-        capabilities = result.get("capabilities")
-        if not isinstance(versions, list) or wire.PROTOCOL_VERSION not in versions:
-            # A discover *result* that does not offer 2026-07-28 (go-sdk's stateful server
-            # lists only 2025 revisions) is a legacy advertisement, as for the SDKs' probes.
-            raise ProtocolUnsupported(
-                f"server/discover lists {versions!r}, not {wire.PROTOCOL_VERSION}"
-            )
-        if not isinstance(capabilities, dict):
-            raise ProtocolViolation("server/discover: result lacks capabilities")
-        meta = result.get("_meta")
-        info = meta.get(wire.META_SERVER_INFO) if isinstance(meta, dict) else None
-        self.discovered = DiscoverResult(
-            [str(v) for v in versions],
-            capabilities,
-            info if isinstance(info, dict) else None,
-            result,
-        )
+        self.discovered = _discovered(result)
+        return self.discovered
+
+    def reuse_discover(self, result: dict[str, Any]) -> DiscoverResult:
+        """Take a discover result kept from an earlier session (still valid by its caching
+        hints, :mod:`service.mcp.discovercache`) instead of asking again; checked as a fresh
+        one is."""
+        self.discovered = _discovered(result)
         return self.discovered
 
     async def list_resources(self) -> list[dict[str, Any]]:
@@ -492,6 +482,28 @@ __all__ = [
     "ListenStream",
     "McpClient",
 ]
+
+
+def _discovered(result: dict[str, Any]) -> DiscoverResult:
+    """A discover result, checked: it must offer this revision and carry capabilities."""
+    versions = result.get("supportedVersions")
+    capabilities = result.get("capabilities")
+    if not isinstance(versions, list) or wire.PROTOCOL_VERSION not in versions:
+        # A discover *result* that does not offer 2026-07-28 (go-sdk's stateful server
+        # lists only 2025 revisions) is a legacy advertisement, as for the SDKs' probes.
+        raise ProtocolUnsupported(
+            f"server/discover lists {versions!r}, not {wire.PROTOCOL_VERSION}"
+        )
+    if not isinstance(capabilities, dict):
+        raise ProtocolViolation("server/discover: result lacks capabilities")
+    meta = result.get("_meta")
+    info = meta.get(wire.META_SERVER_INFO) if isinstance(meta, dict) else None
+    return DiscoverResult(
+        [str(v) for v in versions],
+        capabilities,
+        info if isinstance(info, dict) else None,
+        result,
+    )
 
 
 def _result_of(

@@ -47,6 +47,9 @@ OPEN_BUMPED = sql(
 )
 
 
+KEEP_DISCOVERED = sql("UPDATE servers SET discovered = :discovered WHERE id = :id")
+
+
 UNREAD = sql("SELECT id FROM subscriptions WHERE server_id = :server_id AND revision = 0")
 """A link's subscriptions with no read stored yet, found through the ``(server_id, uri)``
 unique index: a fixed statement, where ``id IN (...)`` would be compiled anew for every
@@ -138,9 +141,12 @@ def acknowledged(
     server_id: int,
     expected: int,
     changes: Sequence[StateChange],
+    discovered: str | None = None,
 ) -> Acknowledgement | None:
     """A listen was acknowledged: bump the link's generation (fenced on ``expected``), mark it
     ``open`` and apply ``changes`` under the new generation, all in this transaction.
+    ``discovered``: the session's discover result to keep for the next start
+    (:mod:`service.mcp.discovercache`), written here rather than in a transaction of its own.
 
     None when the generation was no longer ``expected``: another replica claimed the link,
     and nothing was written."""
@@ -150,6 +156,8 @@ def acknowledged(
     if not bumped:
         return None
     ((value,),) = bumped
+    if discovered is not None:
+        dialect.rows(conn, KEEP_DISCOVERED, {"id": server_id, "discovered": discovered})
     events: list[Event] = []
     unread: set[int] = set()
     for change in changes:

@@ -46,6 +46,9 @@ servers = Table(
     # Make-before-break handover: NULL, "*" (offered by its owner) or the replica that
     # listens in standby and takes the lease once its listen is acknowledged.
     Column("lease_successor", String(128)),
+    # The last discover result that led to an acknowledged listen, kept with its caching
+    # hints so a restart within its ttlMs does not ask again (service/mcp/discovercache.py).
+    Column("discovered", Text),
     UniqueConstraint("url", "credential_key", name="uq_servers_url_credential"),
 )
 Index("ix_servers_lease_owner", servers.c.lease_owner)

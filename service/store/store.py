@@ -142,6 +142,9 @@ class Store:
         self._pending_reads: list[tuple[groupcommit.Read, asyncio.Future[Any]]] = []
         """Reads waiting for the next group commit (see :meth:`record_read`)."""
         self._committer: asyncio.Task[None] | None = None
+        self._discover_waiting: dict[int, list[asyncio.Future[str | None]]] = {}
+        """Links waiting for their kept discover result (see :meth:`stored_discover`)."""
+        self._discover_loader: asyncio.Task[None] | None = None
         self.on_event: list[Any] = []
         """Callbacks ``(Event) -> None`` run after an event's transaction commits."""
         self._status: Remembered[catalog.StatusCounts] = Remembered(
@@ -323,6 +326,40 @@ class Store:
         async with self.engine.connect() as conn:
             return [_subscription(row) for row in await conn.execute(query)]
 
+    async def stored_discover(self, server_id: int) -> str | None:
+        """The discover result kept for a link (``servers.discovered``, written with a listen's
+        acknowledgement; :mod:`service.mcp.discovercache` judges it), or None. The links that
+        ask in one loop turn (a daemon's start: every link at once) share one query; a
+        database that does not answer is None for all of them: they discover."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str | None] = loop.create_future()
+        waiting = self._discover_waiting
+        waiting.setdefault(server_id, []).append(future)
+        if self._discover_loader is None or self._discover_loader.done():
+            self._discover_loader = loop.create_task(self._load_discovers())
+        return await future
+
+    async def _load_discovers(self) -> None:
+        waiting, self._discover_waiting = self._discover_waiting, {}
+        ids = sorted(waiting)
+        column = schema.servers.c.discovered
+        found: dict[int, str | None] = {}
+
+        def query(conn: Connection) -> None:
+            for start in range(0, len(ids), 500):  # bound the statement's parameters
+                chunk = ids[start : start + 500]
+                rows = conn.execute(
+                    select(schema.servers.c.id, column).where(schema.servers.c.id.in_(chunk))
+                )
+                found.update((int(i), text) for i, text in rows)
+
+        with contextlib.suppress(Exception):  # nothing kept: every link discovers
+            await self.in_reader(query)
+        for server_id, futures in waiting.items():
+            for future in futures:
+                if not future.done():
+                    future.set_result(found.get(server_id))
+
     async def subscription_states(self) -> dict[str, int]:
         """How many subscriptions are in each state (one GROUP BY: ``/v1/status`` at 10,000
         subscriptions built every row just to count them)."""
@@ -426,14 +463,20 @@ class Store:
         return changed
 
     async def listen_acknowledged(
-        self, server_id: int, expected: int, changes: Sequence[linkstate.StateChange]
+        self,
+        server_id: int,
+        expected: int,
+        changes: Sequence[linkstate.StateChange],
+        discovered: str | None = None,
     ) -> linkstate.Acknowledgement | None:
         """A listen was acknowledged: the link's next generation (fenced on ``expected``), the
         server ``open`` and its subscriptions' states (``changes``, under the new generation),
         in one transaction. None when another replica claimed the link (nothing written)."""
 
         def transaction(conn: Connection) -> linkstate.Acknowledgement | None:
-            return linkstate.acknowledged(conn, self.dialect, server_id, expected, changes)
+            return linkstate.acknowledged(
+                conn, self.dialect, server_id, expected, changes, discovered
+            )
 
         acked = await self.write(transaction)
         if acked is not None:

@@ -361,3 +361,26 @@ def test_both_spellings_of_the_tcp_api(daemon_factory, scheme: str) -> None:
         "mcpsubctl", "status", "--json", env={"MCPSUB_API": api, "MCPSUB_API_TOKEN": d.token}
     )
     assert result.code == 0 and result.json["ready"] is True, result
+
+
+@BOTH_BACKENDS
+def test_a_restart_within_the_discover_ttl_listens_without_discovering_again(
+    lab_server_factory, daemon_factory, tmp_path
+) -> None:
+    """The discover result is kept with the acknowledgement; a daemon started again while
+    its ttlMs lasts listens at once. With the lab's default ttlMs 0 it discovers every time
+    (the first start here)."""
+    lab = lab_server_factory(SLOW)
+    lab.configure(discoverTtlMs=3_600_000)
+    put(lab, "test://t", "t1")
+    state = tmp_path / "state"
+    d = daemon_factory(state)
+    subscribe(d, lab.url, "test://t")
+    wait_text(d, "test://t", "t1")
+    assert len(listens(lab, "discover")) == 1
+    d.stop()
+    put(lab, "test://t", "t2 (changed while the daemon was down)")
+    d2 = daemon_factory(state)
+    wait_text(d2, "test://t", "t2 (changed while the daemon was down)")
+    assert len(listens(lab, "listen.acknowledged")) == 2
+    assert len(listens(lab, "discover")) == 1
