@@ -30,6 +30,7 @@ from service.triggers.repository import TooManyTriggers
 from service.triggers.runner import TriggerRunner
 
 RUN_STATES: Final = STATES
+TRIGGER_MODES: Final = MODES
 MAX_PAGE = 1000
 """Runs in one page of :meth:`Triggers.runs`."""
 MAX_ARGS = 256

@@ -155,6 +155,13 @@ def run_json(run: Run) -> dict[str, Any]:
     return {camel(k): v for k, v in run.to_json().items()}
 
 
+def trigger_with_runs_json(
+    trigger: Trigger, counts: dict[str, int], last: Run | None
+) -> dict[str, Any]:
+    """A trigger with its runs by state and its newest run (a listing's row)."""
+    return {**trigger_json(trigger), "runs": counts, "lastRun": run_json(last) if last else None}
+
+
 def finished_json(finished: Finished, stdout_tail: str, stderr_tail: str) -> dict[str, Any]:
     """One attempt of a trigger's program (``trigger test``'s answer)."""
     return {

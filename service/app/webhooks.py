@@ -26,10 +26,12 @@ from service.app.errors import (
 from service.netguard import METADATA_HOSTS, address_problem
 from service.webhooks.dispatcher import Dispatcher, Outcome
 from service.webhooks.outbox import FINAL_STATES, MODES, OPEN_STATES, Delivery, Target
+from service.webhooks.repository import ROTATION_OVERLAP_S
 from service.webhooks.signing import InvalidSecret as BadSecret
 from service.webhooks.signing import checked_secret
 
 DELIVERY_STATES: Final = (*OPEN_STATES, *FINAL_STATES)
+TARGET_MODES: Final = MODES
 MAX_PAGE = 1000
 """Deliveries in one page of :meth:`Webhooks.deliveries`."""
 DISABLED_REASON = "disabled through the API"
@@ -140,15 +142,15 @@ class Webhooks:
         self._wake()
         return await self.target(target_id)
 
-    async def rotate_secret(self, target_id: int, body: dict[str, Any]) -> str:
-        """The new secret (the body's ``secret``, else generated); the old one keeps signing
-        for the overlap."""
+    async def rotate_secret(self, target_id: int, body: dict[str, Any]) -> tuple[str, float]:
+        """The new secret (the body's ``secret``, else generated), and until when the old one
+        keeps signing too (Unix seconds)."""
         own_secret = secret(body.get("secret"))
         new_secret = await self.repo.rotate_secret(target_id, own_secret)
         if new_secret is None:
             raise WebhookNotFound(f"no webhook target {target_id}")
         self._wake()
-        return new_secret
+        return new_secret, time.time() + ROTATION_OVERLAP_S
 
     async def send_test(self, target_id: int) -> tuple[Outcome, float]:
         """A signed ``webhook.test`` ping sent now (nothing stored or retried): its outcome

@@ -26,10 +26,15 @@ from service.app.triggers import (
     MAX_PAGE,
     MAX_PATH,
     RUN_STATES,
-    Triggers,
+    TRIGGER_MODES,
 )
-from service.app.views import finished_json, next_after, run_json, trigger_json
-from service.triggers.outbox import MODES, Trigger
+from service.app.views import (
+    finished_json,
+    next_after,
+    run_json,
+    trigger_json,
+    trigger_with_runs_json,
+)
 
 router = APIRouter(tags=["triggers"])
 openapi.QUERY_ENUMS["/v1/triggers/runs", "state"] = RUN_STATES
@@ -38,15 +43,6 @@ _NO_CONTROL = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
 
 TriggerId = Annotated[int, Path(alias="id", ge=1, le=validate.MAX_ID, description="trigger id")]
 RunId = Annotated[int, Path(alias="id", ge=1, le=validate.MAX_ID, description="run id")]
-
-
-async def _with_runs(triggers: Triggers, trigger: Trigger) -> dict[str, Any]:
-    counts, last = await triggers.runs_of(trigger)
-    return {
-        **trigger_json(trigger),
-        "runs": counts,
-        "lastRun": run_json(last) if last else None,
-    }
 
 
 _CREATE_BODY = openapi.body_schema(
@@ -67,7 +63,7 @@ _CREATE_BODY = openapi.body_schema(
         },
         "uriPatterns": {"type": "array", "items": {"type": "string"}},
         "name": {"type": "string", "maxLength": MAX_NAME, "pattern": _NO_CONTROL},
-        "mode": {"type": "string", "enum": list(MODES)},
+        "mode": {"type": "string", "enum": list(TRIGGER_MODES)},
         "concurrency": {"type": "integer", "minimum": 1, "maximum": MAX_CONCURRENCY},
         "timeoutS": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400},
         "env": {
@@ -154,13 +150,18 @@ async def create_trigger(request: Request) -> dict[str, Any]:
 async def list_triggers(request: Request) -> dict[str, Any]:
     """Every trigger with its runs by state and its newest run."""
     triggers = api_state(request).triggers
-    return {"triggers": [await _with_runs(triggers, t) for t in await triggers.triggers()]}
+    return {
+        "triggers": [
+            trigger_with_runs_json(t, *await triggers.runs_of(t)) for t in await triggers.triggers()
+        ]
+    }
 
 
 @router.get("/v1/triggers/{id}")
 async def show_trigger(request: Request, trigger_id: TriggerId) -> dict[str, Any]:
     triggers = api_state(request).triggers
-    return await _with_runs(triggers, await triggers.trigger(trigger_id))
+    trigger = await triggers.trigger(trigger_id)
+    return trigger_with_runs_json(trigger, *await triggers.runs_of(trigger))
 
 
 @router.delete("/v1/triggers/{id}")

@@ -7,7 +7,6 @@ the answer to ``POST /v1/webhooks/{id}/rotate-secret``.
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -17,10 +16,8 @@ from service.api import openapi
 from service.api.state import ApiState, api_state
 from service.app import validate
 from service.app.views import delivery_json, next_after, target_json
-from service.app.webhooks import DELIVERY_STATES, MAX_PAGE
+from service.app.webhooks import DELIVERY_STATES, MAX_PAGE, TARGET_MODES
 from service.safetext import redact_urls
-from service.webhooks.outbox import MODES
-from service.webhooks.repository import ROTATION_OVERLAP_S
 
 router = APIRouter(tags=["webhooks"])
 
@@ -44,7 +41,7 @@ _CREATE_BODY = openapi.body_schema(
         "url": {"type": "string", "description": "http(s) endpoint"},
         "uriPatterns": {"type": "array", "items": {"type": "string"}},
         "subscriptionIds": {"type": "array", "items": {"type": "integer"}},
-        "mode": {"type": "string", "enum": list(MODES)},
+        "mode": {"type": "string", "enum": list(TARGET_MODES)},
         "secret": {"type": "string", "description": "whsec_…; generated when absent"},
         "allowPrivateTarget": {
             "type": "boolean",
@@ -129,13 +126,9 @@ async def rotate_webhook_secret(
     """A new secret (shown once); the old one keeps signing too for 24 h."""
     state = api_state(request)
     body = await _json_body(request, state, optional=True)
-    new_secret = await state.webhooks.rotate_secret(target_id, body)
+    new_secret, previous_until = await state.webhooks.rotate_secret(target_id, body)
     response.headers["Cache-Control"] = "no-store"
-    return {
-        "id": target_id,
-        "secret": new_secret,
-        "previousSecretValidUntil": time.time() + ROTATION_OVERLAP_S,
-    }
+    return {"id": target_id, "secret": new_secret, "previousSecretValidUntil": previous_until}
 
 
 # ---- deliveries -------------------------------------------------------------------------

@@ -57,7 +57,8 @@ async def test_each_change_wakes_the_dispatcher_once_it_is_made(
         await webhooks.set_enabled(target.id + 100, True)
     assert woke() == 0
 
-    assert await webhooks.rotate_secret(target.id, {}) not in (None, secret) and woke() == 1
+    rotated, previous_until = await webhooks.rotate_secret(target.id, {})
+    assert rotated != secret and previous_until > time.time() and woke() == 1
     with pytest.raises(WebhookNotFound):
         await webhooks.rotate_secret(target.id + 100, {})
     assert woke() == 0
