@@ -55,17 +55,39 @@ class LeanEvent:
     async def wait(self) -> bool:
         if self._flag:
             return True
-        waiter = asyncio.get_running_loop().create_future()
+        await first_of(self)
+        return True
+
+    def _add(self, waiter: asyncio.Future[None]) -> None:
         if self._waiters is None:
             self._waiters = []
         self._waiters.append(waiter)
-        try:
-            await waiter
-            return True
-        finally:
-            self._waiters.remove(waiter)
-            if not self._waiters:
+
+    def _discard(self, waiter: asyncio.Future[None]) -> None:
+        waiters = self._waiters
+        if waiters is not None and waiter in waiters:
+            waiters.remove(waiter)
+            if not waiters:
                 self._waiters = None
+
+
+async def first_of(*events: LeanEvent) -> None:
+    """Until one of ``events`` is set: one future, in each event's waiters.
+
+    A link waits for its inbox or a change of its URI set, nearly always for a long while.
+    Through ``asyncio.wait`` that was a task per event, their coroutines, and the wait's own
+    future and callbacks, made again on every turn and held by every idle link; one future
+    is what waiting needs."""
+    if any(event.is_set() for event in events):
+        return
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    for event in events:
+        event._add(waiter)
+    try:
+        await waiter
+    finally:
+        for event in events:
+            event._discard(waiter)
 
 
 class LinkInbox(Generic[End]):
@@ -103,6 +125,13 @@ class LinkInbox(Generic[End]):
         while not self._updates and not self._ends:
             self._ready.clear()
             await self._ready.wait()
+
+    def ready(self) -> LeanEvent:
+        """The event the next put sets, for :func:`first_of` beside other events: cleared
+        first while nothing is pending, so it is set exactly when something is."""
+        if not self._updates and not self._ends:
+            self._ready.clear()
+        return self._ready
 
     def take(self) -> tuple[list[str], list[tuple[int, End]]]:
         """Everything pending, oldest first; the inbox is empty afterwards."""

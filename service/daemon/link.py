@@ -31,7 +31,7 @@ import structlog
 
 from service.daemon import linkstatus
 from service.daemon.config import Settings
-from service.daemon.inbox import LeanEvent, LinkInbox
+from service.daemon.inbox import LeanEvent, LinkInbox, first_of
 from service.daemon.linkmachine import Down, LinkMachine, StreamEnd, Wake, read_error
 from service.daemon.linkstatus import LinkSnapshot, LinkState
 from service.daemon.refresher import ReadTarget, UriRefresher
@@ -490,20 +490,11 @@ class ServerLink:
             while True:
                 if not machine.wanted:
                     return
-                get = asyncio.ensure_future(queue.wait())
-                change = asyncio.ensure_future(self._changed.wait())
                 # No timeout here: one supervisor task checks every link's stream for
-                # silence (tick) instead of every link waking up on a timer of its own.
-                try:
-                    done, _ = await asyncio.wait({get, change}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    # Also when the link is stopped mid-wait (unsubscribe, SIGTERM, a lost
-                    # lease): a waiter left pending is destroyed later with asyncio's
-                    # "Task was destroyed but it is pending!" at error level.
-                    for pending in (get, change):
-                        if not pending.done():
-                            pending.cancel()
-                if get in done:
+                # silence (tick) instead of every link waking up on a timer of its own. One
+                # future for both (first_of), not a task each under asyncio.wait.
+                await first_of(queue.ready(), self._changed)
+                if len(queue):
                     updates, ends = queue.take()
                     for uri in updates:
                         self._on_updated(uri)
@@ -512,7 +503,7 @@ class ServerLink:
                             continue
                         stream, reader = await self._reopen(client, queue, reader, item)
                         self.stream = stream
-                if change in done:
+                if self._changed.is_set():
                     self._changed.clear()
                     if machine.wants_relisten():
                         stream, reader = await self._relisten(client, queue, reader)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
-from service.daemon.inbox import LeanEvent, LinkInbox
+from service.daemon.inbox import LeanEvent, LinkInbox, first_of
 
 pytestmark = pytest.mark.anyio
 
@@ -74,3 +75,32 @@ async def test_lean_event_behaves_as_asyncio_event() -> None:
     event.clear()  # set then cleared before the waiter ran: it was woken all the same
     assert await late is True
     assert event._waiters is None, "no waiter list is kept once nobody waits"
+
+
+async def test_first_of_waits_on_one_future_for_either_event_and_leaves_none_behind() -> None:
+    """What an idle link waits on (its inbox, its URI set changing): one future in both
+    events' waiters, removed when either is set or the wait is cancelled; no task."""
+    inbox: LinkInbox[str] = LinkInbox()
+    changed = LeanEvent()
+    ready = inbox.ready()
+    assert not ready.is_set()
+    tasks_before = len(asyncio.all_tasks())
+    waiting = asyncio.ensure_future(first_of(inbox.ready(), changed))
+    await asyncio.sleep(0)
+    assert len(asyncio.all_tasks()) == tasks_before + 1  # the test's own, nothing more
+    assert ready._waiters is not None and changed._waiters == ready._waiters
+    await inbox.put_update("test://a")
+    await waiting
+    assert ready._waiters is None and changed._waiters is None
+    assert inbox.ready().is_set()  # something pending: set until taken
+    inbox.take()
+    assert not inbox.ready().is_set()
+    changed.set()
+    await first_of(inbox.ready(), changed)  # already set: returns at once
+    changed.clear()
+    cancelled = asyncio.ensure_future(first_of(inbox.ready(), changed))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await cancelled
+    assert ready._waiters is None and changed._waiters is None
