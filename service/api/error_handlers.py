@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from service.app.errors import ApiError, StorageFailing, error_body
+from service.app.errors import AgentError, ApiError, StorageFailing, error_body
 
 log = structlog.get_logger("mcpsubd.api")
 
@@ -33,7 +33,9 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str | None:
 
 
 async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ApiError)
+    """An error of the application's tree, a domain error or the agent policy's refusal: its
+    own JSON and the status its code's row names."""
+    assert isinstance(exc, ApiError | AgentError)
     return JSONResponse(exc.to_json(), status_code=exc.status)
 
 
@@ -112,6 +114,7 @@ async def _internal_error(_request: Request, _exc: Exception) -> JSONResponse:
 
 def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(AgentError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(ClientDisconnect, _client_gone)

@@ -8,7 +8,8 @@ MCP face turns them into tool errors. One JSON shape::
     {"errorCode": "INVALID_URL", "message": "...", "field": "url", "hint": "..."}
 
 ``field`` and ``hint`` appear only when known. Tokens and request headers never appear.
-:class:`AgentError` is what the agent policy refuses with (the face's ``FaceError``). Both
+:class:`AgentError` is what the agent policy refuses with, by code (the REST API's agent
+routes and the face raise and show the same one). Both
 read a code's HTTP status and default hint from the one table, :mod:`service.errorcodes`: a
 new error class names its ``error_code`` and nothing else.
 """
@@ -127,13 +128,12 @@ class StorageFailing(ApiError):
 
 class AgentError(Exception):
     """A refusal the agent should see: a stable ``code`` and a one-line ``hint`` (``hint`` is
-    always in its JSON: the code's default when the raiser names none, else null). The face
-    calls it ``FaceError``; ``error_code`` is the same as ``code``, the name the other error
-    classes use."""
+    always in its JSON: the code's default when the raiser names none, else null). Its code is
+    ``error_code``, as on every other error class, so the API's one handler answers both."""
 
     def __init__(self, code: str, message: str, hint: str | None = None) -> None:
         super().__init__(message)
-        self.code = self.error_code = code
+        self.error_code = code
         self.message = message
         self.hint = hint if hint is not None else errorcodes.default_hint(code)
 
@@ -145,10 +145,10 @@ class AgentError(Exception):
     @property
     def status(self) -> int:
         """The HTTP status the REST API answers it with."""
-        return errorcodes.http_status(self.code)
+        return errorcodes.http_status(self.error_code)
 
     def to_json(self) -> dict[str, Any]:
-        return {"errorCode": self.code, "message": self.message, "hint": self.hint}
+        return {"errorCode": self.error_code, "message": self.message, "hint": self.hint}
 
 
 class WebhookNotFound(ApiError):

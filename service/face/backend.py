@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from service.app.errors import AgentError as FaceError
-
-__all__ = ["FaceBackend", "FaceError", "LookThenWait"]
+__all__ = ["FaceBackend", "LookThenWait"]
 
 
 class FaceBackend(Protocol):
@@ -36,7 +34,7 @@ class FaceBackend(Protocol):
 
     async def subscribe(self, url: str, uris: list[str]) -> list[dict[str, Any]]:
         """Subscribe within the agent policy; each result is a subscription after its first
-        state is known, with ``errorCode``/``hint`` when it failed. Raises FaceError on a
+        state is known, with ``errorCode``/``hint`` when it failed. Raises AgentError on a
         refusal (policy, bad input)."""
         ...
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Generic, TypeVar
 
+from service.app.errors import AgentError
 from service.face import protocol as p
 from service.face import render
 from service.face import tools as t
-from service.face.backend import FaceBackend, FaceError
+from service.face.backend import FaceBackend
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 A = TypeVar("A")
@@ -64,11 +65,11 @@ class Face:
     async def newest(
         self, name: str, url: str | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(subscription, content) of the newest revision ``name`` names; FaceError else."""
+        """(subscription, content) of the newest revision ``name`` names; AgentError else."""
         subs, _ = await self.names()
         found = [s for s in render.resolve(name, subs) if url in (None, s["serverUrl"])]
         if not found:
-            raise FaceError(
+            raise AgentError(
                 "NOT_WATCHED",
                 f"nothing watches {render.one_line(name)}",
                 "list_subscriptions shows what is watched; subscribe adds a URI",
@@ -79,7 +80,7 @@ class Face:
             if content is not None and (best is None or content["readAt"] > best[1]["readAt"]):
                 best = (sub, content)
         if best is None:
-            raise FaceError(
+            raise AgentError(
                 "NO_CONTENT_YET",
                 f"{render.one_line(name)} has not been read yet (state {found[0]['state']})",
                 "wait_for_change with this uri returns its first revision",
@@ -92,7 +93,7 @@ class Face:
             raise p.RpcError(p.INVALID_PARAMS, "params.uri must be a string")
         try:
             sub, content = await self.newest(uri)
-        except FaceError as exc:
+        except AgentError as exc:
             message = "Resource not found: " + exc.message
             raise p.RpcError(p.INVALID_PARAMS, message, {"uri": uri}) from None
         contents = []
@@ -151,8 +152,8 @@ class Face:
             answer = await tool.handle(self, tool.parse(args), Caller(progress, client))
         except t.ToolArgError as exc:
             return t.tool_error("INVALID_ARGUMENT", exc.message, exc.hint)
-        except FaceError as exc:
-            return t.tool_error(exc.code, exc.message, exc.hint)
+        except AgentError as exc:
+            return t.tool_error(exc.error_code, exc.message, exc.hint)
         return t.tool_result(answer, tool.render(answer), is_error=tool.failed(answer))
 
     async def list_subscriptions(self, _args: None, _caller: Caller) -> dict[str, Any]:
@@ -173,9 +174,9 @@ class Face:
         subs, names = await self.names()
         found = [s for s in render.resolve(args.uri, subs) if args.url in (None, s["serverUrl"])]
         if not found:
-            raise FaceError("NOT_WATCHED", f"nothing watches {render.one_line(args.uri)}", None)
+            raise AgentError("NOT_WATCHED", f"nothing watches {render.one_line(args.uri)}", None)
         if len(found) > 1:
-            raise FaceError(
+            raise AgentError(
                 "AMBIGUOUS_URI",
                 f"{len(found)} servers are watched for {render.one_line(args.uri)}",
                 "pass url, or the mcpsub://<id>/<uri> name from list_subscriptions",
@@ -229,7 +230,7 @@ class Face:
         cursor = args.after if args.after is not None else await backend.last_event_id()
         try:
             return await self._wait_from(cursor, args, caller.progress, caller.client)
-        except FaceError as exc:  # the daemon went away mid-wait: the cursor still holds
+        except AgentError as exc:  # the daemon went away mid-wait: the cursor still holds
             return {**exc.to_json(), "cursor": cursor}
 
     async def _wait_from(

@@ -26,8 +26,9 @@ import sys
 from typing import Any, Final
 
 from service.apishapes import answer_problem
+from service.app.errors import AgentError
 from service.backoff import Backoff
-from service.face.backend import FaceError, LookThenWait
+from service.face.backend import LookThenWait
 from service.face.ring import EventRing, RevisionMemory
 from service.localclient import (
     AsyncConnection,
@@ -168,9 +169,9 @@ class ApiBackend(LookThenWait):
                     self.endpoint.request(method, target, data)
                 )
         except NotTrusted as exc:
-            raise FaceError(exc.error_code, exc.message, exc.hint) from None
+            raise AgentError(exc.error_code, exc.message, exc.hint) from None
         except _FAILED as exc:
-            raise FaceError(
+            raise AgentError(
                 "DAEMON_UNAVAILABLE",
                 f"the mcpsub daemon is not reachable at {self.display}: "
                 f"{str(exc) or type(exc).__name__}",
@@ -183,7 +184,7 @@ class ApiBackend(LookThenWait):
         if 200 <= status < 300:
             problem = answer_problem(method, path, body)
             if problem is not None:
-                raise FaceError(
+                raise AgentError(
                     "NOT_MCPSUBD",
                     f"what answers at {self.display} does not look like mcpsubd "
                     f"(HTTP {status}: {problem})",
@@ -195,7 +196,7 @@ class ApiBackend(LookThenWait):
             )
             message = body.get("message", reason) if isinstance(body, dict) else ""
             hint = body.get("hint") if isinstance(body, dict) else None
-            raise FaceError(str(code), str(message), hint)
+            raise AgentError(str(code), str(message), hint)
         return status, body
 
     async def subscriptions(self) -> list[dict[str, Any]]:
@@ -265,7 +266,7 @@ class ApiBackend(LookThenWait):
         return list(body["subscriptions"])
 
     async def unsubscribe(self, subscription_id: int) -> dict[str, Any] | None:
-        # The daemon applies the agent policy (agent_unsubscribe): a 403 is a FaceError.
+        # The daemon applies the agent policy (agent_unsubscribe): a 403 is a AgentError.
         status, body = await self._request("DELETE", f"/v1/agent/subscriptions/{subscription_id}")
         return body if status == 200 else None
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+from service.app.errors import AgentError
 from service.backoff import Backoff
 from service.face import protocol as p
 from service.face import render
-from service.face.backend import FaceBackend, FaceError
+from service.face.backend import FaceBackend
 from service.face.handlers import FOLLOW_PAGE, TOOL_LIST, Face, Progress
 
 Send = Callable[[dict[str, Any]], bool]
@@ -93,14 +94,14 @@ class Session:
         if self._follower is None or self._follower.done():
             try:
                 cursor: int | None = await self.face.backend.last_event_id()
-            except FaceError:
+            except AgentError:
                 cursor = None
                 self._daemon_found = asyncio.get_running_loop().create_future()
             self._follower = asyncio.create_task(self._follow(cursor), name="face-follow")
         elif self._daemon_found is not None and not self._daemon_found.done():
             try:
                 cursor = await self.face.backend.last_event_id()
-            except FaceError:
+            except AgentError:
                 return
             if not self._daemon_found.done():
                 self._daemon_found.set_result(cursor)
@@ -113,7 +114,7 @@ class Session:
         while True:
             try:
                 return await self.face.backend.last_event_id()
-            except FaceError:
+            except AgentError:
                 pass
             pause = DAEMON_POLL.delay(attempt)
             attempt += 1
@@ -195,7 +196,7 @@ class Session:
             body = await self._dispatch(msg, progress)
         except p.RpcError as exc:
             return p.error(msg.id, exc) if msg.has_id else None
-        except FaceError as exc:
+        except AgentError as exc:
             err = p.RpcError(p.INTERNAL_ERROR, exc.message, exc.to_json())
             return p.error(msg.id, err) if msg.has_id else None
         if body is None or not msg.has_id:

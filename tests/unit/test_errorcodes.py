@@ -26,7 +26,7 @@ RAISED = [
     re.compile(r'"errorCode"\s*:\s*' + CODE),  # a JSON body written by hand
     re.compile(r"\berrorCode\s*=\s*" + CODE),
     re.compile(r"\bget\(\s*\"errorCode\",\s*" + CODE),
-    # AgentError("X", …), FaceError, tool_error, error_body, the guard's _reject(send, 400, "X")
+    # AgentError("X", …), tool_error, error_body, the guard's _reject(send, 400, "X")
     re.compile(
         r"\b\w*(?:Error|error|Failure|failure|reject|fail)\(\s*(?:[\w.]+,\s*(?:\d{3},\s*)?)?" + CODE
     ),
@@ -89,7 +89,7 @@ def test_every_error_class_reads_its_row() -> None:
 
 def test_agent_errors_take_status_and_hint_from_the_table() -> None:
     refused = AgentError("AGENT_ORIGIN_NOT_ALLOWED", "outside the policy")
-    assert (refused.status, refused.error_code, refused.hint) == (403, refused.code, None)
+    assert (refused.status, refused.error_code, refused.hint) == (403, "AGENT_ORIGIN_NOT_ALLOWED", None)
     gone = AgentError("NOT_WATCHED", "removed meanwhile")
     assert gone.hint == CODES["NOT_WATCHED"].hint
     assert AgentError("INVALID_URL", "bad", "own hint").hint == "own hint"

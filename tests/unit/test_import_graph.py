@@ -143,7 +143,7 @@ def test_the_layering_check_finds_a_front_end_importing_another(tmp_path: Path) 
     importing the webhooks or the token store's package, the MCP client the store, a leaf
     the MCP client."""
     files = {
-        "service/api/routes.py": "def f():\n    from service.face.backend import FaceError\n",
+        "service/api/routes.py": "def f():\n    from service.face.backend import FaceBackend\n",
         "service/face/inproc.py": "from service.api import views\n",
         "service/api/views.py": "",
         "service/face/backend.py": "",

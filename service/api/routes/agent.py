@@ -13,12 +13,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
-from fastapi.responses import JSONResponse
 
 from service.api.openapi import URI_SCHEMA, URL_SCHEMA
 from service.api.state import api_state
 from service.app import validate
-from service.app.errors import AgentError, InvalidParameter, SubscriptionNotFound
+from service.app.errors import InvalidParameter, SubscriptionNotFound
 
 router = APIRouter(prefix="/v1/agent", tags=["agent"])
 MAX_URIS = 100
@@ -63,10 +62,7 @@ async def agent_subscribe(request: Request) -> Any:
     uris = body.get("uris")
     if not isinstance(uris, list) or not 1 <= len(uris) <= MAX_URIS:
         raise InvalidParameter(f"uris must be a list of 1 to {MAX_URIS} URIs", field="uris")
-    try:
-        rows = await state.subscriptions.agent_subscribe(body.get("url"), uris)
-    except AgentError as exc:
-        return JSONResponse(exc.to_json(), status_code=exc.status)
+    rows = await state.subscriptions.agent_subscribe(body.get("url"), uris)
     return {"subscriptions": rows}
 
 
@@ -83,10 +79,7 @@ async def agent_unsubscribe(
 ) -> Any:
     """Remove a subscription an agent made; 403 ``NOT_CREATED_BY_AGENT`` for one a person
     made (unless the daemon's ``agent_unsubscribe`` is ``any``)."""
-    try:
-        removed = await api_state(request).subscriptions.agent_unsubscribe_json(subscription_id)
-    except AgentError as exc:
-        return JSONResponse(exc.to_json(), status_code=exc.status)
+    removed = await api_state(request).subscriptions.agent_unsubscribe_json(subscription_id)
     if removed is None:
         raise SubscriptionNotFound(f"no subscription {subscription_id}")
     return removed

@@ -15,7 +15,7 @@ def test_policy_defaults_to_the_watched_origins() -> None:
     policy.check("http://127.0.0.1:1/other", None, ["http://127.0.0.1:1/mcp"])
     with pytest.raises(AgentError) as info:
         policy.check("http://127.0.0.1:2/mcp", None, ["http://127.0.0.1:1/mcp"])
-    assert info.value.code == "AGENT_ORIGIN_NOT_ALLOWED" and info.value.hint
+    assert info.value.error_code == "AGENT_ORIGIN_NOT_ALLOWED" and info.value.hint
     allowed = policy.parse_setting("http://LOCALHOST, https://example.test")
     assert allowed == ("http://localhost:80", "https://example.test:443")
     policy.check("https://example.test/mcp", allowed, [])

@@ -33,7 +33,7 @@ async def test_an_agent_removes_only_what_an_agent_made_unless_widened(
     subscriptions = _subscriptions(fake_supervisor)
     with pytest.raises(AgentError) as refused:
         await subscriptions.unsubscribe(person.id, caller=AGENT)
-    assert refused.value.code == "NOT_CREATED_BY_AGENT"
+    assert refused.value.error_code == "NOT_CREATED_BY_AGENT"
     assert (await fake_supervisor.store.get_subscription(person.id)) is not None
     removed = await subscriptions.agent_unsubscribe_json(agent.id)
     assert removed is not None and removed["uri"] == "r://agent"
@@ -85,10 +85,10 @@ async def test_an_agent_is_answered_with_the_first_state(fake_supervisor: FakeSu
     subscriptions = _subscriptions(fake_supervisor)
     with pytest.raises(AgentError) as refused:  # no server watched yet: no origin allowed
         await subscriptions.agent_subscribe(URL, ["r://a"])
-    assert refused.value.code == "AGENT_ORIGIN_NOT_ALLOWED"
+    assert refused.value.error_code == "AGENT_ORIGIN_NOT_ALLOWED"
     with pytest.raises(AgentError) as bad:
         await subscriptions.agent_subscribe(URL, ["no scheme"])
-    assert bad.value.code == "INVALID_URI"
+    assert bad.value.error_code == "INVALID_URI"
     assert fake_supervisor.subscribe_calls == 0
 
     sub, _ = await subscriptions.subscribe(URL, "r://read")

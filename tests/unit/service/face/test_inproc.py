@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from service.app.changes import Changes
+from service.app.errors import AgentError
 from service.app.subscriptions import Subscriptions
-from service.face.backend import FaceError
 from service.face.inproc import InProcessBackend
 from tests.api.fakes import FakeSupervisor
 
@@ -27,12 +27,12 @@ async def test_bad_input_is_a_face_error_with_the_api_code(fake_supervisor: Fake
         Subscriptions(fake_supervisor, fake_supervisor.store),
         Changes(fake_supervisor.store, fake_supervisor.events),
     )
-    with pytest.raises(FaceError) as bad_url:
+    with pytest.raises(AgentError) as bad_url:
         await backend.subscribe("ftp://127.0.0.1/x", ["r://a"])
-    assert bad_url.value.code == "INVALID_URL" and bad_url.value.hint
-    with pytest.raises(FaceError) as bad_uri:
+    assert bad_url.value.error_code == "INVALID_URL" and bad_url.value.hint
+    with pytest.raises(AgentError) as bad_uri:
         await backend.subscribe(URL, ["no scheme"])
-    assert bad_uri.value.code == "INVALID_URI"
+    assert bad_uri.value.error_code == "INVALID_URI"
     assert fake_supervisor.subscribe_calls == 0
 
 

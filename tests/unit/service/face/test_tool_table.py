@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 import jsonschema
 import pytest
 
+from service.app.errors import AgentError
 from service.face import protocol as p
-from service.face.backend import FaceError, LookThenWait
+from service.face.backend import LookThenWait
 from service.face.handlers import TOOL_LIST, TOOLS, Face
 from service.face.session import Session
 
@@ -240,7 +241,7 @@ def test_an_answer_is_an_error_as_its_row_says() -> None:
         async def events_after(
             self, after: int, limit: int, types: list[str] | None = None
         ) -> list[dict[str, Any]]:
-            raise FaceError("DAEMON_UNAVAILABLE", "the daemon went away", "start it")
+            raise AgentError("DAEMON_UNAVAILABLE", "the daemon went away", "start it")
 
     partial = call(Face(EvilBackend()), "subscribe", GOOD_ARGS["subscribe"])
     assert partial["isError"] is False and partial["structuredContent"]["errorCode"]
@@ -265,7 +266,7 @@ def test_an_error_that_quotes_a_server_is_shown_one_line_each() -> None:
 
     class Quoting(EvilBackend):
         async def subscribe(self, url: str, uris: list[str]) -> list[dict[str, Any]]:
-            raise FaceError("SERVER_ERROR", "the server said " + EVIL, EVIL)
+            raise AgentError("SERVER_ERROR", "the server said " + EVIL, EVIL)
 
     answer = call(Face(Quoting()), "subscribe", GOOD_ARGS["subscribe"])
     text = answer["content"][0]["text"]
