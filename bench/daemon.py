@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import os
 import signal
@@ -1021,9 +1022,14 @@ async def run(
     return scale, sequential, burst, steady
 
 
-def scale_main(quick: bool, heap: bool, out: Path | None, spy: str | None) -> int:
+def scale_main(
+    quick: bool, heap: bool, out: Path | None, spy: str | None, links: str | None = None
+) -> int:
     """``--phases scale``: :mod:`bench.daemonscale`'s ladder and its report."""
     ladder = daemonscale.HEAP if heap else daemonscale.QUICK if quick else daemonscale.FULL
+    if links:
+        rungs = tuple(int(n) for n in links.split(","))
+        ladder = dataclasses.replace(ladder, rungs=rungs)
     signal.signal(signal.SIGTERM, sigterm_to_interrupt)
     code, fingerprint = code_version(), code_fingerprint()
     started = time.perf_counter()
@@ -1085,6 +1091,11 @@ def main() -> int:
         "scale: 100 -> 1,000 -> 10,000 links on fast peers (bench.daemonscale); default abc",
     )
     parser.add_argument(
+        "--links",
+        help="scale: the rungs, comma-separated link counts (default 100,1000,10000; "
+        "--quick 100,1000)",
+    )
+    parser.add_argument(
         "--heap",
         action="store_true",
         help="scale: run each daemon under tracemalloc and report the bytes per link by line",
@@ -1099,7 +1110,7 @@ def main() -> int:
     out = args.out or (None if alone else default_out)
     spy = None if args.no_py_spy else find_py_spy(args.py_spy)
     if args.phases == "scale":
-        return scale_main(args.quick, args.heap, out, spy)
+        return scale_main(args.quick, args.heap, out, spy, args.links)
     check_hash_prediction()
     signal.signal(signal.SIGTERM, sigterm_to_interrupt)
     started = time.perf_counter()

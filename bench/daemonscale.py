@@ -96,9 +96,11 @@ class Ladder:
     poll_s: float
 
 
-FULL = Ladder("full", (100, 1000, 10000), 10.0, 30.0, 0.5)
-QUICK = Ladder("quick", (100, 1000), 3.0, 10.0, 0.25)
-HEAP = Ladder("heap", (100, 300), 3.0, 3.0, 0.5)
+FULL = Ladder("full", (100, 1000, 10000), 25.0, 30.0, 0.5)
+QUICK = Ladder("quick", (100, 1000), 25.0, 10.0, 0.25)
+"""Both warm up 25 s: a link's read connections are closed once idle 15 s, on the daemon's
+next 7.5 s tick, and RSS is what an idle daemon holds after that."""
+HEAP = Ladder("heap", (100, 300), 25.0, 3.0, 0.5)
 """``--heap``: a traced daemon cold-starting 1,000 links on 2 shared cores missed its own
 30 s request deadlines; the bytes per link are the same slope at 100 → 300."""
 
@@ -231,6 +233,14 @@ async def run_rung(
 
                 async def ramp_done() -> bool:
                     now = time.perf_counter() - t0
+                    try:
+                        return await ramp_check(now)
+                    except httpx.TransportError:
+                        # A kept-alive API connection the busy daemon closed as we sent on
+                        # it: asked again on the next poll.
+                        return False
+
+                async def ramp_check(now: float) -> bool:
                     metrics = await daemon_metrics(api)
                     if rung.open_s is None and metrics.get("mcpsub_streams_open") == links:
                         rung.open_s = now
