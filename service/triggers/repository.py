@@ -67,6 +67,7 @@ NEXT_DUE = text(
     "SELECT MIN(r.next_attempt_at) FROM trigger_runs r JOIN triggers t ON t.id = r.trigger_id"
     " WHERE r.state IN ('pending', 'failed') AND t.enabled = 1 AND r.next_attempt_at > :now"
 )
+ANY_ENABLED_TRIGGER = text("SELECT 1 FROM triggers WHERE enabled = 1 LIMIT 1")
 CLAIM = text(
     "UPDATE trigger_runs SET state = 'running', attempts = attempts + 1, lease_owner = :me,"
     " lease_until = :until, updated_at = :now WHERE id = :id AND state IN ('pending', 'failed')"
@@ -229,6 +230,11 @@ class TriggerRepository:
         return await self.get_trigger(trigger_id)
 
     # ---- the runner's side --------------------------------------------------------------
+    async def has_enabled_triggers(self) -> bool:
+        """Whether a revision can enqueue a run now (the runner sleeps through revisions
+        when none can)."""
+        return bool(await self.store.read(lambda conn: conn.scalar(ANY_ENABLED_TRIGGER)))
+
     async def due(self, now: float, *, limit: int) -> tuple[list[Due], float | None]:
         def read(conn: Connection) -> tuple[list[Due], float | None]:
             rows = conn.execute(DUE_RUNS, {"now": now, "limit": limit})

@@ -115,6 +115,12 @@ class TriggerRunner:
         self._unreleased: set[int] = set()
         """Runs whose outcome could not be written: made ``pending`` again by a later pass."""
         self._loop_task: asyncio.Task[None] | None = None
+        self._no_triggers = False
+        """True while the last pass found no enabled trigger: a new revision then cannot have
+        enqueued a run, and waking for it would cost a pass (two reader queries) per
+        revision. Triggers changed through this process clear it at once; any other way
+        (another replica) is seen by the next timed pass, as the webhook dispatcher does."""
+        self._trigger_changes = 0
         self.replica_id = "mcpsubd"
         """Set by the composition root: who holds this runner's run leases (PostgreSQL)."""
         self.stats: dict[str, float] = {
@@ -129,10 +135,12 @@ class TriggerRunner:
 
     # ---- wake-ups -------------------------------------------------------------------------
     def _on_event(self, event: Any) -> None:
-        if getattr(event, "type", None) == "resource.updated":
+        if getattr(event, "type", None) == "resource.updated" and not self._no_triggers:
             self._wake.set()
 
     def _on_trigger_change(self, trigger_id: int, removed: bool) -> None:
+        self._no_triggers = False
+        self._trigger_changes += 1
         if removed:  # its runs end now: nothing of a removed trigger keeps running
             for run_id, owner in list(self._of_trigger.items()):
                 task = self._tasks.get(run_id)
@@ -209,6 +217,9 @@ class TriggerRunner:
                     # The runs of a replica that died (their lease expired).
                     await self.repo.recover(self.replica_id, starting=False)
                 next_due = await self._pass(now)
+                changes = self._trigger_changes
+                empty = not await self.repo.has_enabled_triggers()
+                self._no_triggers = empty and changes == self._trigger_changes
             except Exception as exc:
                 _log_failure("trigger pass failed", exc)
                 next_due = now + 1.0
