@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from service.app.changes import Change
+from service.app.supervisor_protocol import SupervisorLike
 from service.failures import state_hint as code_hint
 from service.store.catalog import StatusCounts
 from service.store.records import Event, Revision, Subscription
@@ -108,17 +109,12 @@ def state_hint(sub: Subscription, link: dict[str, Any] | None) -> str | None:
     return None
 
 
-def link_of(supervisor: Any, sub: Subscription) -> dict[str, Any] | None:
-    """The status of ``sub``'s link: from the daemon's link table when it has one (one
-    link's status, not all of them: at 1,000 links that was most of a subscription's page),
-    else looked up in ``link_status()``."""
-    links = getattr(supervisor, "links", None)
-    if isinstance(links, dict):
-        link = links.get(sub.server_id)
-        if link is not None:
-            status: dict[str, Any] = link.status()
-            return status
-    return link_for(supervisor.link_status(), sub)
+def link_of(supervisor: SupervisorLike, sub: Subscription) -> dict[str, Any] | None:
+    """The status of ``sub``'s link: its own link's, by server id (one link's status, not
+    all of them: at many links that was most of a subscription's page), else looked up by
+    URL in ``link_status()``."""
+    status = supervisor.link_status_of(sub.server_id)
+    return status if status is not None else link_for(supervisor.link_status(), sub)
 
 
 def link_for(links: list[dict[str, Any]], sub: Subscription) -> dict[str, Any] | None:

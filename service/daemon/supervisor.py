@@ -345,6 +345,10 @@ class Supervisor:
     def link_status(self) -> list[dict[str, Any]]:
         return [link.status() for link in self.links.values()]
 
+    def link_status_of(self, server_id: int) -> dict[str, Any] | None:
+        link = self.links.get(server_id)
+        return None if link is None else link.status()
+
     def link_status_json(self) -> bytes:
         """``link_status()`` as a JSON array, each link's part kept until the link changes
         (:mod:`service.daemon.statuscache`)."""

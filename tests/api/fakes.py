@@ -69,6 +69,9 @@ class FakeSupervisor:
     def link_status(self) -> list[dict[str, Any]]:
         return list(self._links.values())
 
+    def link_status_of(self, server_id: int) -> dict[str, Any] | None:
+        return next((s for s in self._links.values() if s.get("serverId") == server_id), None)
+
     def link_status_json(self) -> bytes:
         return json_bytes(self.link_status())
 

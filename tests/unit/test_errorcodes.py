@@ -89,7 +89,11 @@ def test_every_error_class_reads_its_row() -> None:
 
 def test_agent_errors_take_status_and_hint_from_the_table() -> None:
     refused = AgentError("AGENT_ORIGIN_NOT_ALLOWED", "outside the policy")
-    assert (refused.status, refused.error_code, refused.hint) == (403, "AGENT_ORIGIN_NOT_ALLOWED", None)
+    assert (refused.status, refused.error_code, refused.hint) == (
+        403,
+        "AGENT_ORIGIN_NOT_ALLOWED",
+        None,
+    )
     gone = AgentError("NOT_WATCHED", "removed meanwhile")
     assert gone.hint == CODES["NOT_WATCHED"].hint
     assert AgentError("INVALID_URL", "bad", "own hint").hint == "own hint"

@@ -116,17 +116,15 @@ def test_link_for_by_server_id_then_url() -> None:
     assert link_for([{"serverId": 9, "url": "x"}], SUB) is None
 
 
-def test_link_of_reads_one_link_when_the_daemon_has_a_table() -> None:
-    class Link:
-        def status(self) -> dict[str, Any]:
-            return {"serverId": 3, "state": "open"}
-
+def test_link_of_asks_for_its_own_link_and_scans_only_when_there_is_none() -> None:
     def no_scan() -> list[dict[str, Any]]:
         raise AssertionError("all links' status read for one subscription")
 
-    daemon = SimpleNamespace(links={3: Link()}, link_status=no_scan)
-    assert link_of(daemon, SUB) == {"serverId": 3, "state": "open"}
-    fake = SimpleNamespace(link_status=lambda: [{"serverId": 3, "state": "idle"}])
-    assert link_of(fake, SUB) == {"serverId": 3, "state": "idle"}
-    absent = SimpleNamespace(links={}, link_status=lambda: [])
-    assert link_of(absent, SUB) is None
+    own = {"serverId": 3, "state": "open"}
+    daemon = SimpleNamespace(link_status_of={3: own}.get, link_status=no_scan)
+    assert link_of(daemon, SUB) == own  # type: ignore[arg-type]
+    by_url = {"serverId": 9, "url": SUB.server_url, "state": "idle"}
+    elsewhere = SimpleNamespace(link_status_of=lambda _id: None, link_status=lambda: [by_url])
+    assert link_of(elsewhere, SUB) == by_url  # type: ignore[arg-type]
+    absent = SimpleNamespace(link_status_of=lambda _id: None, link_status=lambda: [])
+    assert link_of(absent, SUB) is None  # type: ignore[arg-type]
