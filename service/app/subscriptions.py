@@ -157,8 +157,9 @@ class Subscriptions:
             sub = await self.store.get_subscription(subscription_id)
             if sub is None:
                 raise AgentError("NOT_WATCHED", "the subscription was removed meanwhile", None)
-            row = with_link(sub, self.supervisor.link_status())
-            known, code, hint = firststate.verdict(row, row["link"])
+            link = link_of(self.supervisor, sub)
+            row = {**subscription_json(sub), "link": link}
+            known, code, hint = firststate.verdict(row, link)
             if known or time.monotonic() >= deadline:
                 if code is not None:
                     row.update(errorCode=code, hint=hint)
