@@ -123,7 +123,7 @@ async def follow(
     ) as client:
         discovered = await client.discover()
         if not subscribe_offered(discovered.resources_capability):
-            # Seed 003: only a server whose resources.subscribe is true is asked to listen.
+            # Only a server whose resources.subscribe is true is asked to listen.
             raise NotHonored(
                 "the server does not advertise resources.subscribe: it cannot honor a "
                 "subscription, so none was requested"

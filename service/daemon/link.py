@@ -34,7 +34,7 @@ from service.daemon.config import Settings
 from service.daemon.inbox import LeanEvent, LinkInbox, first_of
 from service.daemon.linkmachine import Down, LinkMachine, StreamEnd, Wake, read_error
 from service.daemon.linkstatus import LinkSnapshot, LinkState
-from service.daemon.refresher import ReadTarget, UriRefresher
+from service.daemon.refresher import ReadTarget, Refresher
 from service.mcp import discovercache, wire
 from service.mcp.client import DiscoverResult, ListenStream, McpClient
 from service.mcp.errors import McpError
@@ -43,17 +43,11 @@ from service.mcp.transports.base import Transport
 from service.safetext import redact_urls
 from service.store import Store
 from service.store.database import database_errors, describe
+from service.store.records import Revision
 
 log = structlog.get_logger("mcpsubd.link")
 
 TokenProvider = Callable[[str], Awaitable[str | None]]
-
-
-READS_PER_LINK = 2
-"""Reads in flight per link (``read_concurrency`` bounds all links together). A listen
-acknowledgement re-reads every URI of the link at once; unbounded, each of those reads would
-open its own connection, and connecting is a large share of a cold start. Two, and the link's
-transport keeps a connection alive for each (``Supervisor._new_transport``)."""
 
 
 IDLE_CONNECTION_S = 15.0
@@ -61,29 +55,6 @@ IDLE_CONNECTION_S = 15.0
 then holds only its listen stream's socket (a descriptor and its buffers per link), and a
 link read again soon after keeps its connection (a server that closes sooner, as uvicorn
 after 5 s, closes it first)."""
-
-
-class _ReadSlot:
-    """One of the link's read slots, then one of the daemon-wide ones: a read waiting for its
-    link holds no global slot that a read of another link could use."""
-
-    __slots__ = ("_global", "_link")
-
-    def __init__(self, link: asyncio.Semaphore, shared: asyncio.Semaphore) -> None:
-        self._link = link
-        self._global = shared
-
-    async def __aenter__(self) -> None:
-        await self._link.acquire()
-        try:
-            await self._global.acquire()
-        except BaseException:
-            self._link.release()
-            raise
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._global.release()
-        self._link.release()
 
 
 class _Down(Exception):
@@ -103,11 +74,10 @@ class ServerLink:
     # Slots, not an attribute dict: a link is made per server, thousands of them.
     __slots__ = (
         "__weakref__",
-        "_background",
         "_changed",
+        "_client",
         "_discover_to_keep",
         "_first_session",
-        "_limiter",
         "_session_token",
         "_settings",
         "_silent_for",
@@ -125,7 +95,7 @@ class ServerLink:
         "capabilities",
         "machine",
         "on_lease_lost",
-        "refreshers",
+        "reads",
         "server_id",
         "shown_url",
         "stream",
@@ -148,18 +118,18 @@ class ServerLink:
         self.url = url
         """The URL connected to: credentials included, never shown (:attr:`shown_url` is)."""
         self.shown_url = redact_urls(url)
-        self._background: set[asyncio.Task[Any]] = set()
         self._store = store
         self._settings = settings
         self._transport = new_transport(url)
         """Every exchange of this link (discover, listen, re-reads), across its sessions: on
         plain http:// the lean transport (:mod:`service.mcp.transports`)."""
-        self._limiter = _ReadSlot(asyncio.Semaphore(READS_PER_LINK), limiter)
         self._stats = stats
         self._tokens = token_provider
         self.machine = LinkMachine(settings)
         """The link's state and decisions (pure; :mod:`service.daemon.linkmachine`)."""
-        self.refreshers: dict[str, UriRefresher] = {}
+        self.reads = Refresher(self, limiter)
+        """The link's re-reads: one reader task, ``READS_PER_LINK`` reads in flight, each
+        holding one of the daemon-wide slots (``limiter``) while it runs."""
         self._unsubscribed_count = 0
         self._unsubscribed_logged_at = -float("inf")
         self.capabilities: dict[str, Any] | None = None
@@ -170,6 +140,8 @@ class ServerLink:
         self._discover_to_keep: str | None = None
         """This session's discover result, to keep with the next acknowledgement."""
         self.stream: ListenStream | None = None
+        self._client: McpClient | None = None
+        """The session's client; the reads use it too."""
         self._session_token: str | None = None
         self._silent_for: float | None = None
         self._token_checked = 0.0
@@ -215,20 +187,16 @@ class ServerLink:
 
     # ---- control from the supervisor ----------------------------------------------------
     def want(self, uri: str, subscription_id: int) -> None:
+        replaced = self.machine.wanted.get(uri, subscription_id) != subscription_id
         if self.machine.want(uri, subscription_id):
+            if replaced:
+                self.reads.forget(uri)  # another subscription of the URI: not its failure
             self._changed.set()
 
     def unwant(self, uri: str) -> None:
         if self.machine.unwant(uri):
-            refresher = self.refreshers.pop(uri, None)
-            if refresher is not None:
-                self._keep(asyncio.get_running_loop().create_task(refresher.stop()))
+            self.reads.forget(uri)
             self._changed.set()
-
-    def _keep(self, task: asyncio.Task[Any]) -> None:
-        """Hold a fire-and-forget task until it ends (the loop keeps only a weak reference)."""
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     def recheck(self) -> None:
         """Try again now (``mcpsubctl resubscribe``, SIGHUP): ends a backoff or terminal wait."""
@@ -245,11 +213,7 @@ class ServerLink:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-        for refresher in list(self.refreshers.values()):
-            await refresher.stop()
-        for task in list(self._background):  # refreshers unwanted just before the stop
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self.reads.stop()
         await self._close_stream(self.stream)
         self.stream = None
         self.machine.stopped()
@@ -467,13 +431,7 @@ class ServerLink:
             self.admit()  # RESOURCE_LIMIT: keep the API's and the database's descriptors
         token = self._session_token = await self._token()
         self._token_checked = time.monotonic()
-        client = McpClient(
-            self.url,
-            token=token,
-            client_name="mcpsubd",
-            transport=self._transport,
-            timeout=self._settings.request_timeout_s,
-        )
+        client = self._client = self._new_client(token)
         discovered = await self._discover(client, token is not None)
         self.capabilities = discovered.resources_capability
         down = machine.discovered(self.capabilities)
@@ -495,9 +453,7 @@ class ServerLink:
                 # future for both (first_of), not a task each under asyncio.wait.
                 await first_of(queue.ready(), self._changed)
                 if len(queue):
-                    updates, ends = queue.take()
-                    for uri in updates:
-                        self._on_updated(uri)
+                    _, ends = queue.take()
                     for generation, item in ends:
                         if generation != machine.generation:
                             continue
@@ -553,8 +509,11 @@ class ServerLink:
         disk, checked once per tick for every link) skips the re-check of a link that has no
         token either: nothing could have changed, and waking every link every minute to find
         that out is a share of an idle daemon's CPU. A link that has one still re-checks (a
-        logout removes the store)."""
+        logout removes the store). It also closes read connections idle for
+        ``IDLE_CONNECTION_S`` and retires the reads' idle reader (``retire_idle``), so an idle
+        link holds its listen socket and no more."""
         self.close_idle(now - IDLE_CONNECTION_S)
+        self.reads.retire_idle()
         if self.machine.state is not LinkState.OPEN:
             return
         stream = self.stream
@@ -607,8 +566,7 @@ class ServerLink:
             raise _Down(machine.listen_failed(exc)) from exc
         if self.takeover is not None:
             await self._take_on_ack(stream)
-        failing = {u: r.error for u, r in self.refreshers.items() if r.failing}
-        ack = machine.acknowledged(time.monotonic(), uris, stream.honored_uris, failing)
+        ack = machine.acknowledged(time.monotonic(), uris, stream.honored_uris, self.reads.failing)
         try:
             # The generation bump, the server's "open" and the subscriptions' states: one
             # transaction (service.store.linkstate), fenced on the generation we hold.
@@ -643,8 +601,9 @@ class ServerLink:
             uris=len(uris),
             honored=len(machine.honored),
         )
+        reads = self.reads
         for uri in opened.reread:
-            self._refresher(uri).trigger("acknowledged")
+            reads.trigger(uri, "acknowledged")
         generation = machine.generation
         reader = asyncio.get_running_loop().create_task(self._pump(stream, generation, queue))
         return stream, reader
@@ -659,14 +618,17 @@ class ServerLink:
         generation: int,
         queue: LinkInbox[StreamEnd],
     ) -> None:
-        """Read one stream into the inbox: only URIs we re-read, coalesced, with back-pressure.
+        """Read one stream: each update straight to the link's reads, the stream's end to
+        the link's inbox (the link decides what follows).
 
-        Filtering here (not in the link's loop) means a flood for other URIs costs a counter
-        and never a queue entry; ``put_update`` waits when the inbox is full, and while it
-        waits this task reads no more bytes from the socket.
+        An update costs a dict entry at most, coalesced per URI in the reads' ready set,
+        which holds only URIs the link wants: a flood for other URIs costs a counter, and
+        one for ours no more than one pending read per URI. No hop through the link's own
+        task: the reads' reader is woken directly.
         """
         stats = self._stats
-        targets_of = self.machine.targets
+        machine = self.machine
+        reads = self.reads
         try:
             while True:
                 event = await stream.next_event()
@@ -678,11 +640,11 @@ class ServerLink:
                 stats["notifications_total"] = stats.get("notifications_total", 0) + 1
                 if event.method != wire.RESOURCE_UPDATED or not event.uri:
                     continue
-                targets = targets_of(event.uri)
+                targets = machine.targets(event.uri)
                 if not targets:
                     self._unsubscribed(event.uri)
                 for uri in targets:
-                    if not await queue.put_update(uri):
+                    if machine.reads(uri) and not reads.trigger(uri):
                         key = "notifications_coalesced_total"
                         stats[key] = stats.get(key, 0) + 1
         except McpError as exc:
@@ -709,64 +671,66 @@ class ServerLink:
             self._unsubscribed_logged_at = now
             self._unsubscribed_count = 0
 
-    def _on_updated(self, uri: str) -> None:
-        """Re-read ``uri`` (an honored URI the reader picked); it may be gone by now."""
-        if self.machine.reads(uri):
-            self._refresher(uri).trigger()
+    # ---- what the link's reads need of it (service.daemon.refresher.LinkReads) ------------
+    @property
+    def stats(self) -> dict[str, int]:
+        return self._stats
 
-    def _refresher(self, uri: str) -> UriRefresher:
-        refresher = self.refreshers.get(uri)
-        if refresher is None or refresher.target.subscription_id != self.wanted[uri]:
-            target = ReadTarget(self.wanted[uri], self.server_id, uri)
-            refresher = UriRefresher(
-                target,
-                self._store,
-                self._read,
-                lambda: self.generation,
-                self._limiter,
-                self._stats,
-                self._on_read_error,
-                self._on_read_ok,
-                self._refresher_idle,
-                self._is_unread,
-                self._activates,
-            )
-            self.refreshers[uri] = refresher
-        return refresher
+    def target(self, uri: str) -> ReadTarget | None:
+        subscription_id = self.machine.wanted.get(uri)
+        if subscription_id is None:
+            return None
+        return ReadTarget(subscription_id, self.server_id, uri)
 
-    def _refresher_idle(self, refresher: UriRefresher) -> None:
-        """Forget a refresher with nothing to do: idle ones would add up to megabytes at
-        thousands of subscriptions, and a new one costs microseconds next to its read. A
-        failing one stays: its next good read clears the subscription's error state."""
-        uri = refresher.target.uri
-        if self.refreshers.get(uri) is refresher:
-            del self.refreshers[uri]
+    async def read(self, uri: str) -> dict[str, Any]:
+        """One ``resources/read``, through the session's client (its token; a new session
+        resolves and refreshes it again). The client bounds the whole exchange by the request
+        timeout on the timer its exchanges share (:mod:`service.mcp.deadline`) and raises a
+        ``TransportError`` of kind ``timeout`` (``REQUEST_TIMEOUT``): no timer of its own."""
+        client = self._client
+        if client is None:
+            client = self._client = self._new_client(self._session_token)
+        return await client.read_resource(uri)
 
-    async def _read(self, uri: str) -> dict[str, Any]:
-        """One ``resources/read``. The client bounds the whole exchange by the request timeout
-        on the timer its exchanges share (:mod:`service.mcp.deadline`) and raises a
-        ``TransportError`` of kind ``timeout`` (``REQUEST_TIMEOUT``); a second
-        ``asyncio.timeout`` of the same length here armed and cancelled a timer per read."""
-        # The token resolved for this session; a new session resolves (and refreshes) again.
-        client = McpClient(
+    def _new_client(self, token: str | None) -> McpClient:
+        return McpClient(
             self.url,
-            token=self._session_token,
+            token=token,
             client_name="mcpsubd",
             transport=self._transport,
             timeout=self._settings.request_timeout_s,
         )
-        return await client.read_resource(uri)
 
-    def _is_unread(self, target: ReadTarget) -> bool:
+    async def record(
+        self,
+        target: ReadTarget,
+        generation: int,
+        contents: list[dict[str, Any]],
+        text: str | None,
+        *,
+        trigger: str | None,
+        failing: bool,
+    ) -> Revision | None:
+        return await self._store.record_read(
+            target.subscription_id,
+            target.server_id,
+            generation,
+            contents,
+            text,
+            read_at=time.time(),
+            trigger=trigger,
+            # In the same transaction: a first read, or the first good one after failures,
+            # on an open link makes the subscription active.
+            activate=self.machine.activates(target.uri, target.subscription_id, failing),
+        )
+
+    def is_unread(self, target: ReadTarget) -> bool:
         return self.machine.is_unread(target.subscription_id)
 
-    def _activates(self, target: ReadTarget, failing: bool) -> bool:
-        return self.machine.activates(target.uri, target.subscription_id, failing)
-
-    async def _on_read_ok(self, target: ReadTarget, generation: int) -> None:
+    async def read_ok(self, target: ReadTarget, generation: int) -> None:
         self.machine.read_stored(target.subscription_id, generation)
 
-    async def _on_read_error(self, target: ReadTarget, exc: McpError) -> None:
+    async def read_failed(self, target: ReadTarget, exc: McpError) -> None:
         if not self.machine.shows_read_errors():
             return
         change = read_error(target.subscription_id, exc)

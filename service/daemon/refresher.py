@@ -1,10 +1,23 @@
-"""Re-read a resource when told it changed: one read in flight per URI, plus one trailing read.
+"""Re-read a link's resources when told they changed: per URI one read in flight plus one
+trailing read, served by the link's long-lived reader.
 
 A burst of N notifications for one URI costs at most two reads (the one running and one
 after it), yet the last content is always read *after* the last notification. Each read
 carries the link generation it started under; the store refuses to record a read whose
 generation is no longer current, and the refresher then reads again under the new one, so
 a stale read can neither overwrite newer content nor be the last word.
+
+Shape: one :class:`Refresher` per link, given the link whole as a :class:`LinkReads` (what a
+read needs of its link: read, record, what to report). A trigger puts the URI in the ready
+set (coalesced: a URI is there once, with the stronger reason) and wakes the link's reader,
+a task that takes URIs from the set one after another and sleeps between them; while it
+reads and another URI is ready, a second one joins it (``READS_PER_LINK`` in flight per
+link, each holding one of the daemon-wide ``read_concurrency`` slots while it reads). They
+live while the link reads: the supervisor's tick retires them once a tick passed without a
+read. So a re-read
+costs no task of its own, and no timer but the client's shared deadline
+(:mod:`service.mcp.deadline`); a failed read waits for its retry on a timer of its own, and
+only then.
 """
 
 from __future__ import annotations
@@ -12,21 +25,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
 from service.backoff import Backoff
 from service.daemon import logs
+from service.daemon.inbox import LeanEvent
 from service.failures import classify_read_failure
 from service.mcp import wire
 from service.mcp.errors import JsonRpcError, McpError
 from service.probe import ResourceNotText, text_of
-from service.store import Store
 from service.store.database import database_errors, describe
+from service.store.records import Revision
 
 log = structlog.get_logger("mcpsubd.refresher")
 
@@ -36,6 +49,11 @@ STORAGE_RETRY = Backoff(base_s=0.5, cap_s=5.0, jitter=0)
 """A read the database refused to store (full disk, I/O error), until a write goes through."""
 READ_RETRIES_BEFORE_ERROR = 3
 """Failed attempts of one read in a row before the subscription shows ``error``."""
+READS_PER_LINK = 2
+"""Reads in flight per link: the link's reader and one helper (``read_concurrency`` bounds all links together). A listen
+acknowledgement re-reads every URI of the link at once; unbounded, each of those reads would
+open its own connection, and connecting is a large share of a cold start. Two, and the link's
+transport keeps a connection alive for each (``Supervisor._new_transport``)."""
 
 NOT_FOUND_CODES = frozenset({wire.INVALID_PARAMS, wire.LEGACY_RESOURCE_NOT_FOUND})
 """JSON-RPC codes that mean "no such resource" (spec: -32602; 2025-era servers: -32002)."""
@@ -61,209 +79,355 @@ def _stronger(a: str | None, b: str | None) -> str | None:
     return "notification" if "notification" in (a, b) else (a or b)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ReadTarget:
     subscription_id: int
     server_id: int
     uri: str
 
 
-class UriRefresher:
-    def __init__(
-        self,
-        target: ReadTarget,
-        store: Store,
-        read: Callable[[str], Awaitable[dict[str, Any]]],
-        current_generation: Callable[[], int],
-        limiter: contextlib.AbstractAsyncContextManager[Any],
-        stats: dict[str, int],
-        on_error: Callable[[ReadTarget, McpError], Awaitable[None]],
-        on_ok: Callable[[ReadTarget, int], Awaitable[None]] | None = None,
-        on_idle: Callable[[UriRefresher], None] | None = None,
-        unread: Callable[[ReadTarget], bool] | None = None,
-        activation: Callable[[ReadTarget, bool], bool] | None = None,
-    ) -> None:
-        self.target = target
-        self._store = store
-        self._read = read
-        self._generation = current_generation
-        self._limiter = limiter
-        self._stats = stats
-        self._on_error = on_error
-        self._on_ok = on_ok
-        self._on_idle = on_idle
-        """Called when a read ended with nothing pending and no failure to clear: the owner
-        may forget this refresher (it holds no state then) and make a new one next time."""
-        self._unread = unread
-        """True while the subscription has no stored read: its first read's failure is shown
-        at once (there is no content to fall back on), and its first stored read is reported
-        through ``on_ok``."""
-        self._activation = activation
-        """Asked before a read is stored (with ``failing``): whether storing it makes the
-        subscription ``active``, in the same transaction (no read stored yet, or failing,
-        and the link open)."""
-        self.failing = False
-        self.error: McpError | None = None
-        """The failure the subscription shows while ``failing`` (a re-listen writes it again)."""
-        self._task: asyncio.Task[None] | None = None
-        self._retry: asyncio.Future[bool] | None = None
-        """Set while waiting to retry a failed read; an acknowledgement ends the wait."""
-        self._dirty = False
-        self._reason: str | None = None
+class LinkReads(Protocol):
+    """What a link's reads need of the link: the one object a :class:`Refresher` is given."""
 
     @property
-    def busy(self) -> bool:
-        return self._task is not None and not self._task.done()
+    def generation(self) -> int:
+        """The link's generation now: a read records under the one it started with."""
+        ...
 
-    def trigger(self, reason: str = "notification") -> None:
-        """Ask for a read; coalesces with a read already running.
+    @property
+    def stats(self) -> dict[str, int]:
+        """The daemon's counters (``/metrics``)."""
+        ...
+
+    def target(self, uri: str) -> ReadTarget | None:
+        """What a read of ``uri`` is for now; None: the link no longer wants it."""
+        ...
+
+    async def read(self, uri: str) -> dict[str, Any]:
+        """One ``resources/read``, bounded by the request timeout."""
+        ...
+
+    async def record(
+        self,
+        target: ReadTarget,
+        generation: int,
+        contents: list[dict[str, Any]],
+        text: str | None,
+        *,
+        trigger: str | None,
+        failing: bool,
+    ) -> Revision | None:
+        """Store the read (fenced on ``generation``); a new revision, or None (unchanged or
+        fenced out). ``failing``: the subscription shows a failed read now."""
+        ...
+
+    def is_unread(self, target: ReadTarget) -> bool:
+        """The subscription has no stored read: its first failure is shown at once."""
+        ...
+
+    async def read_ok(self, target: ReadTarget, generation: int) -> None:
+        """A read was stored under ``generation`` after the subscription had none, or was
+        failing."""
+        ...
+
+    async def read_failed(self, target: ReadTarget, exc: McpError) -> None:
+        """Show the failure on the subscription."""
+        ...
+
+
+class _Retry:
+    """A failed read waiting for its retry: the timer, and the reason to read with."""
+
+    __slots__ = ("handle", "reason")
+
+    def __init__(self, handle: asyncio.TimerHandle, reason: str | None) -> None:
+        self.handle = handle
+        self.reason = reason
+
+
+class _Worker:
+    """One of a link's reading tasks, and how to wake it."""
+
+    __slots__ = ("retiring", "signal", "sleeping", "task")
+
+    task: asyncio.Task[None]
+
+    def __init__(self) -> None:
+        self.signal = LeanEvent()
+        self.sleeping = False
+        self.retiring = False
+
+
+class Refresher:
+    """The re-reads of one link (see the module)."""
+
+    __slots__ = (
+        "_attempts",
+        "_busy",
+        "_link",
+        "_ready",
+        "_slot",
+        "_taken",
+        "_taken_at_tick",
+        "_waiting",
+        "_workers",
+        "failing",
+    )
+
+    def __init__(
+        self,
+        link: LinkReads,
+        slot: contextlib.AbstractAsyncContextManager[Any] | None = None,
+    ) -> None:
+        self._link = link
+        self._slot: contextlib.AbstractAsyncContextManager[Any] = (
+            slot if slot is not None else contextlib.nullcontext()
+        )
+        """One of the daemon-wide read slots, held while a read runs."""
+        self._ready: dict[str, str | None] = {}
+        """URI -> reason: to be read, oldest first; a URI is here once."""
+        self._busy: dict[str, str | None] = {}
+        """URI being read -> the trailing read's reason (None: no trailing read)."""
+        self._waiting: dict[str, _Retry] = {}
+        """URI -> its retry after a failure."""
+        self._attempts: dict[str, tuple[int, int]] = {}
+        """URI -> failed reads and refused stores in a row, while there are any."""
+        self.failing: dict[str, McpError] = {}
+        """URI -> the failure its subscription shows (a re-listen writes it again)."""
+        self._workers: list[_Worker] = []
+        """The link's reader, then its helper: ``READS_PER_LINK`` at most, each a task that
+        sleeps between reads until it is woken or retired."""
+        self._taken = 0
+        """URIs taken by the workers, for :meth:`retire_idle`."""
+        self._taken_at_tick = 0
+
+    def __len__(self) -> int:
+        """URIs with a read pending, running or waiting for its retry."""
+        return len(self._ready) + len(self._busy) + len(self._waiting)
+
+    def trigger(self, uri: str, reason: str = "notification") -> bool:
+        """Ask for a read of ``uri``; coalesces with one already pending (False then).
 
         ``reason`` (``notification`` or ``acknowledged``) is recorded with the revision the
         read produces; a notification wins over a re-read when both are pending.
         """
-        self._reason = _stronger(self._reason, reason)
-        if self.busy:
-            self._dirty = True
-            if reason == "acknowledged" and self._retry is not None and not self._retry.done():
-                # A new listen was acknowledged: the failures so far may have been the
-                # link's own (a refused connection while it was down); try at once.
-                self._retry.set_result(True)
-            return
-        self._dirty = False
-        self._task = asyncio.get_running_loop().create_task(self._run())
-        self._task.add_done_callback(self._finished)
+        busy = self._busy
+        if uri in busy:
+            trailing = busy[uri]
+            busy[uri] = _stronger(trailing, reason)
+            return trailing is None
+        retry = self._waiting.get(uri)
+        if retry is not None:
+            retry.reason = _stronger(retry.reason, reason)
+            if reason != "acknowledged":
+                return False
+            # A new listen was acknowledged: the failures so far may have been the link's
+            # own (a refused connection while it was down); try at once, schedule anew.
+            retry.handle.cancel()
+            del self._waiting[uri]
+            self._attempts.pop(uri, None)
+            reason = retry.reason or reason
+        ready = self._ready
+        if uri in ready:
+            ready[uri] = _stronger(ready[uri], reason)
+            return False
+        ready[uri] = reason
+        self._kick()
+        return True
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        """Drop the finished task: 10,000 idle refreshers kept 10,000 done tasks (~3 MB)."""
-        if self._task is task:
-            self._task = None
-            if self._on_idle is not None and not self.failing:
-                self._on_idle(self)
-
-    async def _run(self) -> None:
-        failures = 0
-        storage_failures = 0
-        while True:
-            self._dirty = False
-            generation = self._generation()
-            reason, self._reason = self._reason, None
-            try:
-                async with self._limiter:
-                    result = await self._read(self.target.uri)
-                    self._stats["reads_total"] = self._stats.get("reads_total", 0) + 1
-                    contents = [c for c in result.get("contents", []) if isinstance(c, dict)]
-                    try:
-                        text: str | None = text_of(result, self.target.uri)
-                    except ResourceNotText:
-                        text = None
-                    activate = self._activation is not None and self._activation(
-                        self.target, self.failing
-                    )
-                    revision = await self._store.record_read(
-                        self.target.subscription_id,
-                        self.target.server_id,
-                        generation,
-                        contents,
-                        text,
-                        read_at=time.time(),
-                        trigger=reason,
-                        activate=activate,
-                    )
-                stored = self._generation() == generation  # not fenced out by a re-listen
-                unread = self._unread is not None and self._unread(self.target)
-                if stored and (self.failing or unread):
-                    self.failing, self.error = False, None
-                    if self._on_ok is not None:
-                        await self._report(self._on_ok(self.target, generation))
-                if revision is not None:
-                    self._stats["revisions_total"] = self._stats.get("revisions_total", 0) + 1
-                    # debug: at info this line cost more than the revision's own SQL; the
-                    # count is mcpsub_revisions_total in /metrics
-                    if logs.enabled(logging.DEBUG):
-                        log.debug(
-                            "revision",
-                            uri=self.target.uri,
-                            revision=revision.revision,
-                            generation=generation,
-                        )
-            except asyncio.CancelledError:
-                raise
-            except Exception as caught:
-                if isinstance(caught, database_errors()):
-                    # The read worked but could not be stored (disk full, I/O error): the store
-                    # reports the daemon-level condition; keep this read pending and read again
-                    # (fresh content, not the stale copy) until a write goes through.
-                    self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
-                    storage_failures += 1
-                    log.warning(
-                        "storing a read failed", uri=self.target.uri, error=describe(caught)
-                    )
-                    await asyncio.sleep(STORAGE_RETRY.delay(storage_failures - 1))
-                    self._dirty = True
-                    continue
-                if isinstance(caught, McpError):
-                    exc = caught
-                else:
-                    # A bug, caught at the task boundary: classified (INTERNAL_ERROR), shown on
-                    # the subscription and retried like any failure; never a silent end.
-                    log.exception("read crashed", uri=self.target.uri, error=str(caught))
-                    exc = McpError(f"read crashed: {caught!r}"[:300])
-                self._stats["errors_total"] = self._stats.get("errors_total", 0) + 1
-                code = read_error_code(exc)
-                log.warning("read failed", uri=self.target.uri, error=str(exc), code=code)
-                if not retryable(exc):
-                    self.failing, self.error = True, exc
-                    await self._report(self._on_error(self.target, exc))
-                    return
-                # A transport failure (refused, reset, timeout), a server-side error (-32603)
-                # or an answer over a bound: the content may be stale now and no notification
-                # will say so again, so retry with backoff (READ_RETRY). A subscription with content shows the failure after a few
-                # tries; one with nothing stored yet at the first (nothing to fall back on);
-                # once shown, every later failure is shown too (its code may change: a
-                # timeout, then a refused connection). The next good read clears it. A
-                # re-listen after a reconnect finds this refresher busy and marks it dirty:
-                # the pending re-read is kept, not lost.
-                failures += 1
-                unread = self._unread is not None and self._unread(self.target)
-                if failures >= READ_RETRIES_BEFORE_ERROR or unread or self.failing:
-                    self.failing, self.error = True, exc
-                    await self._report(self._on_error(self.target, exc))
-                if await self._wait_retry(READ_RETRY.delay(failures - 1)):
-                    failures = 0  # a fresh listen: the schedule starts over
-                self._dirty = True
-                self._reason = _stronger(self._reason, reason)
-                continue
-            if self._generation() != generation:
-                self._dirty = True  # fenced out: read again under the current generation
-                self._reason = _stronger(self._reason, reason)
-            if not self._dirty:
-                return
-
-    async def _wait_retry(self, seconds: float) -> bool:
-        """Wait before retrying a failed read; True when an acknowledgement cut it short."""
-        self._retry = asyncio.get_running_loop().create_future()
-        try:
-            done, _ = await asyncio.wait({self._retry}, timeout=seconds)
-            return bool(done)
-        finally:
-            self._retry.cancel()
-            self._retry = None
-
-    @staticmethod
-    async def _report(call: Awaitable[None]) -> None:
-        """Run an owner's callback (it writes a state); its failure must not end the read
-        task: the read is retried or done either way, and the next state write tries again."""
-        try:
-            await call
-        except asyncio.CancelledError:
-            raise
-        except database_errors() as exc:
-            log.warning("recording the subscription state failed", error=describe(exc))
-        except Exception:
-            log.exception("recording the subscription state crashed")
+    def forget(self, uri: str) -> None:
+        """The link no longer wants ``uri``: drop what is pending for it (a read running
+        finishes; its subscription is gone from the store by then)."""
+        self._ready.pop(uri, None)
+        retry = self._waiting.pop(uri, None)
+        if retry is not None:
+            retry.handle.cancel()
+        self._attempts.pop(uri, None)
+        self.failing.pop(uri, None)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for retry in self._waiting.values():
+            retry.handle.cancel()
+        self._waiting.clear()
+        self._ready.clear()
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+                await worker.task
+
+    def retire_idle(self) -> None:
+        """The supervisor's periodic tick: when nothing was read since the last tick, the
+        sleeping workers end, so an idle link holds no task; the next trigger starts one
+        again. A busy link keeps its workers, and its re-reads make no task."""
+        if self._taken == self._taken_at_tick:
+            for worker in self._workers:
+                if worker.sleeping:
+                    worker.retiring = True
+                    worker.signal.set()
+        self._taken_at_tick = self._taken
+
+    # -- the reader ---------------------------------------------------------------------------
+    def _kick(self) -> None:
+        """A URI is ready: wake a sleeping worker, or start one while fewer than
+        ``READS_PER_LINK`` run."""
+        for worker in self._workers:
+            if worker.sleeping:
+                worker.sleeping = False  # woken: the next URI needs another worker
+                worker.signal.set()
+                return
+        if len(self._workers) < READS_PER_LINK:
+            worker = _Worker()
+            self._workers.append(worker)
+            worker.task = asyncio.get_running_loop().create_task(self._run(worker))
+
+    async def _run(self, worker: _Worker) -> None:
+        ready = self._ready
+        busy = self._busy
+        try:
+            while True:
+                if not ready:
+                    if worker.retiring:
+                        return
+                    worker.sleeping = True
+                    worker.signal.clear()
+                    await worker.signal.wait()
+                    worker.sleeping = False
+                    continue
+                worker.retiring = False
+                self._taken += 1
+                uri = next(iter(ready))
+                reason = ready.pop(uri)
+                busy[uri] = None
+                try:
+                    await self._read(uri, reason)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("read crashed", uri=uri)
+                finally:
+                    trailing = busy.pop(uri)
+                if trailing is not None and uri not in self._waiting:
+                    ready[uri] = _stronger(ready.get(uri), trailing)
+        finally:
+            worker.sleeping = False
+            if worker in self._workers:
+                self._workers.remove(worker)
+
+    async def _read(self, uri: str, reason: str | None) -> None:
+        """One read of ``uri`` and what follows from it: stored, retried, or shown failing."""
+        link = self._link
+        target = link.target(uri)
+        if target is None:
+            self.forget(uri)
+            return
+        stats = link.stats
+        generation = link.generation
+        try:
+            async with self._slot:
+                result = await link.read(uri)
+                stats["reads_total"] = stats.get("reads_total", 0) + 1
+                contents = [c for c in result.get("contents", []) if isinstance(c, dict)]
+                try:
+                    text: str | None = text_of(result, uri)
+                except ResourceNotText:
+                    text = None
+                revision = await link.record(
+                    target,
+                    generation,
+                    contents,
+                    text,
+                    trigger=reason,
+                    failing=uri in self.failing,
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception as caught:
+            await self._failed(uri, target, reason, caught)
+            return
+        self._attempts.pop(uri, None)
+        if link.generation != generation:
+            # Fenced out by a re-listen: read again under the current generation.
+            self._busy[uri] = _stronger(self._busy[uri], reason or "acknowledged")
+            return
+        if uri in self.failing or link.is_unread(target):
+            self.failing.pop(uri, None)
+            await _report(link.read_ok(target, generation))
+        if revision is not None:
+            stats["revisions_total"] = stats.get("revisions_total", 0) + 1
+            # debug: at info this line cost more than the revision's own SQL; the count is
+            # mcpsub_revisions_total in /metrics
+            if logs.enabled(logging.DEBUG):
+                log.debug("revision", uri=uri, revision=revision.revision, generation=generation)
+
+    async def _failed(
+        self, uri: str, target: ReadTarget, reason: str | None, caught: Exception
+    ) -> None:
+        link = self._link
+        stats = link.stats
+        stats["errors_total"] = stats.get("errors_total", 0) + 1
+        reads, stores = self._attempts.get(uri, (0, 0))
+        if isinstance(caught, database_errors()):
+            # The read worked but could not be stored (disk full, I/O error): the store
+            # reports the daemon-level condition; keep this read pending and read again
+            # (fresh content, not the stale copy) until a write goes through.
+            log.warning("storing a read failed", uri=uri, error=describe(caught))
+            self._attempts[uri] = (reads, stores + 1)
+            self._retry(uri, reason, STORAGE_RETRY.delay(stores))
+            return
+        if isinstance(caught, McpError):
+            exc = caught
+        else:
+            # A bug, caught at the read's boundary: classified (INTERNAL_ERROR), shown on the
+            # subscription and retried like any failure; never a silent end.
+            log.exception("read crashed", uri=uri, error=str(caught))
+            exc = McpError(f"read crashed: {caught!r}"[:300])
+        code = read_error_code(exc)
+        log.warning("read failed", uri=uri, error=str(exc), code=code)
+        if not retryable(exc):
+            self._attempts.pop(uri, None)
+            self.failing[uri] = exc
+            await _report(link.read_failed(target, exc))
+            return
+        # A transport failure (refused, reset, timeout), a server-side error (-32603) or an
+        # answer over a bound: the content may be stale now and no notification will say so
+        # again, so retry with backoff (READ_RETRY). A subscription with content shows the
+        # failure after a few tries; one with nothing stored yet at the first (nothing to
+        # fall back on); once shown, every later failure is shown too (its code may change:
+        # a timeout, then a refused connection). The next good read clears it. A re-listen
+        # meanwhile cuts the wait short (``trigger(uri, "acknowledged")``).
+        reads += 1
+        self._attempts[uri] = (reads, stores)
+        if reads >= READ_RETRIES_BEFORE_ERROR or uri in self.failing or link.is_unread(target):
+            self.failing[uri] = exc
+            await _report(link.read_failed(target, exc))
+        self._retry(uri, reason, READ_RETRY.delay(reads - 1))
+
+    def _retry(self, uri: str, reason: str | None, delay: float) -> None:
+        trailing = self._busy.get(uri)
+        handle = asyncio.get_running_loop().call_later(delay, self._retry_due, uri)
+        self._waiting[uri] = _Retry(handle, _stronger(reason, trailing))
+        self._busy[uri] = None
+
+    def _retry_due(self, uri: str) -> None:
+        retry = self._waiting.pop(uri, None)
+        if retry is None:
+            return
+        if uri in self._busy:
+            self._busy[uri] = _stronger(self._busy[uri], retry.reason)
+            return
+        self._ready[uri] = _stronger(self._ready.get(uri), retry.reason)
+        self._kick()
+
+
+async def _report(call: Awaitable[None]) -> None:
+    """Run a link's report (it writes a state); its failure must not end the reader: the
+    read is retried or done either way, and the next state write tries again."""
+    try:
+        await call
+    except asyncio.CancelledError:
+        raise
+    except database_errors() as exc:
+        log.warning("recording the subscription state failed", error=describe(exc))
+    except Exception:
+        log.exception("recording the subscription state crashed")

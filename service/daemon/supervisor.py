@@ -21,7 +21,8 @@ from service.auth.store import store_signature
 from service.daemon import metrics
 from service.daemon.config import Settings
 from service.daemon.leases import LeaseKeeper, LinkOwner
-from service.daemon.link import READS_PER_LINK, ServerLink, TokenProvider
+from service.daemon.link import ServerLink, TokenProvider
+from service.daemon.refresher import READS_PER_LINK
 from service.daemon.statuscache import StatusCache
 from service.daemon.subscribe_batch import SubscribeBatcher
 from service.daemon.takeover import Handover

@@ -1,4 +1,7 @@
-"""Re-read retries: server errors are retried like transport errors; "unknown URI" is not."""
+"""A link's re-reads against a fake link (service.daemon.refresher.LinkReads): one read in
+flight per URI plus one trailing read, server errors retried with backoff, an unknown URI not,
+the bounds (two reads per link within the daemon-wide slots), and one reader task per link
+instead of a task per re-read."""
 
 from __future__ import annotations
 
@@ -10,11 +13,20 @@ import pytest
 
 from service.backoff import Backoff
 from service.daemon import refresher as refresher_module
-from service.daemon.refresher import ReadTarget, UriRefresher, read_error_code, retryable
+from service.daemon.refresher import (
+    READS_PER_LINK,
+    ReadTarget,
+    Refresher,
+    read_error_code,
+    retryable,
+)
 from service.mcp import wire
 from service.mcp.errors import HttpStatusError, JsonRpcError, McpError, TransportError
+from tests.support.poll import until_async
 
 pytestmark = pytest.mark.anyio
+
+A = "test://a"
 
 
 @pytest.fixture
@@ -25,73 +37,112 @@ def anyio_backend() -> str:
 @pytest.fixture(autouse=True)
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(refresher_module, "READ_RETRY", Backoff(base_s=0.001, jitter=0))
+    monkeypatch.setattr(refresher_module, "STORAGE_RETRY", Backoff(base_s=0.001, jitter=0))
 
 
-class FakeStore:
-    def __init__(self) -> None:
-        self.texts: list[str | None] = []
+class FakeLink:
+    """What the refresher needs of a link, recorded: reads answer from ``answers`` (a text, or
+    an exception to raise), and wait for ``gate`` when one is set."""
 
-    async def record_read(self, *args: Any, **kwargs: Any) -> Any:
-        self.texts.append(args[4])
-        return SimpleNamespace(revision=len(self.texts))
+    def __init__(self, answers: list[Any] | None = None, uris: tuple[str, ...] = (A,)) -> None:
+        self.answers = list(answers or [])
+        self.generation = 1
+        self.stats: dict[str, int] = {}
+        self.wanted = {uri: n for n, uri in enumerate(uris, start=1)}
+        self.unread: set[int] = set()
+        self.gate: asyncio.Event | None = None
+        self.started: list[str] = []
+        self.recorded: list[tuple[str, str | None, int, str | None]] = []
+        self.errors: list[str] = []
+        self.ok: list[int] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
 
+    def target(self, uri: str) -> ReadTarget | None:
+        sid = self.wanted.get(uri)
+        return None if sid is None else ReadTarget(sid, 1, uri)
 
-def make(answers: list[Any]) -> tuple[UriRefresher, FakeStore, list[str]]:
-    store = FakeStore()
-    errors: list[str] = []
-
-    async def read(uri: str) -> dict[str, Any]:
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
+    async def read(self, uri: str) -> dict[str, Any]:
+        self.started.append(uri)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.gate is not None:
+                await self.gate.wait()
+            answer = self.answers.pop(0) if self.answers else f"{uri} v{len(self.started)}"
+        finally:
+            self.in_flight -= 1
+        if isinstance(answer, BaseException):
             raise answer
         return {"contents": [{"uri": uri, "text": answer}]}
 
-    async def on_error(target: ReadTarget, exc: McpError) -> None:
-        errors.append(f"{read_error_code(exc)}: {exc}")
+    async def record(
+        self,
+        target: ReadTarget,
+        generation: int,
+        contents: list[dict[str, Any]],
+        text: str | None,
+        *,
+        trigger: str | None,
+        failing: bool,
+    ) -> Any:
+        self.recorded.append((target.uri, text, generation, trigger))
+        return SimpleNamespace(revision=len(self.recorded))
 
-    refresher = UriRefresher(
-        ReadTarget(1, 1, "test://a"),
-        store,  # type: ignore[arg-type]
-        read,
-        lambda: 1,
-        asyncio.Semaphore(4),
-        {},
-        on_error,
-    )
-    return refresher, store, errors
+    def is_unread(self, target: ReadTarget) -> bool:
+        return target.subscription_id in self.unread
+
+    async def read_ok(self, target: ReadTarget, generation: int) -> None:
+        self.unread.discard(target.subscription_id)
+        self.ok.append(generation)
+
+    async def read_failed(self, target: ReadTarget, exc: McpError) -> None:
+        self.errors.append(f"{read_error_code(exc)}: {exc}")
+
+
+def texts(link: FakeLink) -> list[str | None]:
+    return [text for _, text, _, _ in link.recorded]
+
+
+async def settled(refresher: Refresher) -> None:
+    await until_async("every read done", lambda: len(refresher) == 0, timeout=10)
 
 
 def internal() -> JsonRpcError:
     return JsonRpcError(wire.INTERNAL_ERROR, "transient backend error")
 
 
-async def run(refresher: UriRefresher) -> None:
-    refresher.trigger()
-    assert refresher._task is not None
-    await asyncio.wait_for(refresher._task, 5)
-
-
 async def test_internal_error_on_a_reread_is_retried_until_it_succeeds() -> None:
-    refresher, store, errors = make([internal(), internal(), "v2"])
-    await run(refresher)
-    assert store.texts == ["v2"]
-    assert errors == [], "two failures stay below the error threshold"
+    link = FakeLink([internal(), internal(), "v2"])
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await settled(refresher)
+    assert texts(link) == ["v2"]
+    assert link.errors == [], "two failures stay below the error threshold"
 
 
 async def test_persistent_server_errors_show_error_and_keep_retrying() -> None:
-    refresher, store, errors = make([internal()] * 4 + ["v2"])
-    await run(refresher)
-    assert store.texts == ["v2"]
+    link = FakeLink([internal()] * 4 + ["v2"])
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await settled(refresher)
+    assert texts(link) == ["v2"]
     # shown from the third failure on, each time (the store logs an event only on a change)
-    assert errors == ["SERVER_ERROR: transient backend error (JSON-RPC -32603)"] * 2
+    assert link.errors == ["SERVER_ERROR: transient backend error (JSON-RPC -32603)"] * 2
+    assert A not in refresher.failing, "the good read cleared it"
 
 
 async def test_unknown_uri_is_resource_not_found_and_not_retried() -> None:
-    gone = JsonRpcError(wire.INVALID_PARAMS, "Unknown resource: test://a")
-    refresher, store, errors = make([gone, "never read"])
-    await run(refresher)
-    assert store.texts == []
-    assert errors == ["RESOURCE_NOT_FOUND: Unknown resource: test://a (JSON-RPC -32602)"]
+    link = FakeLink([JsonRpcError(wire.INVALID_PARAMS, "Unknown resource: test://a"), "never"])
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await settled(refresher)
+    assert texts(link) == [] and link.started == [A]
+    assert link.errors == ["RESOURCE_NOT_FOUND: Unknown resource: test://a (JSON-RPC -32602)"]
+    assert A in refresher.failing, "the next acknowledgement writes it again"
+    refresher.trigger(A)  # a later notification reads again, and a good read clears it
+    await settled(refresher)
+    assert texts(link) == ["never"] and A not in refresher.failing
 
 
 @pytest.mark.parametrize(
@@ -112,113 +163,123 @@ def test_retryable(exc: McpError, expected: bool) -> None:
     assert retryable(exc) is expected
 
 
-async def test_a_trigger_while_retrying_is_kept_and_read_under_the_new_generation() -> None:
+async def test_a_burst_costs_one_read_in_flight_and_one_trailing_read_after_the_last() -> None:
+    link = FakeLink()
+    link.gate = asyncio.Event()
+    refresher = Refresher(link)
+    assert refresher.trigger(A, "acknowledged")
+    await until_async("the first read started", lambda: link.started == [A])
+    coalesced = [refresher.trigger(A) for _ in range(50)]
+    assert coalesced == [True] + [False] * 49, "one trailing read; the rest coalesce into it"
+    link.gate.set()
+    await settled(refresher)
+    assert link.started == [A, A], "the running read and one after it, never more"
+    # the trailing read says it was notified; it began after the last notification
+    assert [trigger for *_, trigger in link.recorded] == ["acknowledged", "notification"]
+
+
+async def test_a_notification_outranks_a_reread_in_the_trailing_read() -> None:
+    link = FakeLink()
+    link.gate = asyncio.Event()
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await until_async("reading", lambda: link.started)
+    refresher.trigger(A, "acknowledged")
+    refresher.trigger(A, "notification")
+    refresher.trigger(A, "acknowledged")
+    link.gate.set()
+    await settled(refresher)
+    assert [trigger for *_, trigger in link.recorded] == ["notification", "notification"]
+
+
+async def test_rereads_reuse_the_links_reader_instead_of_a_task_each() -> None:
+    """The link's readers live while the link reads: 40 re-reads one after another create
+    one task, and 20 rounds of two overlapping reads one more, where a task per re-read made
+    80."""
+    link = FakeLink()
+    refresher = Refresher(link)
+    loop = asyncio.get_running_loop()
+    made: list[object] = []
+    factory = loop.get_task_factory()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> Any:
+        made.append(coro)
+        if factory is not None:
+            return factory(loop, coro, **kw)
+        return asyncio.Task(coro, loop=loop, **kw)
+
+    loop.set_task_factory(counting)
+    try:
+        for n in range(40):
+            refresher.trigger(A)
+            await until_async("read", lambda n=n: len(link.recorded) == n + 1)
+        assert len(made) == 1
+        # reads that overlap: the second reader joins once and stays, like the first
+        b = "test://b"
+        link.wanted[b] = 2
+        for _ in range(20):
+            link.gate = asyncio.Event()
+            refresher.trigger(A)
+            refresher.trigger(b)
+            await until_async("both reading", lambda: link.in_flight == 2)
+            link.gate.set()
+            await settled(refresher)
+    finally:
+        loop.set_task_factory(factory)
+    assert len(made) == READS_PER_LINK
+    await refresher.stop()
+
+
+async def test_a_link_reads_at_most_its_share_and_leaves_the_global_slots_to_others() -> None:
+    uris = tuple(f"test://{n}" for n in range(10))
+    shared = asyncio.Semaphore(READS_PER_LINK + 1)
+    link_a = FakeLink(uris=uris)
+    link_b = FakeLink(uris=("test://b",))
+    link_a.gate = link_b.gate = asyncio.Event()
+    a = Refresher(link_a, shared)
+    b = Refresher(link_b, shared)
+    for uri in uris:
+        a.trigger(uri, "acknowledged")
+    await until_async("A's reads started", lambda: link_a.in_flight == READS_PER_LINK)
+    b.trigger("test://b", "acknowledged")
+    # ten reads of link A: two run, eight wait without holding a shared slot
+    await until_async("B's read got the slot left", lambda: link_b.in_flight == 1)
+    link_a.gate.set()
+    await settled(a)
+    await settled(b)
+    assert link_a.most_in_flight == READS_PER_LINK and link_b.most_in_flight == 1
+    assert sorted(u for u, *_ in link_a.recorded) == sorted(uris)
+    await a.stop()
+    await b.stop()
+
+
+async def test_a_trigger_while_retrying_is_kept_and_read_under_the_new_generation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A reconnect re-triggers every URI while a failed re-read waits for its retry: the
     pending re-read is neither lost nor doubled, and it runs under the current generation."""
-    generation = [1]
-    seen: list[int] = []
-    refresher, store, errors = make([internal(), "v2"])
-    refresher._generation = lambda: generation[0]
-    record = store.record_read
-
-    async def record_with_generation(*args: Any, **kwargs: Any) -> Any:
-        seen.append(args[2])
-        return await record(*args, **kwargs)
-
-    store.record_read = record_with_generation  # type: ignore[method-assign]
-    refresher.trigger()
-    task = refresher._task
-    await asyncio.sleep(0)
-    generation[0] = 2  # the link reconnected...
-    refresher.trigger()  # ...and re-read everything: this refresher is busy retrying
-    assert refresher._task is task, "no second reader for the same URI"
-    assert task is not None
-    await asyncio.wait_for(task, 5)
-    assert store.texts == ["v2"]
-    assert seen == [2]
-    assert errors == []
+    monkeypatch.setattr(refresher_module, "READ_RETRY", Backoff(base_s=0.05, jitter=0))
+    link = FakeLink([internal(), "v2"])
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await until_async("waiting to retry", lambda: A in refresher._waiting)
+    link.generation = 2  # the link reconnected...
+    assert not refresher.trigger(A)  # ...and a notification came: kept for the retry
+    await settled(refresher)
+    assert link.recorded == [(A, "v2", 2, "notification")]
+    assert link.started == [A, A] and link.errors == []
 
 
-async def test_an_idle_refresher_keeps_no_finished_task() -> None:
-    """10,000 idle refreshers kept 10,000 done tasks; a finished read leaves none behind,
-    and the next trigger still reads."""
-    refresher, store, _ = make(["one", "two"])
-    refresher.trigger()
-    task = refresher._task
-    assert task is not None
-    await task
-    await asyncio.sleep(0)  # the done callback
-    assert refresher._task is None and not refresher.busy
-    refresher.trigger()
-    assert refresher._task is not None
-    await refresher._task
-    assert store.texts == ["one", "two"]
-
-
-async def test_an_idle_refresher_is_handed_back_unless_it_is_failing() -> None:
-    """``on_idle`` fires when a read ends with nothing pending (the link then forgets the
-    refresher), and not while the subscription shows a failure that only this refresher's
-    next good read clears."""
-    answers: list[Any] = ["one", JsonRpcError(wire.INVALID_PARAMS, "unknown"), "back"]
-    refresher, store, errors = make(answers)
-    idle: list[UriRefresher] = []
-    refresher._on_idle = idle.append
-    refresher.trigger()
-    task = refresher._task
-    assert task is not None
-    await task
-    await asyncio.sleep(0)
-    assert store.texts == ["one"] and idle == [refresher]
-    refresher.trigger()  # "unknown URI": not retried, failing
-    assert refresher._task is not None
-    await refresher._task
-    await asyncio.sleep(0)
-    assert refresher.failing and len(errors) == 1 and idle == [refresher]
-    refresher.trigger()
-    assert refresher._task is not None
-    await refresher._task
-    await asyncio.sleep(0)
-    assert not refresher.failing and store.texts == ["one", "back"]
-    assert idle == [refresher, refresher]
-
-
-async def test_a_crash_in_a_read_is_classified_shown_and_retried() -> None:
-    """An exception that is no McpError (a bug, or an answer a parser failed on) must not end
-    the read task with only a traceback in the log: it is INTERNAL_ERROR on the subscription,
-    and the read is tried again."""
-    refresher, store, errors = make([RuntimeError("boom")] * 3 + ["v2"])
-    await run(refresher)
-    assert store.texts == ["v2"]
-    assert errors == ["INTERNAL_ERROR: read crashed: RuntimeError('boom')"]
-
-
-async def test_a_failing_state_write_does_not_end_the_read_task() -> None:
-    refresher, store, _errors = make([internal()] * 3 + ["v2"])
-
-    async def broken(target: ReadTarget, exc: McpError) -> None:
-        raise RuntimeError("state write broke")
-
-    refresher._on_error = broken
-    await run(refresher)
-    assert store.texts == ["v2"]
-
-
-async def test_a_subscription_with_no_stored_read_shows_its_first_failure_at_once() -> None:
-    """Nothing to fall back on: the first failed read is shown (subscribe returns with it),
-    the read goes on being retried, and the first stored read is reported to the owner."""
-    refresher, store, errors = make([TransportError("timed out", kind="timeout"), "v1"])
-    unread = [True]
-    stored: list[int] = []
-
-    async def on_ok(target: ReadTarget, generation: int) -> None:
-        unread[0] = False
-        stored.append(generation)
-
-    refresher._unread = lambda target: unread[0]
-    refresher._on_ok = on_ok
-    await run(refresher)
-    assert errors == ["REQUEST_TIMEOUT: timed out"]
-    assert store.texts == ["v1"] and stored == [1]
+async def test_a_read_fenced_out_by_a_relisten_is_read_again_under_the_new_generation() -> None:
+    link = FakeLink(["old", "new"])
+    link.gate = asyncio.Event()
+    refresher = Refresher(link)
+    refresher.trigger(A, "acknowledged")
+    await until_async("reading", lambda: link.started)
+    link.generation = 2
+    link.gate.set()
+    await settled(refresher)
+    assert [(text, gen) for _, text, gen, _ in link.recorded] == [("old", 1), ("new", 2)]
 
 
 async def test_an_acknowledgement_ends_the_wait_before_a_retry(
@@ -227,13 +288,106 @@ async def test_an_acknowledgement_ends_the_wait_before_a_retry(
     """A read failing while the link was down waits out a long backoff; a new listen's
     acknowledgement retries it at once instead (and the schedule starts over)."""
     monkeypatch.setattr(refresher_module, "READ_RETRY", Backoff(base_s=60.0, jitter=0))
-    refresher, store, errors = make([TransportError("refused"), "v1"])
-    refresher._unread = lambda target: True
-    refresher.trigger()
-    task = refresher._task
-    assert task is not None
-    while refresher._retry is None:
-        await asyncio.sleep(0)
-    refresher.trigger("acknowledged")
-    await asyncio.wait_for(task, 5)
-    assert store.texts == ["v1"] and errors == ["NETWORK_ERROR: refused"]
+    link = FakeLink([TransportError("refused"), "v1"])
+    link.unread = {1}
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await until_async("waiting to retry", lambda: A in refresher._waiting)
+    assert refresher.trigger(A, "acknowledged")
+    await settled(refresher)
+    assert texts(link) == ["v1"] and link.errors == ["NETWORK_ERROR: refused"]
+
+
+async def test_a_subscription_with_no_stored_read_shows_its_first_failure_at_once() -> None:
+    """Nothing to fall back on: the first failed read is shown (subscribe returns with it),
+    the read goes on being retried, and the first stored read is reported to the link."""
+    link = FakeLink([TransportError("timed out", kind="timeout"), "v1"])
+    link.unread = {1}
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await settled(refresher)
+    assert link.errors == ["REQUEST_TIMEOUT: timed out"]
+    assert texts(link) == ["v1"] and link.ok == [1] and not link.unread
+
+
+async def test_a_crash_in_a_read_is_classified_shown_and_retried() -> None:
+    """An exception that is no McpError (a bug, or an answer a parser failed on) is
+    INTERNAL_ERROR on the subscription, and the read is tried again."""
+    link = FakeLink([RuntimeError("boom")] * 3 + ["v2"])
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await settled(refresher)
+    assert texts(link) == ["v2"]
+    assert link.errors == ["INTERNAL_ERROR: read crashed: RuntimeError('boom')"]
+
+
+async def test_a_failing_state_write_does_not_end_the_reader() -> None:
+    link = FakeLink([internal()] * 3 + ["v2", "v3"])
+
+    async def broken(target: ReadTarget, exc: McpError) -> None:
+        raise RuntimeError("state write broke")
+
+    link.read_failed = broken  # type: ignore[method-assign]
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await settled(refresher)
+    refresher.trigger(A)
+    await settled(refresher)
+    assert texts(link) == ["v2", "v3"]
+
+
+async def test_a_read_the_store_refuses_is_read_again_until_it_is_stored() -> None:
+    from sqlalchemy.exc import OperationalError
+
+    link = FakeLink(["v1", "v2"])
+    record = link.record
+    refusals = [OperationalError("INSERT", {}, Exception("database or disk is full"))]
+
+    async def refusing(*args: Any, **kwargs: Any) -> Any:
+        if refusals:
+            raise refusals.pop()
+        return await record(*args, **kwargs)
+
+    link.record = refusing  # type: ignore[method-assign]
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await settled(refresher)
+    assert texts(link) == ["v2"], "fresh content, not the copy the store refused"
+    assert link.errors == []
+
+
+async def test_a_uri_no_longer_wanted_is_not_read_and_its_retry_is_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(refresher_module, "READ_RETRY", Backoff(base_s=60.0, jitter=0))
+    link = FakeLink([internal()], uris=(A, "test://b"))
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await until_async("waiting to retry", lambda: A in refresher._waiting)
+    refresher.forget(A)
+    del link.wanted["test://b"]
+    refresher.trigger("test://b")
+    await settled(refresher)
+    assert link.started == [A], "the unwanted URI is not read"
+    await refresher.stop()
+
+
+async def test_an_idle_links_reader_is_retired_by_the_tick_and_made_again_on_demand() -> None:
+    """An idle link holds no task: the supervisor's tick ends the workers when nothing was
+    read since the tick before; a link that read keeps them, and a trigger after retirement
+    still reads."""
+    link = FakeLink()
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await settled(refresher)
+    [worker] = refresher._workers
+    refresher.retire_idle()  # it read since the last tick: kept
+    await asyncio.sleep(0)
+    assert refresher._workers == [worker] and not worker.task.done()
+    refresher.retire_idle()  # nothing since: retired
+    await until_async("the reader ended", worker.task.done)
+    assert refresher._workers == []
+    refresher.trigger(A)
+    await settled(refresher)
+    assert len(link.recorded) == 2 and refresher._workers[0] is not worker
+    await refresher.stop()
