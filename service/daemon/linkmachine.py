@@ -352,7 +352,7 @@ class LinkMachine:
         """The current stream ended. Closed or lost: listen again (at once, or back off
         while streams keep ending young). An error answer, or a broken rule after the ack
         (a frame over a bound): back off like a failed connect, or a server that acks and
-        then sends a 5 MB event would be asked for it again and again."""
+        then sends an oversized event would be asked for it again and again."""
         self._require("ended")
         if isinstance(end, McpError):
             code = classify(end, mode="subscribe", compat=False).code
