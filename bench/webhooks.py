@@ -282,7 +282,9 @@ async def phase_breakdown(receiver: ReceiverProcess, work: Path, n: int = 100) -
         }
         tick("attempt: signature + headers", t0)
         t0 = time.perf_counter()
-        await dispatcher._post(item.delivery.target_id, item.url, True, item.body, headers)
+        await dispatcher._post(
+            item.delivery.target_id, item.url, True, item.body, headers, item.secrets
+        )
         tick("attempt: the target's transport POST (loopback, 204, keep-alive)", t0)
         t0 = time.perf_counter()
         await repo.apply_outcomes([AttemptResult(item.delivery, True, 204)])
