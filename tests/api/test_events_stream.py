@@ -15,6 +15,7 @@ from sqlalchemy import delete
 from service.store import schema
 from tests.api.fakes import FakeSupervisor
 from tests.api.live import LiveApi
+from tests.support.http import uds_client
 from tests.support.poll import until
 
 URL = "http://127.0.0.1:8089/mcp"
@@ -53,10 +54,7 @@ def parse_sse(lines: Iterator[str]) -> Iterator[tuple[int | None, str, dict[str,
 
 
 def _client(live: LiveApi) -> httpx.Client:
-    transport = httpx.HTTPTransport(uds=str(live.socket_path))
-    return httpx.Client(
-        transport=transport, base_url="http://localhost", timeout=httpx.Timeout(5.0)
-    )
+    return uds_client(str(live.socket_path), timeout=httpx.Timeout(5.0))
 
 
 def _seed(live: LiveApi, texts: list[str]) -> None:

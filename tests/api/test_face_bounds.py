@@ -12,6 +12,7 @@ import httpx
 from service.face import protocol as p
 from service.face.http import MAX_MESSAGE_BYTES
 from tests.api.live import LiveApi
+from tests.support.http import uds_client
 from tests.support.poll import until
 
 URL = "http://127.0.0.1:1/mcp"
@@ -20,9 +21,8 @@ META = {"_meta": {p.META_VERSION: p.MODERN, p.META_CAPS: {}}}
 
 
 def client(live: LiveApi, timeout: float = 10) -> httpx.Client:
-    return httpx.Client(
-        transport=httpx.HTTPTransport(uds=str(live.socket_path)),
-        base_url="http://localhost",
+    return uds_client(
+        str(live.socket_path),
         headers={"Accept": "application/json, text/event-stream"},
         timeout=httpx.Timeout(10, read=timeout),
     )

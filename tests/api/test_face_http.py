@@ -14,6 +14,7 @@ import pytest
 
 from service.face import protocol as p
 from tests.api.live import LiveApi
+from tests.support.http import uds_client
 
 ONE, TWO = "http://127.0.0.1:1/mcp", "http://127.0.0.1:2/mcp"
 URI = "test://shared/doc"
@@ -32,9 +33,8 @@ def live(tmp_path: Path, migrated_db: Path, database_url: str) -> Iterator[LiveA
 
 
 def client(live: LiveApi) -> httpx.Client:
-    return httpx.Client(
-        transport=httpx.HTTPTransport(uds=str(live.socket_path)),
-        base_url="http://localhost",
+    return uds_client(
+        str(live.socket_path),
         headers={"Accept": "application/json, text/event-stream", **MODERN},
         timeout=10,
     )

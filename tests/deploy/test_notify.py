@@ -22,6 +22,7 @@ import pytest
 
 from tests.deploy.notify import NotifyListener
 from tests.support.daemon import Daemon
+from tests.support.http import uds_client
 from tests.support.lab import LabServer
 from tests.support.poll import until
 
@@ -31,11 +32,7 @@ SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
 def readyz(socket_path: Path) -> object:
     """What GET /readyz answers right now (a status code, or the transport error's name)."""
     try:
-        with httpx.Client(
-            transport=httpx.HTTPTransport(uds=str(socket_path)),
-            base_url="http://localhost",
-            timeout=2.0,
-        ) as client:
+        with uds_client(str(socket_path), timeout=2.0) as client:
             return client.get("/readyz").status_code
     except httpx.HTTPError as exc:
         return type(exc).__name__

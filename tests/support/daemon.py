@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.support.cli import CliResult, cli_env, run_cli
+from tests.support.http import tcp_client, uds_client
 
 BIN = Path(sys.executable).parent
 FAST_ENV = {
@@ -111,12 +112,8 @@ class Daemon:
             headers = {}
             if (self.state_dir / "api.token").exists():
                 headers["Authorization"] = f"Bearer {self.token}"
-            return httpx.Client(base_url=self.tcp_url, headers=headers, timeout=timeout)
-        return httpx.Client(
-            transport=httpx.HTTPTransport(uds=str(self.socket_path)),
-            base_url="http://localhost",
-            timeout=timeout,
-        )
+            return tcp_client(self.tcp_url, headers=headers, timeout=timeout)
+        return uds_client(str(self.socket_path), timeout=timeout)
 
     def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         with self.client() as client:
