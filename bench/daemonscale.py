@@ -257,6 +257,8 @@ async def run_rung(
 
                 try:
                     await bounded_wait(ramp_done, ramp_timeout, ladder.poll_s, "the cold start")
+                except TimeoutError as exc:  # reported as "—"; the rung's memory still counts
+                    print(f"    {exc}", flush=True)
                 finally:
                     rung.ramp_cpu_s = cpu_seconds(daemon.pid)
                     rung.peers_ramp_cpu_s = sum(cpu_seconds(p.pid) for p in used) - peers_cpu0
