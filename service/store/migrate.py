@@ -146,19 +146,46 @@ def _on_connection(url: str, fn: Callable[[Connection], T]) -> T:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Migrate the database at ``url`` (any form :func:`service.store.database.parse` takes)."""
+    """Migrate the database at ``url`` (any form :func:`service.store.database.parse` takes).
 
-    from alembic import command
-
+    ``"head"`` on an empty database creates it at the newest revision in one step
+    (:func:`_create_if_empty`) instead of running every migration: a daemon's first start then
+    does not even import Alembic. Naming the newest revision itself runs the migrations."""
     dialect = dialect_for(parse(url))
+    head = script_head() if revision == "head" else None
 
     def run(conn: Connection) -> None:
         dialect.migration_lock(conn)  # one migrating process at a time (PostgreSQL)
+        if head is not None and _create_if_empty(conn, head):
+            return
+        from alembic import command
+
         config = alembic_config(url)
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
 
     _on_connection(url, run)
+
+
+def _create_if_empty(conn: Connection, head: str) -> bool:
+    """The tables of :mod:`service.store.schema`, then ``head`` recorded as Alembic's
+    ``stamp`` does, when the database has no table yet (False: nothing done).
+    tests/store/test_schema_at_head.py proves this is the schema every migration in turn
+    makes, on both backends; the caller holds the migration lock."""
+    if inspect(conn).get_table_names():
+        return False
+    from service.store import schema
+
+    schema.metadata.create_all(conn)
+    # Alembic's own version table: one primary-key column, named as Alembic names it.
+    conn.execute(
+        text(
+            "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
+            "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+        )
+    )
+    conn.execute(text("INSERT INTO alembic_version (version_num) VALUES (:head)"), {"head": head})
+    return True
 
 
 def current(url: str) -> str | None:

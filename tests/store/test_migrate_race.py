@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+
 from service.store.migrate import current, script_head
 from tests.support.cli import BIN, cli_env
 from tests.support.daemon import Daemon
@@ -82,10 +84,14 @@ def test_replicas_started_at_once_on_a_fresh_database_all_come_up(
 
             def up(proc: subprocess.Popen[str] = proc, d: Daemon = d) -> bool:
                 assert proc.poll() is None, proc.communicate()[0]  # died at start: exit 69
-                return d.socket_path.exists()
+                if not d.socket_path.exists():
+                    return False
+                try:  # the socket file exists a moment before it listens
+                    return d.api("GET", "/readyz").status_code == 200
+                except httpx.TransportError:
+                    return False
 
-            until("the replica listens", up, 60)
-            assert d.api("GET", "/readyz").status_code == 200
+            until("the replica is ready", up, 60)
     finally:
         for d in daemons:
             d.stop()
