@@ -378,8 +378,8 @@ def _follow(args: argparse.Namespace, uris: list[str], timeout_ms: float | None)
 
     from cli.failures import classify, ctl_exit_code
     from service.backoff import Backoff
-    from service.follow import follow
     from service.probe import ProbeOptions
+    from service.probe_follow import follow_server
 
     options = ProbeOptions(
         url=args.url,
@@ -401,7 +401,7 @@ def _follow(args: argparse.Namespace, uris: list[str], timeout_ms: float | None)
         _emit(json.dumps(record, separators=(",", ":"), ensure_ascii=False))
 
     async def run() -> None:
-        task = follow(
+        task = follow_server(
             options,
             emit,
             backoff=backoff,

@@ -17,7 +17,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("service.mcp",),
     ("service.auth", "service.store"),
     ("service.failures", "service.probe", "service.toolcall", "service.webhooks"),
-    ("service.follow", "service.triggers"),
+    ("service.probe_follow", "service.triggers"),
     ("service.app",),
     ("service.http",),
     ("service.api", "service.face", "service.console"),

@@ -1,4 +1,6 @@
-"""``mcpsubctl probe --follow``: keep one listen stream alive and report every re-read.
+"""``mcpsubctl probe --follow``: keep one listen stream to an MCP server alive and report
+every re-read. (Not the daemon's event-log follow, ``Changes.follow`` in
+``service/app/changes.py``, which replays and streams stored changes.)
 
 A notification is an invalidation, never a payload: after every acknowledgement (the first
 and every one after a reconnect, since nothing is replayed) all URIs are read again, and
@@ -53,7 +55,7 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, HttpStatusError) and exc.status >= 500
 
 
-async def follow(
+async def follow_server(
     options: ProbeOptions,
     emit: Callable[[dict[str, Any]], None],
     *,

@@ -1,4 +1,4 @@
-"""service.follow.follow: ``probe --follow``'s loop against a scripted client.
+"""service.probe_follow.follow_server: ``probe --follow``'s loop against a scripted client.
 
 The MCP client is replaced by a fake whose listens follow a script (acknowledged streams
 with their events, or failures to connect), so the rules can be checked one by one: reads
@@ -15,13 +15,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from service import follow as follow_module
+from service import probe_follow as follow_module
 from service.backoff import Backoff
-from service.follow import NotHonored, follow
 from service.mcp import wire
 from service.mcp.errors import HttpStatusError, TransportError
 from service.mcp.listen import Closed, Lost, Notified
 from service.probe import ProbeOptions
+from service.probe_follow import NotHonored, follow_server
 
 pytestmark = pytest.mark.anyio
 
@@ -95,7 +95,7 @@ def updated(uri: str) -> Notified:
 
 async def run(max_events: int | None, **kw: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    await follow(
+    await follow_server(
         ProbeOptions(url=URL, uris=["r://a", "r://b"]),
         out.append,
         backoff=Backoff(base_s=0.001, cap_s=0.001),
@@ -194,7 +194,7 @@ async def test_the_listen_budget_throttles_a_tight_close_loop(client: type[FakeC
             throttled.set()
 
     task = asyncio.ensure_future(
-        follow(
+        follow_server(
             ProbeOptions(url=URL, uris=["r://a", "r://b"]),
             emit,
             relisten_per_minute=2,
