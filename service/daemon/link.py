@@ -408,11 +408,13 @@ class ServerLink:
         daemon's last run while its ``ttlMs`` and ``cacheScope`` still allow it."""
         if self._first_session:
             self._first_session = False
-            kept = discovercache.reusable(
-                await self._store.stored_discover(self.server_id),
-                with_token=with_token,
-                now=time.time(),
-            )
+            stored = None
+            # Bounded like the discover it saves: a database that does not answer must not
+            # hold the link; it discovers instead.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._settings.request_timeout_s):
+                    stored = await self._store.stored_discover(self.server_id)
+            kept = discovercache.reusable(stored, with_token=with_token, now=time.time())
             if kept is not None:
                 with contextlib.suppress(McpError):  # not usable after all: ask
                     return client.reuse_discover(kept)

@@ -340,7 +340,14 @@ class Store:
         return await future
 
     async def _load_discovers(self) -> None:
-        waiting, self._discover_waiting = self._discover_waiting, {}
+        """Answer every waiting link, round after round: a link that asks while a query is
+        out (a standby link started during a hand-over) waits for the next round, which this
+        same task runs; no round would run for it otherwise, and it would wait forever."""
+        while self._discover_waiting:
+            waiting, self._discover_waiting = self._discover_waiting, {}
+            await self._answer_discovers(waiting)
+
+    async def _answer_discovers(self, waiting: dict[int, list[asyncio.Future[str | None]]]) -> None:
         ids = sorted(waiting)
         column = schema.servers.c.discovered
         found: dict[int, str | None] = {}
