@@ -136,6 +136,8 @@ class LeaseKeeper:
         """Links we offered and still hold: when one goes, it was handed over, not lost."""
         self._passes = 0
         self._orphans: set[int] = set()
+        self._claim_lock = asyncio.Lock()
+        """Held from a claim's statement until its links run (see :meth:`_claim_orphans`)."""
         """Links the last renew found ours in the database but not running here."""
         self._renewing: asyncio.Task[set[int]] | None = None
         """The renew in flight: one at most, however long the database takes to answer."""
@@ -390,9 +392,7 @@ class LeaseKeeper:
         if self._handing_over:
             return
         held_before = set(self.owner.held())
-        orphans = sorted(i for i in orphans_seen if i not in self.owner.held())
-        if orphans:  # ours in the table but not running: a previous run, or stopped locally
-            await self.claim(len(orphans), only=orphans, mine_too=True)
+        await self._claim_orphans(orphans_seen)
         live, links = await self.repo.balance(self.ttl_s)
         self.stats["replicas_live"] = float(live)
         share = math.ceil(links / live) if links else 0
@@ -444,7 +444,27 @@ class LeaseKeeper:
         if self._passes % 100 == 1:
             await self.repo.forget_dead_replicas(max(3600.0, self.ttl_s * 20))
 
+    async def _claim_orphans(self, orphans_seen: set[int]) -> None:
+        """Claim again the links the database lists as ours that do not run here (a previous
+        run of ours, or a link stopped locally). Decided under the claim lock: a claim in
+        flight (an API subscribe's, between its commit and the link's start) has committed
+        the lease to us before its link runs, so a renew in that window reports the link as
+        an orphan; claiming it again bumped the generation under the link just started, which
+        then lost its first stream right after the server acknowledged it."""
+        async with self._claim_lock:
+            orphans = sorted(i for i in orphans_seen if i not in self.owner.held())
+            if orphans:
+                await self._claim(len(orphans), only=orphans, mine_too=True)
+
     async def claim(
+        self, limit: int, only: list[int] | None = None, *, mine_too: bool = False
+    ) -> list[Claimed]:
+        """Claim up to ``limit`` links and start them (one claim at a time: see
+        :meth:`_claim_orphans`)."""
+        async with self._claim_lock:
+            return await self._claim(limit, only, mine_too=mine_too)
+
+    async def _claim(
         self, limit: int, only: list[int] | None = None, *, mine_too: bool = False
     ) -> list[Claimed]:
         claimed = await self.repo.claim(self.replica_id, self.ttl_s, limit, only, mine_too=mine_too)

@@ -344,3 +344,42 @@ async def test_a_renew_returns_only_what_differs_from_the_running_links(store: S
     assert (orphan.lost, orphan.orphans) == ([], [mine[1]])
     none_running = await LeaseRepository(store).renew_changes("a", TTL, set())
     assert (none_running.lost, none_running.orphans) == ([], mine)
+
+
+async def test_a_renew_during_a_claim_does_not_claim_the_link_again(store: Store) -> None:
+    """An API subscribe claims its new link and starts it after reading its subscriptions; a
+    renew in between finds the link ours in the table but not running (an orphan). The next
+    pass claimed it again: a second generation bump under the link just started, whose first
+    stream was then closed right after the server acknowledged it (seen as a flaky
+    ``test_adding_a_uri_is_make_before_break[postgresql]`` in CI). Both backends."""
+    from service.daemon.leases import LeaseKeeper
+
+    [server_id] = await add_links(store, 1)
+    adopting, go_on = asyncio.Event(), asyncio.Event()
+
+    class SlowFirstStart(RecordingOwner):
+        async def adopt(self, claimed, subs=None) -> None:  # type: ignore[no-untyped-def]
+            self.generations = [*getattr(self, "generations", []), claimed.generation]
+            if not adopting.is_set():
+                adopting.set()
+                await go_on.wait()  # the subscribe's claim: committed, its link not yet started
+            await super().adopt(claimed, subs)
+
+    owner = SlowFirstStart()
+    keeper = LeaseKeeper(store, owner, TTL, "replica-a")
+    subscribe = asyncio.create_task(keeper.claim(1, only=[server_id]))
+    await adopting.wait()
+    assert await keeper.renew() == {server_id}, "ours in the table, not running yet"
+    next_pass = asyncio.create_task(keeper.balance({server_id}))
+    await asyncio.sleep(0)
+    go_on.set()
+    await asyncio.gather(subscribe, next_pass)
+    assert owner.held() == {server_id}
+    assert len(owner.generations) == 1, "claimed once"
+    async with store.engine.connect() as conn:
+        stored = (
+            await conn.execute(
+                text("SELECT generation FROM servers WHERE id = :i"), {"i": server_id}
+            )
+        ).scalar_one()
+    assert stored == owner.generations[0], "the started link's generation is the current one"
