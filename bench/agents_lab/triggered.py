@@ -549,7 +549,10 @@ def wake_opencode() -> dict[str, Any]:
                 deadline = time.monotonic() + 60
                 while True:
                     try:
-                        session = http.post("/session", json={}).json()
+                        # A short timeout, then again: OpenCode 1.18 never answers the first
+                        # request that reaches a server still starting (it waited out a 30 s
+                        # timeout in every run); the next one is answered at once.
+                        session = http.post("/session", json={}, timeout=3).json()
                         break
                     except httpx.HTTPError:
                         if time.monotonic() > deadline or server.poll() is not None:
