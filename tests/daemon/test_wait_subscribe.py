@@ -33,7 +33,11 @@ def test_wait_on_a_new_subscription_waits_for_the_change(
     assert body["notificationUri"] == REVIEW and body["resourceUris"] == [REVIEW]
     assert body["revision"] == 2
     probe_keys = list(
-        run_cli("mcpsubctl", "probe", "--url", lab.url, "--uri", REVIEW, "--json").json
+        # The keys only: the resource changed once already, so the probe's wait for a
+        # change can only time out (the default budget made this test last 20 s).
+        run_cli(
+            "mcpsubctl", "probe", "--url", lab.url, "--uri", REVIEW, "--json", "--timeout-ms", "300"
+        ).json
     )
     assert list(body) == [*probe_keys, "eventId", "revision"]
     lines = d.ctl("wait", "--uri", REVIEW, "--timeout-ms", "300")
