@@ -128,11 +128,9 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from service.exits import run_main
+    from service.exits import exit_now, run_main
 
-    code = run_main(lambda: _main(argv))
-    if code:
-        raise SystemExit(code)
+    exit_now(run_main(lambda: _main(argv)))
 
 
 def _main(argv: list[str] | None) -> None:

@@ -13,6 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
@@ -43,3 +44,18 @@ def _silence_stdout_if_broken() -> None:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):
         _silence_stdout()
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush stdout and stderr and leave with ``code``, skipping the interpreter's teardown.
+
+    For the servers (``mcpsubd``, ``mcp-lab-server``), once they have closed what they opened:
+    Python's finalization (every module cleared, a last garbage collection) cost the daemon
+    0.3 s of CPU after it logged "stopped", more than the stop itself, and it runs nothing
+    these programs need (their output goes to stdout and stderr, flushed here; their files,
+    sockets and threads are closed by then). ``systemctl restart`` and every test that stops
+    a daemon waited for it."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)

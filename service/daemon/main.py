@@ -101,9 +101,9 @@ def _transcript(path: str) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from service.exits import run_main
+    from service.exits import exit_now, run_main
 
-    raise SystemExit(run_main(lambda: _main(argv)))
+    exit_now(run_main(lambda: _main(argv)))
 
 
 def _main(argv: list[str] | None) -> int:
