@@ -13,7 +13,10 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` stays unloaded: every CLI call starts here (test_localapi.py)
+    from typing import NoReturn
 
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
