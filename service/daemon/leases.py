@@ -396,12 +396,19 @@ class LeaseKeeper:
         live, links = await self.repo.balance(self.ttl_s)
         self.stats["replicas_live"] = float(live)
         share = math.ceil(links / live) if links else 0
-        mine = self.owner.held()
         standby = self.owner.standby()
         if standby:  # a request may have been withdrawn or overtaken by a plain claim
             for server_id in sorted(standby - await self.repo.requested(self.replica_id)):
                 await self.owner.abandon(server_id)
             standby = self.owner.standby()
+        if standby and time.monotonic() >= self._foreign_claims_after:
+            # The owner left (or died) before our standby listen was acknowledged: the link
+            # is free, and we count it towards our share, so no replica at its share would
+            # ever claim it. Claim it now (a claim takes only free links): a standby whose
+            # listen is never acknowledged must not hold a link unowned.
+            await self.claim(len(standby), only=sorted(standby))
+            standby = self.owner.standby()
+        mine = self.owner.held()
         if len(mine) + len(standby) < share:
             # Expired links of others only once they had time to renew after an outage;
             # offered links (their owner is alive and asks) at any time.

@@ -17,11 +17,6 @@ pytestmark = pytest.mark.anyio
 TTL = 30.0
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def add_links(store: Store, count: int) -> list[int]:
     ids = []
     for n in range(count):
@@ -383,3 +378,50 @@ async def test_a_renew_during_a_claim_does_not_claim_the_link_again(store: Store
             )
         ).scalar_one()
     assert stored == owner.generations[0], "the started link's generation is the current one"
+
+
+async def test_a_standby_whose_owner_left_claims_the_link(pg_pair: tuple[Store, Store]) -> None:
+    """The owner offered a link, replica b listens to it in standby, and the owner stops
+    before b's listen is acknowledged. b counted the link towards its share, so no replica at
+    its share claimed it: unowned for as long as b's listen was not acknowledged (forever, for
+    a server that never acknowledges). b's next pass claims it."""
+    from service.daemon.leases import LeaseKeeper
+
+    a, b = pg_pair
+    [server_id] = await add_links(a, 1)
+    await LeaseRepository(a).heartbeat("a", "host", 1)
+    assert [c.server_id for c in await LeaseRepository(a).claim("a", TTL, 1)] == [server_id]
+    assert await LeaseRepository(a).offer("a", [server_id]) == [server_id]
+
+    class Standing(RecordingOwner):
+        def __init__(self) -> None:
+            super().__init__()
+            self.waiting: set[int] = set()
+
+        def standby(self) -> set[int]:
+            return set(self.waiting)
+
+        async def prepare(self, requested) -> None:  # type: ignore[no-untyped-def]
+            self.waiting.add(requested.server_id)  # its listen is never acknowledged
+
+        async def adopt(self, claimed, subs=None) -> None:  # type: ignore[no-untyped-def]
+            self.waiting.discard(claimed.server_id)  # the standby link gives way
+            await super().adopt(claimed, subs)
+
+    owner = Standing()
+    keeper = LeaseKeeper(b, owner, TTL, "b")
+    await keeper.tick()
+    assert owner.standby() == {server_id} and not owner.held(), "listening in standby"
+    await keeper.tick()
+    assert owner.standby() == {server_id}, "the owner is alive: stand by"
+    await LeaseRepository(a).leave("a")  # the owner stops; its offer is still recorded
+    await keeper.tick()
+    assert owner.held() == {server_id} and not owner.standby()
+    async with a.engine.connect() as conn:
+        row = (
+            await conn.execute(
+                text("SELECT lease_owner, lease_successor FROM servers WHERE id = :i"),
+                {"i": server_id},
+            )
+        ).one()
+    assert (row.lease_owner, row.lease_successor) == ("b", None)
