@@ -32,6 +32,12 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         raise
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """The ``anyio`` marker's backend for every async test: asyncio, as the product runs."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_process_left() -> Iterator[None]:
     """Set up before, so torn down after, every other session fixture (the PostgreSQL

@@ -14,11 +14,6 @@ from tests.api.fakes import FakeSupervisor, make_supervisor, migrated_store
 from tests.api.live import LiveApi
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One Alembic run per session; every test gets a copy."""

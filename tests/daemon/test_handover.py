@@ -16,11 +16,6 @@ from service.store.leases import Claimed, Requested
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class FakeSub:
     id: int

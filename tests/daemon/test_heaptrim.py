@@ -11,11 +11,6 @@ import pytest
 from service.daemon.heaptrim import find_malloc_trim, trim_after_work
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_trims_only_when_events_were_written_since_the_last_time() -> None:
     ids = iter([5, 5, 7, 7, 7, 9])  # the last event id at start, then at each interval

@@ -21,11 +21,6 @@ pytestmark = pytest.mark.anyio
 ME = "replica-a"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class FakeLink:
     """What reconcile touches of a ServerLink: its URI set, and stop when it is dropped."""
 

@@ -23,11 +23,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def closed_stores(monkeypatch: pytest.MonkeyPatch) -> list[Store]:
     closed: list[Store] = []
     real_close = Store.close

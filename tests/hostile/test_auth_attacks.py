@@ -18,11 +18,6 @@ from tests.support.hostile import HostileServer
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[HostileServer]:
     server = HostileServer().start()

@@ -30,11 +30,6 @@ INSERT_SERVER = sql(
 COUNT = text("SELECT COUNT(*) FROM servers WHERE url LIKE 'http://driver/%'")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def server(id_: int) -> dict[str, Any]:
     return {"id": id_, "url": f"http://driver/{id_}", "now": 1.0}
 

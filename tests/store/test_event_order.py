@@ -28,11 +28,6 @@ from tests.support.store import bump_generation
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def waiting_for_the_order_lock(store: Store) -> int:
     async with store.engine.connect() as conn:
         value = await conn.scalar(

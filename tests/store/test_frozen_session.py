@@ -25,11 +25,6 @@ pytestmark = pytest.mark.anyio
 IDLE_S = 0.5
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_a_frozen_transaction_gives_the_event_lock_up(pg_cluster: PgCluster) -> None:
     url = pg_cluster.fresh_database()
     frozen = Store.open(url, idle_in_transaction_s=IDLE_S)

@@ -28,11 +28,6 @@ URL = "http://127.0.0.1:1/mcp"
 OTHER = "http://127.0.0.1:2/mcp"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def contents(text: str, uri: str) -> list[dict[str, str]]:
     return [{"uri": uri, "mimeType": "text/plain", "text": text}]
 

@@ -26,11 +26,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def pg_store(pg_cluster: PgCluster) -> AsyncIterator[tuple[Store, str]]:
     url = pg_cluster.fresh_database()
     store = Store.open(url)

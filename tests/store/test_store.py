@@ -19,11 +19,6 @@ pytestmark = pytest.mark.anyio
 URL = "http://127.0.0.1:1/mcp"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def contents(text: str, uri: str = "test://a") -> list[dict[str, str]]:
     return [{"uri": uri, "mimeType": "text/plain", "text": text}]
 

@@ -16,11 +16,6 @@ pytestmark = pytest.mark.anyio
 URL = "http://127.0.0.1:1/mcp?link={}"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_a_link_asking_while_a_query_is_out_is_answered(store: Store) -> None:
     ids = []
     for n in range(3):

@@ -13,11 +13,6 @@ from service.store.writer import WriterThread
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_calls_run_in_order_on_one_thread_and_errors_reach_their_caller() -> None:
     writer = WriterThread("test-writer")
     ran: list[tuple[int, str]] = []

@@ -12,11 +12,6 @@ from service.daemon.inbox import LeanEvent, LinkInbox, first_of
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_updates_coalesce_per_uri() -> None:
     inbox: LinkInbox[str] = LinkInbox(capacity=4)
     added = [await inbox.put_update(uri) for uri in ["a", "b", "a", "a", "b"]]

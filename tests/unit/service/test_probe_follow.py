@@ -28,11 +28,6 @@ pytestmark = pytest.mark.anyio
 URL = "http://127.0.0.1:9/mcp"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Stream:
     def __init__(self, honored: list[str], events: list[Any]) -> None:
         self.honored_uris = honored

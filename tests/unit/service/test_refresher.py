@@ -29,11 +29,6 @@ pytestmark = pytest.mark.anyio
 A = "test://a"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(refresher_module, "READ_RETRY", Backoff(base_s=0.001, jitter=0))

@@ -18,11 +18,6 @@ from service.store.remembered import Remembered
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _full() -> OperationalError:
     import sqlite3
 

@@ -18,11 +18,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def silent_url() -> AsyncIterator[str]:
     held: list[asyncio.StreamWriter] = []
 

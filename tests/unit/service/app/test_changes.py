@@ -28,11 +28,6 @@ pytestmark = pytest.mark.anyio
 URL = "http://127.0.0.1:9/mcp"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def two_subscriptions(sup: FakeSupervisor) -> tuple[Subscription, Subscription]:
     (a, _), (b, _) = await sup.subscribe_many(URL, ["r://a", "r://b"])
     return a, b

@@ -27,11 +27,6 @@ A = "http://127.0.0.1:9/alpha"
 B = "http://127.0.0.1:9/beta_x"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def fill(conn: Connection) -> None:
     add_subscriptions(
         conn, SQLITE, [(A, ["repo://1/pulls", "repo://2/issues"]), (B, ["50%_off"])], "", 1.0

@@ -14,11 +14,6 @@ from tests.api.fakes import FakeSupervisor
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_the_figures_the_storage_and_the_last_hour(fake_supervisor: FakeSupervisor) -> None:
     status = Status(fake_supervisor.store, Triggers(fake_supervisor.triggers))
     sub, _ = await fake_supervisor.subscribe("http://127.0.0.1:1/mcp", "test://a")

@@ -16,11 +16,6 @@ pytestmark = pytest.mark.anyio
 URL = "http://127.0.0.1:9/mcp"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _subscriptions(sup: FakeSupervisor, **policy: str) -> Subscriptions:
     return Subscriptions(sup, sup.store, **policy)  # type: ignore[arg-type]
 

@@ -26,11 +26,6 @@ pytestmark = pytest.mark.anyio
 TRUE = shutil.which("true") or "/bin/true"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _counting(sup: FakeSupervisor) -> tuple[Triggers, list[str]]:
     wakes: list[str] = []
     runner = sup.triggers

@@ -17,11 +17,6 @@ pytestmark = pytest.mark.anyio
 URL = "http://127.0.0.1:9/mcp"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class OnlyTheProtocol:
     """The fake supervisor seen through SupervisorLike: any other attribute is an error."""
 

@@ -24,11 +24,6 @@ pytestmark = pytest.mark.anyio
 HOOK = "http://127.0.0.1:9/hook"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _counting(sup: FakeSupervisor) -> tuple[Webhooks, list[str]]:
     wakes: list[str] = []
     dispatcher = sup.webhooks

@@ -22,11 +22,6 @@ URL = "http://127.0.0.1:9/mcp"
 ORIGIN = "http://127.0.0.1:9"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class FakeOAuth:
     """Records the calls; ``reject`` is the error the device-code request answers once."""

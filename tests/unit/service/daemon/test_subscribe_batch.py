@@ -17,11 +17,6 @@ from service.daemon.subscribe_batch import SubscribeBatcher
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass(frozen=True)
 class Sub:
     id: int

@@ -17,11 +17,6 @@ pytestmark = pytest.mark.anyio
 URL = "http://127.0.0.1:9/mcp"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_bad_input_is_a_face_error_with_the_api_code(fake_supervisor: FakeSupervisor) -> None:
     backend = InProcessBackend(
         Subscriptions(fake_supervisor, fake_supervisor.store),

@@ -16,11 +16,6 @@ from tests.support.poll import until_async
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def app_factory(made: list[str]) -> object:
     def make_app(token: str) -> FastAPI:
         made.append(token)

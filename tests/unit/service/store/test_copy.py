@@ -19,11 +19,6 @@ from service.store.groupcommit import Read, record_reads
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def make_db(path: Path, *, filled: bool) -> str:
     engine = create_engine(f"sqlite:///{path}")
     schema.metadata.create_all(engine)
