@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.api.conftest import anyio_backend, app, client, migrated_db, supervisor  # noqa: F401
+from tests.api.conftest import app, client, migrated_db, supervisor  # noqa: F401
 from tests.support.daemon import daemon_factory  # noqa: F401
 from tests.support.lab import LabServer
 from tests.webhooks.helpers import SLOW_LAB
