@@ -30,6 +30,7 @@ from service.auth.rules import (
     well_known_urls,
 )
 from service.mcp.transports.viahttpx import read_body
+from service.safetext import known_secrets, redact_known
 
 FORM = {"Accept": "application/json"}
 
@@ -98,13 +99,17 @@ def _json_object(response: httpx.Response) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-def oauth_error(response: httpx.Response) -> OAuthError:
+def oauth_error(response: httpx.Response, secrets: tuple[str, ...] = ()) -> OAuthError:
+    """The error an authorization server answered. ``secrets``: what the request carried (a
+    refresh token, a device code), cut from its text: a server that echoes its request in
+    ``error_description`` must not put the refresh token into what ``mcpsubctl login``
+    prints, a link's state and hint, or what an agent reads."""
     body = _json_object(response) or {}
     error = body.get("error")
     description = body.get("error_description")
     return OAuthError(
-        error if isinstance(error, str) and error else "unknown_error",
-        description if isinstance(description, str) else None,
+        redact_known(error, secrets) if isinstance(error, str) and error else "unknown_error",
+        redact_known(description, secrets) if isinstance(description, str) else None,
         response.status_code,
     )
 
@@ -239,7 +244,9 @@ async def _token_request(
     url = endpoints.token
     response = await _send(client, "POST", url, origin_of(url), data=form, headers=FORM)
     if not response.is_success:
-        raise oauth_error(response)
+        raise oauth_error(
+            response, known_secrets(form.get("refresh_token"), form.get("device_code"))
+        )
     return _token_set(response)
 
 

@@ -289,3 +289,25 @@ def test_non_json_error_is_unknown_error() -> None:
     response = httpx.Response(503, text="upstream down")
     error = oauth.oauth_error(response)
     assert (error.error, error.status) == ("unknown_error", 503)
+
+
+def test_a_refresh_error_that_echoes_the_refresh_token_does_not_carry_it() -> None:
+    """An authorization server that echoes its request in ``error_description``: the
+    refresh token must not reach the message the CLI prints and a link's state shows."""
+    secret = "rt-SECRET-0123456789abcdef"
+
+    def echo(request: httpx.Request) -> httpx.Response:
+        form = parse_qs(request.content.decode())
+        said = f"refresh_token {form['refresh_token'][0]} is revoked"
+        return httpx.Response(400, json={"error": "invalid_grant", "error_description": said})
+
+    async def go() -> None:
+        endpoints = oauth.Endpoints("http://a/r", "http://a/d", "http://a/t")
+        async with httpx.AsyncClient(transport=httpx.MockTransport(echo)) as client:
+            await oauth.refresh(client, endpoints, secret, "c")
+
+    with pytest.raises(OAuthError) as raised:
+        _run(go())
+    assert raised.value.error == "invalid_grant"
+    assert secret not in str(raised.value) and secret not in (raised.value.description or "")
+    assert str(raised.value) == "invalid_grant: refresh_token *** is revoked (HTTP 400)"
