@@ -9,8 +9,9 @@ daemon's policy, :class:`service.mcp.relisten.RelistenPolicy`: a stream that liv
 ended (graceful close, or a drop: proxies cut long responses) is re-listened at once with a
 small jitter; while streams keep ending young the pause grows (jittered, capped);
 full-jitter backoff grows only while (re)connecting fails and resets on every ack; a listen
-budget per minute is the last guard. Failures that retrying cannot fix (protocol
-unsupported, auth, not honored) end the follow with an error.
+budget per minute is the last guard. A refused listen is a failure to connect (the
+daemon's links retry it too). Failures that retrying cannot fix (protocol unsupported,
+auth, not honored) end the follow with an error.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from service.mcp import wire
 from service.mcp.client import McpClient
 from service.mcp.errors import (
     HttpStatusError,
+    JsonRpcError,
     ListenEnded,
     McpError,
     ProtocolViolation,
@@ -49,10 +51,22 @@ class _StreamEnded(ListenEnded):
         self.end = end
 
 
-def _retryable(exc: BaseException) -> bool:
+def _retryable(exc: BaseException, *, acknowledged: bool) -> bool:
+    """Whether the follow waits and listens again rather than ending with ``exc``.
+
+    A listen the server refused (an HTTP or JSON-RPC error before the acknowledgement, as a
+    full server's "Subscription limit reached") is retried with backoff, as the daemon's links
+    do (:meth:`service.daemon.linkmachine.LinkMachine.listen_failed`); a refusal of our
+    credentials is not. After the ack only a 5xx is: a read's own errors end the follow."""
     if isinstance(exc, (TransportError, ListenEnded, ProtocolViolation, TimeoutError)):
         return True
-    return isinstance(exc, HttpStatusError) and exc.status >= 500
+    if isinstance(exc, HttpStatusError) and exc.status >= 500:
+        return True
+    return (
+        not acknowledged
+        and isinstance(exc, (HttpStatusError, JsonRpcError))
+        and exc.error_code != "AUTH_FAILED"
+    )
 
 
 async def follow_server(
@@ -169,7 +183,7 @@ async def follow_server(
                             raise _StreamEnded(f"listen stream ended: {event}", End.FAILED)
                     raise _StreamEnded("listen stream ended", End.LOST)
             except Exception as exc:
-                if not _retryable(exc):
+                if not _retryable(exc, acknowledged=policy.phase is Phase.OPEN):
                     raise
                 if policy.phase is Phase.OPEN:
                     # Acknowledged, then ended: at once if it lived, else the policy's pause.

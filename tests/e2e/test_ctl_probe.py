@@ -293,6 +293,42 @@ def test_follow_throttles_a_server_closing_in_a_loop(lab_server_factory) -> None
         finish(proc, timeout=10)
 
 
+def test_follow_retries_a_refused_listen_as_the_daemon_does(lab_server_factory) -> None:
+    """A full server refuses the listen ("Subscription limit reached", JSON-RPC -32603 on
+    HTTP 200). The daemon's links back off and listen again; ``--follow`` ended with exit 4
+    instead. It now reports the refusal as a failure to connect and listens again."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    lab.configure(refuseListen=True)
+    proc = spawn_cli(
+        "mcpsubctl",
+        "probe",
+        "--url",
+        lab.url,
+        "--uri",
+        REVIEW,
+        "--follow",
+        "--json",
+        env={"MCPSUB_BACKOFF_BASE_S": "0.05"},
+    )
+    try:
+        assert proc.stdout is not None
+        lost = json.loads(proc.stdout.readline())
+        assert lost["type"] == "lost" and "Subscription limit reached" in lost["reason"], lost
+        assert lost["pause"] == "failed", lost  # a failure to connect: full-jitter backoff
+        lab.wait_event("listen.refused", count=2, timeout=10)  # and again, not once
+        lab.configure(refuseListen=False)
+        line = lost_line = ""
+        while '"type":"read"' not in line:
+            line = proc.stdout.readline()
+            assert line, "follow ended without reading after the refusals: " + lost_line
+            lost_line = line
+        read = json.loads(line)
+        assert read["trigger"] == "acknowledged" and read["text"].startswith("status: pending")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert finish(proc, timeout=10).code == 0
+
+
 def test_follow_stops_cleanly_on_sigint(lab_server: LabServer) -> None:
     proc = spawn_cli("mcpsubctl", "probe", "--url", lab_server.url, "--uri", REVIEW, "--follow")
     [ack] = lab_server.wait_event("listen.acknowledged", timeout=10)
