@@ -116,7 +116,9 @@ def test_links_wait_with_resource_limit_when_descriptors_are_reserved(tmp_path: 
 
         def failed_link() -> Any:
             link = d.api("GET", f"/v1/subscriptions/{sub_id}").json()["link"]
-            return link if link and link["lastErrorCode"] else None
+            # In backoff: between two attempts (the test's backoff is short, and a link that
+            # connects again keeps its last error).
+            return link if link and link["lastErrorCode"] and link["state"] == "backoff" else None
 
         link = until("the link fails", failed_link, 15)
         assert link["lastErrorCode"] == "RESOURCE_LIMIT", link
