@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 
 import pytest
@@ -236,6 +237,13 @@ def _follow_json(lab: LabServer, events: int) -> list[dict]:
     return result.ndjson
 
 
+def _spawn_follow(lab: LabServer, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``probe --follow --json`` on the review URI, running until the test ends it."""
+    return spawn_cli(
+        "mcpsubctl", "probe", "--url", lab.url, "--uri", REVIEW, "--follow", "--json", env=env
+    )
+
+
 def test_follow_relistens_at_once_after_each_close(lab_server_factory) -> None:
     """A stream that lived and was closed is not a failure: no backoff between re-listens."""
     lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
@@ -266,17 +274,7 @@ def test_follow_backs_off_while_streams_keep_dying_young(lab_server_factory) -> 
 def test_follow_throttles_a_server_closing_in_a_loop(lab_server_factory) -> None:
     lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
     lab.configure(closeAfterAckMs=0)
-    proc = spawn_cli(
-        "mcpsubctl",
-        "probe",
-        "--url",
-        lab.url,
-        "--uri",
-        REVIEW,
-        "--follow",
-        "--json",
-        env={"MCPSUB_RELISTEN_PER_MINUTE": "3"},
-    )
+    proc = _spawn_follow(lab, {"MCPSUB_RELISTEN_PER_MINUTE": "3"})
     lab.wait_event("listen.acknowledged", count=3, timeout=10)
     try:
         first = ""
@@ -299,17 +297,7 @@ def test_follow_retries_a_refused_listen_as_the_daemon_does(lab_server_factory) 
     instead. It now reports the refusal as a failure to connect and listens again."""
     lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
     lab.configure(refuseListen=True)
-    proc = spawn_cli(
-        "mcpsubctl",
-        "probe",
-        "--url",
-        lab.url,
-        "--uri",
-        REVIEW,
-        "--follow",
-        "--json",
-        env={"MCPSUB_BACKOFF_BASE_S": "0.05"},
-    )
+    proc = _spawn_follow(lab, {"MCPSUB_BACKOFF_BASE_S": "0.05"})
     try:
         assert proc.stdout is not None
         lost = json.loads(proc.stdout.readline())
