@@ -111,7 +111,7 @@ fmt: setup  ## ruff format and fix
 	$(VENV)/bin/ruff check --fix .
 
 # The bench/ package: one module per report in results/, sharing bench/harness.py.
-BENCHES := probe webhooks hotpath daemon api scaleout agents console cli
+BENCHES := probe webhooks hotpath daemon api scaleout agents console cli testsuite
 
 # Man pages are generated from the argument parsers; commit the result.
 man: setup  ## regenerate man/ from the parsers
