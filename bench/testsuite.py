@@ -148,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         print(done.stdout[-3000:] + done.stderr[-2000:], file=sys.stderr)
         return 1
     lines = report(rows, wall=wall, idle_pct=idle_pct, argv=pytest_argv, summary=summary)
+    failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    if failed:
+        lines += ["What did not pass:", "", *(f"- `{line}`" for line in failed), ""]
+        print("\n".join(failed), file=sys.stderr)
     text = "\n".join(lines)
     if args.out == "-":
         print(text)

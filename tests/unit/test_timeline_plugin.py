@@ -12,12 +12,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _not_a_worker() -> dict[str, str]:
+    """This environment without xdist's worker variables (the inner run is not a worker)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
+
+
 def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_two.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "tests.support.timeline", "-p", "no:cacheprovider",
          "--rootdir", str(tmp_path), str(tmp_path / "test_two.py")],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        cwd=REPO, env={**_not_a_worker(), "PYTHONPATH": str(REPO), **env},
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 
