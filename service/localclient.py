@@ -619,6 +619,62 @@ def check_peer(sock: _socket.socket, socket: str, peers: tuple[int, ...]) -> Non
     )
 
 
+def _proc_net_address(address: tuple[object, ...], family: int) -> str:
+    """``address`` as /proc/net/tcp{,6} prints it: the address's 32-bit words in host byte
+    order, in hex, then the port in hex (``0100007F:1F90`` is 127.0.0.1:8080 on x86)."""
+    import sys
+
+    host, port = str(address[0]), int(address[1])  # type: ignore[call-overload]
+    packed = _socket.inet_pton(family, host)
+    words = (packed[i : i + 4] for i in range(0, len(packed), 4))
+    return "".join(f"{int.from_bytes(w, sys.byteorder):08X}" for w in words) + f":{port:04X}"
+
+
+def tcp_peer_uid(sock: _socket.socket) -> int | None:
+    """The uid of the process holding the other end of a connected loopback TCP socket, read
+    from /proc/net/tcp (tcp6): the established entry whose local address is our peer and whose
+    remote address is us. None without /proc (not Linux) or when no entry says (the check
+    then does not stand, as :func:`peer_uid` on a system with no way to ask)."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    family = sock.family
+    try:
+        key = (
+            f" {_proc_net_address(sock.getpeername(), family)}"
+            f" {_proc_net_address(sock.getsockname(), family)} 01 "
+        ).encode()
+        table = "/proc/net/tcp6" if family == _socket.AF_INET6 else "/proc/net/tcp"
+        with open(table, "rb") as listing:
+            data = listing.read()
+    except (OSError, ValueError):
+        return None
+    at = data.find(key)
+    if at < 0:
+        return None
+    fields = data[at : data.find(b"\n", at)].split()
+    # local, remote, state, tx:rx queues, timer, retransmits, uid, ...
+    return int(fields[6]) if len(fields) > 6 and fields[6].isdigit() else None
+
+
+def check_tcp_peer(sock: _socket.socket, host: str, port: int) -> None:
+    """:class:`NotTrusted` unless the process at the other end of a TCP connection to the API
+    runs as this user or root. The port is no secret either: a local user who binds it while
+    the daemon is down would otherwise be sent the bearer token."""
+    uid = tcp_peer_uid(sock)
+    if uid is None or uid in (os.getuid(), 0):
+        return
+    name = _user_name(uid)
+    raise NotTrusted(
+        f"not talking to http://{host}:{port}: the process listening there runs as {name}, "
+        "not as you",
+        f"{name}'s program holds the port your API is set to; have it stopped (by {name} or "
+        "root), or run mcpsubd on a port of your own: --api http://127.0.0.1:PORT "
+        "(docs/operations.md)",
+    )
+
+
 def _user_name(uid: int) -> str:
     from service.pathowner import user_name
 
@@ -629,7 +685,13 @@ def connect(endpoint: Endpoint, timeout_s: float = CONNECT_TIMEOUT_S) -> _socket
     """A new connection to the API; raises OSError (the caller says "unavailable"), of which
     :class:`NotTrusted` when the socket may be another user's (nothing was sent)."""
     if endpoint.socket is None:
-        return _connect_tcp(endpoint.host, endpoint.port, timeout_s)
+        tcp = _connect_tcp(endpoint.host, endpoint.port, timeout_s)
+        try:
+            check_tcp_peer(tcp, endpoint.host, endpoint.port)
+        except BaseException:
+            tcp.close()
+            raise
+        return tcp
     peers = trusted_peers(endpoint.socket, explicit=endpoint.explicit)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -759,6 +821,11 @@ class AsyncConnection:
                     raise
             else:
                 reader, writer = await asyncio.open_connection(endpoint.host, endpoint.port)
+                try:
+                    check_tcp_peer(writer.get_extra_info("socket"), endpoint.host, endpoint.port)
+                except BaseException:
+                    writer.close()
+                    raise
         return cls(reader, writer)
 
     async def exchange(self, payload: bytes, max_body: int | None) -> ResponseReader:

@@ -168,3 +168,29 @@ def test_the_daemon_binds_only_where_no_one_else_can_replace_its_socket(tmp_path
         assert not (shared / "api.sock").exists()
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_tcp_port_held_by_another_user_gets_no_byte(tmp_path: Path) -> None:
+    """The API set to a loopback TCP port, the daemon down, and another user's program bound
+    to that port: the token would have gone to it with the first request. The clients read
+    who holds the other end of the connection (Linux: /proc/net/tcp) and close without
+    writing."""
+    user = squatter()
+    fake = FakePeer(Path("tcp"), b'{"ready": true}', user=user)
+    try:
+        state = tmp_path / "state"
+        state.mkdir(mode=0o700)
+        (state / "api.token").write_text("t" * 43 + "\n")
+        os.chmod(state / "api.token", 0o600)
+        api = f"http://127.0.0.1:{fake.port}"
+        env = cli_env({"MCPSUB_STATE_DIR": str(state), "MCPSUB_API": api})
+        for args in (["status"], ["list", "--json"], ["--api", api, "status"]):
+            done = run([str(BIN / "mcpsubctl"), *args], env)
+            said = done.stdout + done.stderr
+            assert done.returncode == EXIT_SOCKET_NOT_TRUSTED, (args, said)
+            assert "Traceback" not in said and "t" * 43 not in said
+            assert f"the process listening there runs as {SQUATTER}, not as you" in said, said
+            assert f"hint: {SQUATTER}'s program holds the port" in said, said
+        assert fake.connections() == ["read 0", "read 0", "read 0"]
+    finally:
+        fake.close()

@@ -25,7 +25,11 @@ SQUATTER = "mcpsub-squatter"
 _SERVE = r"""
 import os, socket, sys
 path, body, fd = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3])
-if fd >= 0:  # bound by the test in a directory we may not write; listen() makes it ours
+if path == "tcp":  # loopback TCP, a port of its own: what squats the API's port
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    print(f"port {server.getsockname()[1]}", flush=True)
+elif fd >= 0:  # bound by the test in a directory we may not write; listen() makes it ours
     server = socket.socket(fileno=fd)
 else:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -86,7 +90,8 @@ def squatter() -> pwd.struct_passwd:
 
 class FakePeer:
     """The fake at ``path``: as ``user`` (None: as us), listening on a socket it binds, or on
-    ``bound`` (a socket the test bound where the user may not write; the fake listens)."""
+    ``bound`` (a socket the test bound where the user may not write; the fake listens).
+    ``path`` ``tcp``: on a loopback TCP port the fake binds itself (:attr:`port`)."""
 
     def __init__(
         self,
@@ -113,6 +118,11 @@ class FakePeer:
         )
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
+        self.port = 0
+        if str(path) == "tcp":
+            said = self.lines.get(timeout=30)
+            assert said.startswith("port "), said
+            self.port = int(said.split()[1])
         first = self.lines.get(timeout=30)
         assert first == "ready", (first, self.proc.stderr.read() if self.proc.stderr else "")
 
@@ -125,9 +135,10 @@ class FakePeer:
     def connections(self) -> list[str]:
         """What each connection since the last call read (``read N``), in order: a sentinel
         connection of ours marks the end, so every earlier connection is accounted for."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        family = socket.AF_INET if self.port else socket.AF_UNIX
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.settimeout(30)
-            probe.connect(str(self.path))
+            probe.connect(("127.0.0.1", self.port) if self.port else str(self.path))
             probe.sendall(b"SENTINEL\r\n\r\n")
         seen = []
         while (line := self.lines.get(timeout=30)) != "sentinel":
