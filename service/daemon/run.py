@@ -53,6 +53,7 @@ from service.daemon.sdnotify import Notifier
 from service.daemon.supervisor import Supervisor
 from service.daemon.wiring import supervisor_collaborators
 from service.http.connections import ApiLimits, ConnectionTracker, guarded_h11
+from service.http.server import WakeOnExitServer
 from service.pathowner import owner_of
 from service.statusline import StatusLine
 from service.store import Store
@@ -158,7 +159,7 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     return sock
 
 
-class DaemonServer(uvicorn.Server):
+class DaemonServer(WakeOnExitServer):
     """uvicorn, with a signal that means "shut down cleanly and exit 0"."""
 
     def __init__(self, config: uvicorn.Config, on_exit: Any) -> None:

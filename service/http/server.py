@@ -4,6 +4,7 @@ and the shutdown."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -100,7 +101,46 @@ def make_server(app: FastAPI, *, graceful_s: int = 5) -> uvicorn.Server:
     return _QuietServer(config)
 
 
-class _QuietServer(uvicorn.Server):
+class WakeOnExitServer(uvicorn.Server):
+    """uvicorn whose main loop sleeps until it is told to exit, waking once a second to
+    refresh the ``Date`` header.
+
+    uvicorn's own loop wakes ten times a second to look at ``should_exit``: on an idle daemon
+    those wake-ups were the largest share of its CPU, whatever the number of links. Here
+    setting ``should_exit`` (from a signal handler, another thread or the loop) wakes the
+    loop at once, so a stop is as prompt as before.
+    """
+
+    _should_exit = False
+    _loop: asyncio.AbstractEventLoop | None = None
+    _exit_requested: asyncio.Event | None = None
+
+    @property
+    def should_exit(self) -> bool:
+        return self._should_exit
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        self._should_exit = value
+        loop, requested = self._loop, self._exit_requested
+        if value and loop is not None and requested is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to wake
+                loop.call_soon_threadsafe(requested.set)
+
+    async def main_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        requested = self._exit_requested = asyncio.Event()
+        if self._should_exit:
+            requested.set()
+        counter = 0  # on_tick refreshes the Date header when counter % 10 == 0
+        while not await self.on_tick(counter):
+            counter = (counter + 10) % 864000
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await requested.wait()
+
+
+class _QuietServer(WakeOnExitServer):
     """Leaves SIGINT/SIGTERM to the daemon (uvicorn would install its own handlers)."""
 
     @contextlib.contextmanager
