@@ -366,6 +366,10 @@ class ListenStream:
         event = await self._next()
         if isinstance(event, Acknowledged):
             self.honored = event.honored
+            content = self._content
+            take = getattr(self._response, "take_quiet_pieces", None)
+            if take is not None and content is not None and content.coding is None:
+                take(self._quiet_piece)
             return event
         await self.aclose()
         if isinstance(event, Failed):
@@ -433,6 +437,27 @@ class ListenStream:
         except McpError as exc:
             self._client.redact(exc)
             raise
+
+    def _quiet_piece(self, piece: bytes) -> bool:
+        """A piece that arrived while :meth:`_next` waits for a chunk (the lean transport
+        offers it before waking the reader): keep-alive comments are counted here, as
+        :meth:`_next` would count them, and taken, so an idle stream's keep-alive costs no
+        turn of the reading task. Anything else, or comments over the frame rate (their
+        reader then paces them), is left for :meth:`_next`."""
+        if self._pending or self._ended is not None:
+            return False
+        comments = self._decoder.comments_only(piece)
+        if not comments:
+            return False
+        now = time.monotonic()
+        if self._rate is not None:
+            tokens = min(self._rate, self._tokens + (now - self._refilled) * self._rate)
+            if tokens < comments:
+                return False
+            self._tokens = tokens - comments
+            self._refilled = now
+        self.last_activity = now
+        return True
 
     async def _pace(self, frames: int, fresh: bool) -> None:
         """Token bucket over frames (events and comments) read from this stream.

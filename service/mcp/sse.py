@@ -27,6 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024
+MAX_QUIET_PIECE_BYTES = 256
+"""The longest piece :meth:`SSEDecoder.comments_only` looks at: keep-alive frames are short,
+and anything longer is fed as usual."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,35 @@ class SSEDecoder:
         if len(buf) > self._max:
             raise EventTooLarge(f"SSE line longer than {self._max} bytes")
         return out
+
+    def comments_only(self, piece: bytes) -> int:
+        """How many comments ``piece`` holds when feeding it would report them and change
+        nothing else; 0 when it must be fed.
+
+        True only between events (nothing buffered, no field of an unfinished event, no CR
+        held back) for a short piece of whole comment lines and blank lines, each ending in
+        LF: a keep-alive frame as servers send it. Then a blank line dispatches nothing and
+        the decoder's state is the same after :meth:`feed` as before, so the caller may count
+        the comments and skip the feed (the listen stream's quiet path).
+        """
+        if (
+            len(piece) > MAX_QUIET_PIECE_BYTES
+            or self._buffer
+            or self._pending_cr
+            or self._bom_pending
+            or self._has_fields
+            or not piece.endswith(b"\n")
+            or b"\r" in piece
+        ):
+            return 0
+        comments = 0
+        for line in piece[:-1].split(b"\n"):
+            if not line:
+                continue
+            if line[0] != 0x3A:  # ":"
+                return 0
+            comments += 1
+        return comments
 
     def flush(self) -> list[Event | Comment]:
         """At EOF: an unterminated event is discarded, as the SSE spec says."""

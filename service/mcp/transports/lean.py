@@ -53,7 +53,7 @@ import asyncio
 import base64
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from urllib.parse import unquote, urlsplit
 
 import httptools
@@ -143,6 +143,7 @@ class _Connection(asyncio.Protocol):
         "headers",
         "idle_since",
         "parser",
+        "quiet",
         "received_bytes",
         "status",
         "transport",
@@ -159,6 +160,10 @@ class _Connection(asyncio.Protocol):
         self._stray = False
         self._waiter: asyncio.Future[None] | None = None
         self._drained: asyncio.Future[None] | None = None
+        self.quiet: Callable[[bytes], bool] | None = None
+        """A stream's reader's offer (:meth:`LeanStream.take_quiet_pieces`): a body piece that
+        arrives while the reader waits and nothing is unread is shown to it here first; True
+        means it was taken, and the reader is not woken for it."""
         self.idle_since = 0.0
         """When the connection last went back to the idle list (``time.monotonic``)."""
         self._reset(streaming=False, max_body=0)
@@ -184,6 +189,7 @@ class _Connection(asyncio.Protocol):
     def begin(self, *, streaming: bool, max_body: int) -> None:
         """A new exchange: a fresh parser; a stream keeps its body in pieces for the reader."""
         self._reset(streaming=streaming, max_body=max_body)
+        self.quiet = None
         self.parser = httptools.HttpResponseParser(self)
 
     # ---- asyncio.Protocol -------------------------------------------------------------
@@ -294,6 +300,15 @@ class _Connection(asyncio.Protocol):
         if not self.head_done:
             return  # an informational answer has no body; llhttp sends none anyway
         if self._streaming:
+            quiet, waiter = self.quiet, self._waiter
+            if (
+                quiet is not None
+                and not self._chunks
+                and waiter is not None
+                and not waiter.done()
+                and quiet(body)
+            ):
+                return
             self._chunks.append(body)
             self._size += len(body)
             if self._size > HIGH_WATER and not self._paused and self.transport is not None:
@@ -423,6 +438,14 @@ class LeanStream:
         self._conn = conn
         self.status = conn.status
         self.headers: Mapping[str, str] = conn.headers
+
+    def take_quiet_pieces(self, take: Callable[[bytes], bool] | None) -> None:
+        """Let ``take`` see each body piece that arrives while :meth:`chunks` waits with
+        nothing unread, before the reader is woken for it; ``take`` returning True consumes
+        the piece. A listen stream takes its keep-alive comments this way: an idle stream's
+        frame then costs the socket's callback and not a turn of the reading task. ``take``
+        runs inside the protocol's callback, so it must be quick and never raise."""
+        self._conn.quiet = take
 
     async def chunks(self) -> AsyncIterator[bytes]:
         while True:

@@ -234,3 +234,35 @@ def test_limited_body_refuses_exactly_past_the_limit(limit: int, size: int) -> N
         with pytest.raises(BodyTooLarge):
             body.feed(raw)
             body.finish()
+
+
+_SSE_BITS = st.sampled_from(
+    [b": keepalive\n", b":\n", b"\n", b"data: x\n", b"data: y", b"event: e\n", b"\r", b"\r\n",
+     b": c\r\n", b"id: 1\n", b"\xef\xbb\xbf", b"da", b"ta: z\n"]
+)  # fmt: skip
+
+
+@given(
+    before=st.lists(_SSE_BITS, max_size=6).map(b"".join),
+    piece=st.lists(_SSE_BITS, min_size=1, max_size=5).map(b"".join),
+)
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+def test_a_piece_of_comments_only_changes_nothing_but_the_comments(
+    before: bytes, piece: bytes
+) -> None:
+    """When ``comments_only`` says a piece may be skipped, feeding it would have reported
+    exactly that many comments and left the decoder as it was; so the listen stream's quiet
+    path loses no event and no byte of one."""
+    skipped, fed = SSEDecoder(), SSEDecoder()
+    skipped.feed(before)
+    fed.feed(before)
+    comments = skipped.comments_only(piece)
+    if not comments:
+        return
+    state = {name: repr(getattr(skipped, name)) for name in vars(skipped)}
+    out = fed.feed(piece)
+    assert len(out) == comments and all(isinstance(item, Comment) for item in out)
+    assert {name: repr(getattr(fed, name)) for name in vars(fed)} == state
+    # And whatever follows decodes the same on both.
+    tail = b"data: after\n\n"
+    assert skipped.feed(tail) == fed.feed(tail)

@@ -191,3 +191,31 @@ def test_default_limit_is_4_mib() -> None:
 
 def test_event_too_large_is_a_value_error() -> None:
     assert issubclass(EventTooLarge, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("before", "piece", "comments"),
+    [
+        (b"", b": keepalive\n\n", 1),
+        (b"data: a\n\n", b": one\n: two\n\n", 2),
+        (b"data: a\n\n", b":\n", 1),
+        # Must be fed: the decoder is inside an event (a blank line would dispatch it) ...
+        (b"data: a\n", b": keepalive\n\n", 0),
+        # ... or holds part of a line, or a CR that may start a CRLF ...
+        (b"data: a\n\ndat", b": keepalive\n\n", 0),
+        (b"data: a\r", b": keepalive\n\n", 0),
+        # ... or the piece is not whole comment lines ending in LF.
+        (b"", b": keepalive", 0),
+        (b"", b": keepalive\r\n\r\n", 0),
+        (b"", b": keepalive\ndata: x\n\n", 0),
+        (b"", b"\n", 0),
+        (b"", b": " + b"x" * 300 + b"\n\n", 0),
+    ],
+)
+def test_comments_only_says_when_a_piece_may_be_skipped(
+    before: bytes, piece: bytes, comments: int
+) -> None:
+    decoder = SSEDecoder()
+    decoder.feed(b": first line\n")  # past the byte order mark's place
+    decoder.feed(before)
+    assert decoder.comments_only(piece) == comments
