@@ -138,6 +138,9 @@ class Store:
         self.dialect = dialect_for(self.database)
         """What differs between the backends, chosen once (:mod:`service.store.dialect`)."""
         self._writer = WriterThread("mcpsub-db-writer")
+        self._writer_conn: Connection | None = None
+        """The writer thread's connection, kept between transactions (touched on that thread
+        only, and by :meth:`close` once it stopped)."""
         self._write_lock = asyncio.Lock()
         self._pending_reads: list[tuple[groupcommit.Read, asyncio.Future[Any]]] = []
         """Reads waiting for the next group commit (see :meth:`record_read`)."""
@@ -202,6 +205,10 @@ class Store:
                 await self._committer
         await self.engine.dispose()
         self._writer.shutdown()
+        held, self._writer_conn = self._writer_conn, None
+        if held is not None:
+            with contextlib.suppress(Exception):
+                held.close()
         if self.sync_engine is not None:
             self.sync_engine.dispose()
 
@@ -637,15 +644,30 @@ class Store:
                 result = await aconn.run_sync(fn)
             self.health.succeeded()
             return result
-        sync_engine = self.sync_engine
-
-        def run() -> T:
-            with sync_engine.begin() as conn:
-                return fn(conn)
-
-        result = await self._writer.run(run)
+        result = await self._writer.run(lambda: self._in_transaction(fn))
         self.health.succeeded()
         return result
+
+    def _in_transaction(self, fn: Callable[[Connection], T]) -> T:
+        """On the writer thread: ``fn`` in a transaction on the connection the thread keeps.
+
+        A pooled connection per transaction cost the hot path a checkout, a reset (a
+        rollback) on checkin and the pool's bookkeeping, more than the commit itself; the
+        one writer needs one connection. A transaction that fails hands its connection back
+        closed, and the next starts on a fresh one: a failure (a full disk, an I/O error)
+        may have left it in a state nobody should build on."""
+        conn = self._writer_conn
+        if conn is None or conn.closed or conn.invalidated:
+            assert self.sync_engine is not None
+            conn = self._writer_conn = self.sync_engine.connect()
+        try:
+            with conn.begin():
+                return fn(conn)
+        except BaseException:
+            self._writer_conn = None
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise
 
     async def record_storage_events(self) -> None:
         """Write the ``daemon.storage`` events queued by :attr:`health` (best effort: while the

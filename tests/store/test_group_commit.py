@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, event
 
 from service.store import Store
 from service.store.health import FAULT_FILE_ENV, is_storage_failure
 from service.store.records import Event, Revision
 from service.webhooks.repository import WebhookRepository
+from tests.api.fakes import migrated_store
 from tests.support.store import bump_generation
 
 pytestmark = pytest.mark.anyio
@@ -215,3 +216,36 @@ async def test_a_caller_that_leaves_before_its_turn_is_not_written(store: Store)
     assert revision is not None and left.cancelled()
     assert await store.current_revision(subs[1][0]) is None
     assert [e.subscription_id for e in seen] == [subs[2][0], subs[0][0]]
+
+
+async def test_the_writer_keeps_one_connection_and_a_failure_replaces_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite: the writer thread checks a connection out of the pool once and keeps it for
+    every transaction (a checkout per transaction was a share of each read's cost); a
+    transaction that fails hands it back, and the next write runs on a fresh one."""
+    full = tmp_path / "disk-full"
+    monkeypatch.setenv(FAULT_FILE_ENV, str(full))
+    store = migrated_store(tmp_path / "mcpsub.db")
+    assert store.sync_engine is not None
+    checkouts: list[int] = []
+    event.listen(store.sync_engine, "checkout", lambda *_: checkouts.append(1))
+    try:
+        subs = await subscriptions(store, URL, 2)
+        gen = await bump_generation(store, subs[0][1])
+        before = len(checkouts)
+        for n in range(5):
+            for sid, server in subs:
+                await store.record_read(sid, server, gen, contents(f"v{n}", "u"), f"v{n}")
+        assert len(checkouts) - before <= 1, "one connection for ten transactions"
+        full.touch()
+        with pytest.raises(Exception) as failed:
+            await store.record_read(subs[0][0], subs[0][1], gen, contents("x", "u"), "x")
+        assert is_storage_failure(failed.value)
+        full.unlink()
+        kept = len(checkouts)
+        revision = await store.record_read(subs[0][0], subs[0][1], gen, contents("y", "u"), "y")
+        assert revision is not None
+        assert len(checkouts) == kept + 1, "the failed transaction's connection is not reused"
+    finally:
+        await store.close()
