@@ -35,7 +35,20 @@ def subscription_json(sub: Subscription) -> dict[str, Any]:
 
 
 def event_json(event: Event) -> dict[str, Any]:
-    return {camel(k): v for k, v in event.to_json().items()}
+    """An event as every answer and stream shows it. Written out, not ``asdict``: it runs
+    for each event each stream carries, and ``asdict`` deep-copies through ``data`` (here a
+    shallow copy, so a caller that adds a key does not change the event the ring keeps)."""
+    return {
+        "id": event.id,
+        "type": event.type,
+        "subscriptionId": event.subscription_id,
+        "serverUrl": event.server_url,
+        "uri": event.uri,
+        "revisionId": event.revision_id,
+        "revision": event.revision,
+        "data": dict(event.data),
+        "createdAt": event.created_at,
+    }
 
 
 def revision_json(rev: Revision, *, contents: bool = True) -> dict[str, Any]:

@@ -128,3 +128,14 @@ def test_link_of_asks_for_its_own_link_and_scans_only_when_there_is_none() -> No
     assert link_of(elsewhere, SUB) == by_url  # type: ignore[arg-type]
     absent = SimpleNamespace(link_status_of=lambda _id: None, link_status=lambda: [])
     assert link_of(absent, SUB) is None  # type: ignore[arg-type]
+
+
+def test_event_json_is_every_field_of_the_event_in_its_order_and_copies_data() -> None:
+    event = Event(9, "resource.updated", 7, "http://127.0.0.1:9/mcp", "r://a", 4, 2,
+                  {"contentHash": "h", "generation": 1}, 12.5)  # fmt: skip
+    shown = event_json(event)
+    fields = [field.name for field in dataclasses.fields(Event)]
+    assert list(shown) == [camel(name) for name in fields]
+    assert shown == {camel(name): getattr(event, name) for name in fields}
+    shown["data"]["extra"] = True
+    assert "extra" not in event.data
