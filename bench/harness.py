@@ -623,7 +623,7 @@ class Profiler:
                 "--pid",
                 str(self.pid),
                 "--rate",
-                "200",
+                os.environ.get("MCPSUB_BENCH_SPY_RATE", "200"),
                 "--format",
                 "raw",
                 "--output",
@@ -650,6 +650,9 @@ class Profiler:
                 self.proc.wait(5)
         if self._log_file is not None:
             self._log_file.close()
+        keep = os.environ.get("MCPSUB_BENCH_SPY_KEEP")
+        if keep and self.out.exists():
+            shutil.copy(self.out, Path(keep) / self.out.name)
         if self.proc.returncode not in (0, -signal.SIGINT) or not self.out.exists():
             err = self._log.read_text(errors="replace") if self._log.exists() else ""
             self.error = f"py-spy exited {self.proc.returncode}: {err.strip()[-300:]}"
