@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 from sqlalchemy import (
     Connection,
     Engine,
@@ -65,11 +66,39 @@ SUBSCRIPTION_COLUMNS = (
 
 
 def content_hash(contents: Sequence[dict[str, Any]]) -> str:
-    """SHA-256 of the canonical JSON of ``contents``: key order and spacing do not count."""
-    canonical = json.dumps(
-        list(contents), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """SHA-256 of the canonical JSON of ``contents``: key order and spacing do not count.
+
+    The canonical text is ``json.dumps(sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)`` in UTF-8: stored hashes were made that way and must keep matching.
+    orjson writes the same bytes for everything but floats (``1e-07`` is ``1e-7`` there) and
+    integers past 64 bits (it refuses them), at a fraction of the cost, and every read is
+    hashed; so contents without a float go through orjson, the rest through :mod:`json`."""
+    items = list(contents)
+    canonical: bytes | None = None
+    if not _holds_float(items):
+        try:
+            canonical = orjson.dumps(items, option=orjson.OPT_SORT_KEYS)
+        except (orjson.JSONEncodeError, TypeError):
+            canonical = None
+    if canonical is None:
+        canonical = json.dumps(
+            items, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def _holds_float(value: Any) -> bool:
+    """Whether a float is anywhere in ``value`` (decoded JSON: dicts, lists, scalars)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, float):
+            return True
+    return False
 
 
 def sqlite_url(path: Path) -> str:
