@@ -16,6 +16,8 @@ not per byte; a 16 MiB text resource is a handful of containers).
 from __future__ import annotations
 
 import json
+import re as _re
+import sys
 
 TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
 if TYPE_CHECKING:
@@ -23,6 +25,15 @@ if TYPE_CHECKING:
 
 MAX_DEPTH = 128
 """Deepest nesting accepted. An MCP message needs about 6; tool results rarely exceed 20."""
+
+
+FAST_MAX_BYTES = 64 * 1024
+"""Texts up to this size may go through orjson (after the search below, which is bounded by
+it); larger ones, rare, through :mod:`json` directly."""
+_WIDE_NUMBER = _re.compile(r"\d{19}")
+_WIDE_NUMBER_BYTES = _re.compile(rb"\d{19}")
+"""19 digits in a row: an integer orjson may turn into a float (below -2**63 or past
+2**64 - 1). Also found in strings; those texts just take json's way."""
 
 
 class InvalidJson(ValueError):
@@ -34,16 +45,43 @@ class InvalidJson(ValueError):
 
 
 def loads(data: str | bytes | bytearray, *, max_depth: int = MAX_DEPTH) -> Any:
-    """:func:`json.loads` with an explicit nesting bound; every failure is :class:`InvalidJson`."""
+    """:func:`json.loads` with an explicit nesting bound; every failure is :class:`InvalidJson`.
+
+    In a process that has orjson loaded already (the daemon, for its encoder) orjson decodes
+    first: every listen frame and every read's answer passes here. What orjson refuses is
+    decoded again by :func:`json.loads`, so what is accepted and what it becomes stay
+    :mod:`json`'s (``NaN``, integers past 64 bits, lone surrogates, UTF-16). A one-shot CLI
+    call does not import orjson for the few answers it decodes (its import costs more than
+    they do). The nesting walk is skipped when the text has too few brackets to nest that
+    deep (each container opens with one)."""
+    fast = sys.modules.get("orjson")
+    value: Any
     try:
-        value = json.loads(data)
-    except RecursionError:
-        raise InvalidJson(f"JSON nested deeper than {max_depth} levels", too_deep=True) from None
-    except (ValueError, TypeError) as exc:  # JSONDecodeError, UnicodeDecodeError
-        raise InvalidJson(f"invalid JSON: {exc}") from None
-    if depth_exceeds(value, max_depth):
+        if fast is None or len(data) > FAST_MAX_BYTES or _has_wide_number(data):
+            raise ValueError  # json's way
+        value = fast.loads(data)
+    except (ValueError, TypeError):  # orjson.JSONDecodeError is a ValueError
+        try:
+            value = json.loads(data)
+        except RecursionError:
+            raise InvalidJson(
+                f"JSON nested deeper than {max_depth} levels", too_deep=True
+            ) from None
+        except (ValueError, TypeError) as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise InvalidJson(f"invalid JSON: {exc}") from None
+    if isinstance(data, str):
+        brackets = data.count("{") + data.count("[")
+    else:
+        brackets = data.count(b"{") + data.count(b"[")
+    if brackets > max_depth and depth_exceeds(value, max_depth):
         raise InvalidJson(f"JSON nested deeper than {max_depth} levels", too_deep=True)
     return value
+
+
+def _has_wide_number(data: str | bytes | bytearray) -> bool:
+    if isinstance(data, str):
+        return _WIDE_NUMBER.search(data) is not None
+    return _WIDE_NUMBER_BYTES.search(data) is not None
 
 
 def depth_exceeds(value: Any, max_depth: int) -> bool:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from service import jsondecode
 from service.actions import extract_next_action
@@ -54,3 +58,31 @@ def test_next_action_search_survives_deep_text() -> None:
     text = nested(200_000) + ' recommended_next_action: "POLL_AFTER"'
     assert extract_next_action(text) == "POLL_AFTER"
     assert extract_next_action(nested(900)) is None
+
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats()
+    | st.text()
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=16,
+)
+
+
+@given(_values, st.booleans())
+@settings(max_examples=600)
+def test_with_orjson_loaded_the_values_are_json_s(value: object, as_bytes: bool) -> None:
+    """The daemon has orjson loaded, so loads() decodes with it first: whatever it decodes
+    must be exactly what json.loads gives (types too: a wide integer stays an int, a float
+    stays a float; NaN, lone surrogates and the like take json's way)."""
+    import orjson  # noqa: F401  # loaded, as in the daemon
+
+    text = json.dumps(value, ensure_ascii=as_bytes)
+    data: str | bytes = text.encode("utf-8", "surrogatepass") if as_bytes else text
+    expected = json.loads(data)
+    assert json.dumps(jsondecode.loads(data)) == json.dumps(expected)
