@@ -44,6 +44,10 @@ def _search(value: Any) -> str | None:
 def extract_next_action(text: str | None) -> str | None:
     if not text:
         return None
+    if _KEY not in text and "\\u" not in text:
+        # Neither the patterns nor a JSON key can find it: the key is not in the text, and
+        # no escape could spell it. Most texts, and each ``probe --follow`` read asks.
+        return None
     try:
         # Bounded depth: _search recurses, and the text comes from the server.
         parsed = jsondecode.loads(text)

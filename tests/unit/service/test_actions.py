@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from service import actions, jsondecode
 from service.actions import NON_TERMINAL_ACTIONS, extract_next_action, is_non_terminal
 
 
@@ -91,3 +94,37 @@ def test_is_non_terminal_case_sensitive() -> None:
     assert not is_non_terminal("recommended_next_action: READ_REVIEW_THREADS")
     assert not is_non_terminal(None)
     assert not is_non_terminal("")
+
+
+def _reference(text: str | None) -> str | None:
+    """The search without its shortcut: JSON first, then the two patterns."""
+    if not text:
+        return None
+    try:
+        parsed = jsondecode.loads(text)
+    except jsondecode.InvalidJson:
+        parsed = None
+    found = actions._search(parsed) if parsed is not None else None
+    if found is not None:
+        return found
+    for pattern in (actions._PATTERN_A, actions._PATTERN_B):
+        match = pattern.search(text)
+        if match:
+            return match.group(1)
+    return None
+
+
+_PIECES = st.sampled_from(
+    ['{"recommended_next_action": "POLL_AFTER"}', '"recommended\\u005fnext_action"', "recommended_next_action=DONE",
+     '{"a": [', "]}", ": ", '"x"', "\\u0041", "recommended_next", "_action", " ", ",", "{", "}"]
+)  # fmt: skip
+
+
+@given(st.lists(_PIECES, max_size=8).map("".join))
+@settings(max_examples=500)
+def test_the_shortcut_finds_what_the_full_search_finds(text: str) -> None:
+    assert extract_next_action(text) == _reference(text)
+
+
+def test_a_key_spelled_with_an_escape_is_still_found() -> None:
+    assert extract_next_action('{"recommended\\u005fnext_action": "POLL_AFTER"}') == "POLL_AFTER"
