@@ -79,6 +79,10 @@ class Settings:
     token_check_s: float = 60.0
     """How often a link re-resolves its token (a refresh near expiry triggers a re-listen)."""
     read_concurrency: int = 64
+    connect_concurrency: int = 256
+    """Links connecting at once (discover to the first listen's acknowledgement), all servers
+    together; the others wait their turn, so a start with thousands of links does not queue
+    every discover on the loop past its deadline."""
     trace_file: str = ""
     """Write the wire transcript of every link (and webhook POST) to this file, as
     ``--trace`` does for the CLIs (docs/cli.md "Wire transcript"); empty = none."""

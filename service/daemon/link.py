@@ -93,6 +93,7 @@ class ServerLink:
         "_wake",
         "admit",
         "capabilities",
+        "connecting",
         "machine",
         "on_lease_lost",
         "reads",
@@ -148,6 +149,9 @@ class ServerLink:
         self._changed = LeanEvent()
         self.admit: Callable[[], None] | None = None
         """Set by the supervisor: raises ``ResourceLimit`` when descriptors run short."""
+        self.connecting: asyncio.Semaphore | None = None
+        """Set by the supervisor: held from a session's discover to its first listen's
+        acknowledgement (``connect_concurrency`` links at once, all servers together)."""
         self._wake = LeanEvent()
         """Set by :meth:`recheck`: end any wait (backoff, login, protocol) at once."""
         self._task: asyncio.Task[None] | None = None
@@ -431,6 +435,24 @@ class ServerLink:
         machine.connect()
         if self.admit is not None:
             self.admit()  # RESOURCE_LIMIT: keep the API's and the database's descriptors
+        gate = self.connecting
+        if gate is not None:
+            # A start with thousands of links connects them in turns of connect_concurrency:
+            # all at once, their discovers queued on the loop past the request deadline.
+            await gate.acquire()
+        try:
+            stream, reader, client, queue = await self._connect()
+        finally:
+            if gate is not None:
+                gate.release()
+        self.stream = stream
+        await self._serve(client, queue, reader)
+
+    async def _connect(
+        self,
+    ) -> tuple[ListenStream, asyncio.Task[None], McpClient, LinkInbox[StreamEnd]]:
+        """A session's start: the token, discover, the first listen until acknowledged."""
+        machine = self.machine
         token = self._session_token = await self._token()
         self._token_checked = time.monotonic()
         client = self._client = self._new_client(token)
@@ -440,13 +462,20 @@ class ServerLink:
         if down is not None:
             raise _Down(down)
         queue: LinkInbox[StreamEnd] = LinkInbox(self._settings.link_inbox_max)
-        reader: asyncio.Task[None] | None = None
+        down = machine.listening(time.monotonic())
+        if down is not None:
+            raise _Down(down)
+        stream, reader = await self._relisten(client, queue, None, reread_all=True)
+        return stream, reader, client, queue
+
+    async def _serve(
+        self, client: McpClient, queue: LinkInbox[StreamEnd], reader: asyncio.Task[None]
+    ) -> None:
+        """A connected session: serve its stream's ends and the link's changes until the link
+        wants nothing (return) or the machine says down (``_Down``). The stream's reader of
+        the moment is cancelled on the way out."""
+        machine = self.machine
         try:
-            down = machine.listening(time.monotonic())
-            if down is not None:
-                raise _Down(down)
-            stream, reader = await self._relisten(client, queue, reader, reread_all=True)
-            self.stream = stream
             while True:
                 if not machine.wanted:
                     return
@@ -479,8 +508,7 @@ class ServerLink:
                     stream, reader = await self._reopen(client, queue, reader, silent)
                     self.stream = stream
         finally:
-            if reader is not None:
-                reader.cancel()
+            reader.cancel()
 
     async def _reopen(
         self,

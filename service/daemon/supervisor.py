@@ -68,6 +68,7 @@ class Supervisor:
         """Whether ``token_provider`` could find any token now (its store exists): asked once
         per tick for every link (see :meth:`ServerLink.tick`); None: always."""
         self._limiter = asyncio.Semaphore(settings.read_concurrency)
+        self._connecting = asyncio.Semaphore(max(1, settings.connect_concurrency))
         # One TLS context for every https link (loading the CA bundle once, when the first
         # one is made), and one small connection pool per link: httpcore scans its whole pool
         # on every request, and with one shared pool holding 1,000 listen streams that scan
@@ -175,6 +176,7 @@ class Supervisor:
             self._tokens,
         )
         link.admit = self.admit_link
+        link.connecting = self._connecting
         for sub in subs:
             link.want(sub.uri, sub.id)
         return link
