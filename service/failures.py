@@ -11,6 +11,7 @@ decision (``cli/failures.py``).
 from __future__ import annotations
 
 import ssl
+import sys
 from dataclasses import dataclass
 
 from service.mcp import wire
@@ -85,15 +86,18 @@ def _tls_not_spoken(exc: BaseException) -> bool:
 
 def _invalid_url(exc: BaseException) -> bool:
     """The URL itself is unusable: a host no resolver can encode (``InvalidUrl``, from either
-    transport), or httpx refused it (no or an unsupported scheme; OAuth's requests)."""
-    import httpx
+    transport), or httpx refused it (no or an unsupported scheme; OAuth's requests).
 
+    httpx is looked up, never imported here: an httpx error means httpx is loaded. Importing
+    it to classify a failure cost the one-shot CLI its start-up, and failed in a daemon out
+    of file descriptors (the import opens files), which lost the read being classified."""
     from service.mcp.classify import iter_causes
 
-    return any(
-        isinstance(item, (InvalidUrl, httpx.UnsupportedProtocol, httpx.InvalidURL))
-        for item in iter_causes(exc)
-    )
+    httpx = sys.modules.get("httpx")
+    kinds: tuple[type[BaseException], ...] = (InvalidUrl,)
+    if httpx is not None:
+        kinds = (InvalidUrl, httpx.UnsupportedProtocol, httpx.InvalidURL)
+    return any(isinstance(item, kinds) for item in iter_causes(exc))
 
 
 PROTOCOL_ERROR_HINT = (

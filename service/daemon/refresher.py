@@ -299,15 +299,21 @@ class Refresher:
                 uri = next(iter(ready))
                 reason = ready.pop(uri)
                 busy[uri] = None
+                crashed = False
                 try:
                     await self._read(uri, reason)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
+                    # A bug past the read's own boundary (in its failure handling): the URI
+                    # is read again later, never dropped (it would stay unread for good).
                     log.exception("read crashed", uri=uri)
+                    crashed = True
                 finally:
                     trailing = busy.pop(uri)
-                if trailing is not None and uri not in self._waiting:
+                if crashed and uri not in self._waiting:
+                    self._retry_after_crash(uri, _stronger(reason, trailing))
+                elif trailing is not None and uri not in self._waiting:
                     ready[uri] = _stronger(ready.get(uri), trailing)
         finally:
             worker.sleeping = False
@@ -408,6 +414,14 @@ class Refresher:
         handle = asyncio.get_running_loop().call_later(delay, self._retry_due, uri)
         self._waiting[uri] = _Retry(handle, _stronger(reason, trailing))
         self._busy[uri] = None
+
+    def _retry_after_crash(self, uri: str, reason: str | None) -> None:
+        reads, stores = self._attempts.get(uri, (0, 0))
+        self._attempts[uri] = (reads + 1, stores)
+        handle = asyncio.get_running_loop().call_later(
+            READ_RETRY.delay(reads), self._retry_due, uri
+        )
+        self._waiting[uri] = _Retry(handle, reason)
 
     def _retry_due(self, uri: str) -> None:
         retry = self._waiting.pop(uri, None)

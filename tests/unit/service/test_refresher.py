@@ -386,3 +386,28 @@ async def test_an_idle_links_reader_is_retired_by_the_tick_and_made_again_on_dem
     await settled(refresher)
     assert len(link.recorded) == 2 and refresher._workers[0] is not worker
     await refresher.stop()
+
+
+async def test_a_crash_in_a_reads_failure_handling_reads_the_uri_again() -> None:
+    """A bug past the read's own boundary (here the failure report itself raises before
+    anything else): the URI is read again later, not dropped. It was dropped when
+    classifying a failure imported a module in a daemon out of file descriptors."""
+    link = FakeLink([internal(), "v2"])
+    link.unread = {1}  # its first failure is reported at once: the report is what breaks
+    calls = 0
+
+    def broken_code(exc: McpError) -> str:
+        nonlocal calls
+        calls += 1
+        raise OSError(24, "Too many open files")
+
+    refresher = Refresher(link)
+    original = refresher_module.read_error_code
+    refresher_module.read_error_code = broken_code  # type: ignore[assignment]
+    try:
+        refresher.trigger(A)
+        await until_async("the failure was classified", lambda: calls == 1)
+    finally:
+        refresher_module.read_error_code = original
+    await settled(refresher)
+    assert texts(link) == ["v2"], "read again after the crash"
