@@ -65,6 +65,16 @@ class FdBudget:
         others = used - self.api_open()
         return self.soft_limit - others - self.reserve - self.api_connections
 
+    def relieve_now(self) -> None:
+        """Descriptors ran short (a link refused, or a read's connection failed with EMFILE):
+        close what can be made again, at most once per ``relieve_every_s``, and count again
+        at the next check."""
+        self._counted_free = None
+        now = time.monotonic()
+        if self.relieve is not None and now - self._relieved_at >= self.relieve_every_s:
+            self._relieved_at = now
+            self.relieve()
+
     def check(self) -> None:
         """Admit one more link, or raise :class:`ResourceLimit`.
 
@@ -84,10 +94,7 @@ class FdBudget:
         free = self.free_for_links()
         self._counted_free, self._counted_at, self._admitted_since = free, now, 1
         if free is not None and free < 1:
-            self._counted_free = None  # refused: count again next time
-            if self.relieve is not None and now - self._relieved_at >= self.relieve_every_s:
-                self._relieved_at = now
-                self.relieve()
+            self.relieve_now()
             raise ResourceLimit(
                 f"not enough file descriptors for a new server connection "
                 f"(limit {self.soft_limit}, {self.reserve + self.api_connections} kept for "

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -36,8 +37,9 @@ from service.daemon.linkmachine import Down, LinkMachine, StreamEnd, Wake, read_
 from service.daemon.linkstatus import LinkSnapshot, LinkState
 from service.daemon.refresher import ReadTarget, Refresher
 from service.mcp import discovercache, wire
+from service.mcp.classify import iter_causes
 from service.mcp.client import DiscoverResult, ListenStream, McpClient
-from service.mcp.errors import McpError
+from service.mcp.errors import McpError, TransportError
 from service.mcp.listen import Closed, Failed, Lost, Notified
 from service.mcp.transports.base import Transport
 from service.safetext import redact_urls
@@ -94,6 +96,7 @@ class ServerLink:
         "admit",
         "capabilities",
         "connecting",
+        "descriptors_short",
         "machine",
         "on_lease_lost",
         "reads",
@@ -149,6 +152,9 @@ class ServerLink:
         self._changed = LeanEvent()
         self.admit: Callable[[], None] | None = None
         """Set by the supervisor: raises ``ResourceLimit`` when descriptors run short."""
+        self.descriptors_short: Callable[[], None] | None = None
+        """Set by the supervisor: a read's connection failed for want of a descriptor; the
+        links' idle read connections are closed (rate-limited) so the retry finds one."""
         self.connecting: asyncio.Semaphore | None = None
         """Set by the supervisor: held from a session's discover to its first listen's
         acknowledgement (``connect_concurrency`` links at once, all servers together)."""
@@ -720,7 +726,12 @@ class ServerLink:
         client = self._client
         if client is None:
             client = self._client = self._new_client(self._session_token)
-        return await client.read_resource(uri)
+        try:
+            return await client.read_resource(uri)
+        except TransportError as exc:
+            if self.descriptors_short is not None and _out_of_descriptors(exc):
+                self.descriptors_short()
+            raise
 
     def _new_client(self, token: str | None) -> McpClient:
         return McpClient(
@@ -773,3 +784,11 @@ class ServerLink:
         if stream is not None:
             with contextlib.suppress(Exception):
                 await stream.aclose()
+
+
+def _out_of_descriptors(exc: BaseException) -> bool:
+    """The process (EMFILE) or the system (ENFILE) has no file descriptor left."""
+    return any(
+        isinstance(item, OSError) and item.errno in (errno.EMFILE, errno.ENFILE)
+        for item in iter_causes(exc)
+    )

@@ -453,6 +453,7 @@ class DaemonRun:
             relieve=supervisor.close_idle_connections,
         )
         supervisor.admit_link = budget.check
+        supervisor.descriptors_short = budget.relieve_now
         supervisor.gauges.update(
             {
                 "api_connections_open": lambda: tracker.open,

@@ -81,6 +81,8 @@ class Supervisor:
         self.gauges: dict[str, Callable[[], float]] = {}
         """Extra ``/metrics`` values the daemon wires in (API connections, descriptors)."""
         self.admit_link: Callable[[], None] | None = None
+        self.descriptors_short: Callable[[], None] | None = None
+        """Set with ``admit_link``: a link's connection failed for want of a descriptor."""
         """Raises ``ResourceLimit`` when a link must not open connections now (descriptors)."""
         self.webhooks = webhooks
         self.triggers = triggers
@@ -176,6 +178,7 @@ class Supervisor:
             self._tokens,
         )
         link.admit = self.admit_link
+        link.descriptors_short = self.descriptors_short
         link.connecting = self._connecting
         for sub in subs:
             link.want(sub.uri, sub.id)
