@@ -79,7 +79,7 @@ class Settings:
     token_check_s: float = 60.0
     """How often a link re-resolves its token (a refresh near expiry triggers a re-listen)."""
     read_concurrency: int = 64
-    connect_concurrency: int = 256
+    connect_concurrency: int = 1024
     """Links connecting at once (discover to the first listen's acknowledgement), all servers
     together; the others wait their turn, so a start with thousands of links does not queue
     every discover on the loop past its deadline."""
