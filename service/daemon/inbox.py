@@ -91,6 +91,9 @@ async def first_of(*events: LeanEvent) -> None:
 
 
 class LinkInbox(Generic[End]):
+    # Slots, not an attribute dict: every link's session holds one (a dict was ~300 bytes).
+    __slots__ = ("_ends", "_ready", "_space", "_updates", "capacity")
+
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self.capacity = capacity
         self._updates: dict[str, None] = {}

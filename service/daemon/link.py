@@ -231,8 +231,11 @@ class ServerLink:
 
     def snapshot(self) -> LinkSnapshot:
         """What this link shows now (``/v1/status``, ``/metrics``): a frozen copy, so whoever
-        renders it never reads the link."""
+        renders it never reads the link. The status cache keeps it for every link: it shares
+        the machine's frozen sets of URIs (the listened one stands for the wanted keys when
+        they are the same) instead of copying them."""
         m = self.machine
+        wanted = m.wanted
         return LinkSnapshot(
             server_id=self.server_id,
             url=self.shown_url,
@@ -246,9 +249,9 @@ class ServerLink:
             relistens=m.relistens,
             streams_ended_young=m.policy.young_streak,
             stream_open=self.stream is not None,
-            honored=tuple(m.honored),
+            honored=m.honored,
             capabilities=self.capabilities,
-            wanted=tuple(m.wanted),
+            wanted=m.listened if wanted.keys() == m.listened else tuple(wanted),
         )
 
     def status(self) -> dict[str, Any]:
@@ -413,6 +416,14 @@ class ServerLink:
             return None
         return await self._tokens(self.url)
 
+    async def _capabilities(self, client: McpClient, with_token: bool) -> dict[str, Any] | None:
+        """The discover's ``resources`` capability, all a session uses of it: the parsed
+        answer is not kept (in this session's frame or by the client, which the reads use
+        for the session's life)."""
+        capabilities = (await self._discover(client, with_token)).resources_capability
+        client.discovered = None
+        return capabilities
+
     async def _discover(self, client: McpClient, with_token: bool) -> DiscoverResult:
         """``server/discover``, or on the link's first session the result kept from the
         daemon's last run while its ``ttlMs`` and ``cacheScope`` still allow it."""
@@ -462,8 +473,7 @@ class ServerLink:
         token = self._session_token = await self._token()
         self._token_checked = time.monotonic()
         client = self._client = self._new_client(token)
-        discovered = await self._discover(client, token is not None)
-        self.capabilities = discovered.resources_capability
+        self.capabilities = await self._capabilities(client, token is not None)
         down = machine.discovered(self.capabilities)
         if down is not None:
             raise _Down(down)

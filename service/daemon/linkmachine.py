@@ -40,6 +40,7 @@ time a retry is shown at. A call the current state does not allow raises
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -99,6 +100,9 @@ class Down:
             return Wake.CHANGE
         return Wake.RECHECK
 
+
+_NONE_UNREAD: frozenset[int] = frozenset()
+"""Every read stored: one empty set shared by every link."""
 
 _ENDS_ON_CHANGE = frozenset({LinkState.LOGIN_REQUIRED, LinkState.ERROR, LinkState.NOT_HONORED})
 
@@ -173,7 +177,7 @@ class LinkMachine:
     """One link's state, what it wants and holds, and every decision about them."""
 
     __slots__ = (
-        "_roots",
+        "_slashes",
         "acked_this_session",
         "backoff",
         "backoff_until",
@@ -195,7 +199,7 @@ class LinkMachine:
     def __init__(self, settings: Settings, policy: RelistenPolicy | None = None) -> None:
         self.settings = settings
         self.policy = policy or RelistenPolicy(
-            Backoff(base_s=settings.backoff_base_s, cap_s=settings.backoff_cap_s),
+            _backoff(settings.backoff_base_s, settings.backoff_cap_s),
             listens_per_minute=settings.relisten_per_minute,
             relisten_jitter_s=settings.relisten_jitter_s,
         )
@@ -206,13 +210,17 @@ class LinkMachine:
         self.wanted: dict[str, int] = {}
         """URI -> subscription id."""
         self.listened: frozenset[str] = frozenset()
-        """The URIs the current stream was opened for."""
+        """The URIs the current stream was opened for: the same set as :attr:`honored` when
+        the acknowledgement honored them all (a link holds thousands of these sets)."""
         self.honored: frozenset[str] = frozenset()
-        self._roots: dict[str, list[str]] = {}
-        """Honored URIs by their form without a trailing slash, for sub-resource matching."""
-        self.unread: set[int] = set()
+        """The acknowledged URIs, as :attr:`wanted`'s own strings (not the server's copies)."""
+        self._slashes = 0
+        """The most trailing slashes on an honored URI, for sub-resource matching
+        (:meth:`targets`): a number where a table of the honored URIs was."""
+        self.unread: set[int] | frozenset[int] = _NONE_UNREAD
         """Subscriptions (ids) with no read stored at the last ack: they turn ``active`` when
-        their first read is stored, and show a failed first read at once."""
+        their first read is stored, and show a failed first read at once. Once all are read
+        it is the one shared empty set again (a set keeps the size it grew to)."""
         self.acked_this_session = False
         self.last_error: str | None = None
         self.last_error_code: str | None = None
@@ -301,7 +309,8 @@ class LinkMachine:
         self.acked_this_session = True
         verdict = self.policy.acknowledged(now, uris, honored)
         wanted = self.wanted
-        kept = frozenset(u for u in verdict.honored if u in wanted)
+        # Our own strings (``uris`` are the wanted set's keys), not the server's copies of them.
+        kept = frozenset(u for u in uris if u in verdict.honored and u in wanted)
         left_out = tuple(wanted[u] for u in uris if u not in kept and u in wanted)
         failing_now = {u: failing[u] for u in kept if u in failing}
         changes = (
@@ -328,7 +337,7 @@ class LinkMachine:
         """The acknowledgement's transaction committed under ``generation``."""
         self._require("opened")
         self.generation = generation
-        self.unread = set(unread)
+        self.unread = set(unread) if unread else _NONE_UNREAD
         if not ack.keep:
             # Nothing wanted can ever arrive on it: hold no stream, send no listen loop.
             return self._not_honored(
@@ -336,12 +345,10 @@ class LinkMachine:
                 f"{len(ack.uris)} URI(s) listened for"
             )
         previous = self.honored
-        self.listened = frozenset(ack.uris)
+        listened = frozenset(ack.uris)
+        self.listened = ack.honored if listened == ack.honored else listened
         self.honored = ack.honored
-        roots: dict[str, list[str]] = {}
-        for uri in ack.honored:
-            roots.setdefault(uri.rstrip("/"), []).append(uri)
-        self._roots = roots
+        self._slashes = max((len(u) - len(u.rstrip("/")) for u in ack.honored), default=0)
         self.state = LinkState.OPEN
         self.last_error = self.last_error_code = self.last_error_hint = None
         self.backoff_until = None
@@ -456,17 +463,28 @@ class LinkMachine:
     def targets(self, uri: str) -> list[str]:
         """The honored URIs an update for ``uri`` asks us to re-read.
 
-        Spec §3.3: the URI may be a sub-resource of one we subscribed to. Walking the
-        URI's own ``/`` positions costs O(len(uri)), not O(subscriptions), per notification.
+        Spec §3.3: the URI may be a sub-resource of one we subscribed to: an honored URI
+        that, without its trailing slashes, is the part of ``uri`` before one of its ``/``.
+        Walking the URI's own ``/`` positions (each prefix with as many trailing slashes as
+        an honored URI has) costs O(len(uri)), not O(subscriptions), per notification, and
+        no table beside the honored set.
         """
-        if uri in self.honored:
+        honored = self.honored
+        if uri in honored:
             return [uri]
         found: list[str] = []
+        slashes = self._slashes
         cut = uri.find("/")
         while cut != -1:
-            found.extend(self._roots.get(uri[:cut], ()))
+            root = uri[:cut]
+            if not root.endswith("/"):
+                found.extend(
+                    candidate
+                    for candidate in (root + "/" * n for n in range(slashes + 1))
+                    if candidate in honored
+                )
             cut = uri.find("/", cut + 1)
-        return list(dict.fromkeys(found))
+        return found
 
     def reads(self, uri: str) -> bool:
         """An update for ``uri`` (an honored URI a reader picked) is still to be re-read."""
@@ -487,8 +505,12 @@ class LinkMachine:
     def read_stored(self, subscription_id: int, generation: int) -> None:
         """A read was stored under ``generation`` after the subscription had none (or was
         failing): it has one now."""
-        if generation == self.generation:
-            self.unread.discard(subscription_id)
+        unread = self.unread
+        if generation == self.generation and subscription_id in unread:
+            assert isinstance(unread, set)  # the shared empty one has no member
+            unread.discard(subscription_id)
+            if not unread:
+                self.unread = _NONE_UNREAD
 
     def shows_read_errors(self) -> bool:
         """A failed read is shown on its subscription only while the link is open: when it
@@ -561,6 +583,12 @@ class LinkMachine:
     def _require(self, event: str) -> None:
         if self.state not in ALLOWED[event]:
             raise LinkMachineError(f"{event} is not allowed in state {self.state.value}")
+
+
+@functools.cache
+def _backoff(base_s: float, cap_s: float) -> Backoff:
+    """One (frozen) schedule for every link of the same settings, not one per link."""
+    return Backoff(base_s=base_s, cap_s=cap_s)
 
 
 def read_error(subscription_id: int, exc: McpError) -> StateChange:

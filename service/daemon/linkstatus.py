@@ -10,6 +10,7 @@ cache's key (:mod:`service.daemon.statuscache`): a link's part is rebuilt only w
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,9 +83,12 @@ class LinkSnapshot:
     """Acknowledged streams in a row that ended young (the relisten policy backs off)."""
     stream_open: bool
     """A listen stream is held (open only counts while the state is ``open``)."""
-    honored: tuple[str, ...]
+    honored: Collection[str]
+    """Not a copy: the link's own frozen set (never changed, replaced)."""
     capabilities: dict[str, Any] | None
-    wanted: tuple[str, ...]
+    wanted: Collection[str]
+    """A tuple, or the link's frozen set of the URIs its stream was opened for when that is
+    the same set (frozen sets compare as sets, a tuple and a set as unequal: a rebuild)."""
 
 
 def render(link: LinkSnapshot) -> dict[str, Any]:

@@ -99,3 +99,9 @@ async def test_first_of_waits_on_one_future_for_either_event_and_leaves_none_beh
     with contextlib.suppress(asyncio.CancelledError):
         await cancelled
     assert ready._waiters is None and changed._waiters is None
+
+
+def test_an_inbox_has_no_attribute_dict() -> None:
+    """Every link's session holds one: slots, not a ~300-byte attribute dict."""
+    inbox: LinkInbox[str] = LinkInbox()
+    assert not hasattr(inbox, "__dict__")

@@ -6,10 +6,14 @@ long, what a read of the link is told, and what the link shows."""
 from __future__ import annotations
 
 import random
+import sys
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from service.backoff import Backoff
 from service.daemon.config import Settings
@@ -482,6 +486,71 @@ def test_updates_for_sub_resources_reach_their_subscribed_root() -> None:
     assert not m.reads("a://1"), "unwanted since the update came"
 
 
+def _targets_by_table(honored: frozenset[str], uri: str) -> set[str]:
+    """Sub-resource matching as a table of the honored URIs by their form without trailing
+    slashes (what the machine held per link before): the reference for :meth:`targets`."""
+    if uri in honored:
+        return {uri}
+    roots: dict[str, list[str]] = {}
+    for h in honored:
+        roots.setdefault(h.rstrip("/"), []).append(h)
+    found: set[str] = set()
+    cut = uri.find("/")
+    while cut != -1:
+        found.update(roots.get(uri[:cut], ()))
+        cut = uri.find("/", cut + 1)
+    return found
+
+
+_PATHS = st.text(alphabet="ab/", max_size=8)
+
+
+@given(honored=st.frozensets(_PATHS, max_size=6), uri=_PATHS)
+def test_sub_resource_matching_without_a_table_finds_what_the_table_found(
+    honored: frozenset[str], uri: str
+) -> None:
+    m = machine()
+    for i, h in enumerate(sorted(honored)):
+        m.want(h, 100 + i)
+    m.connect()
+    assert m.listening(0.0) is None
+    uris = sorted(m.wanted)
+    m.opened(m.acknowledged(0.0, uris, uris, {}), 1, [], reread_all=True)
+    found = m.targets(uri)
+    assert len(found) == len(set(found)), "each target once"
+    assert set(found) == _targets_by_table(m.honored, uri)
+
+
+def test_an_open_link_holds_one_set_of_its_uris_in_wanteds_own_strings() -> None:
+    """A daemon holds thousands of links: the stream's URIs and the honored ones are one set
+    when equal, made of the wanted set's strings (not the acknowledgement's copies), no table
+    beside it, and no unread set once every first read is stored."""
+    m = LinkMachine(Settings())
+    uris = [f"test://bench/{i}" for i in range(100)]
+    for i, uri in enumerate(uris):
+        m.want(uri, i)
+    copies = ["".join(list(u)) for u in uris]  # the server's strings: equal, not the same
+    m.connect()
+    assert m.listening(0.0) is None
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        ack = m.acknowledged(0.0, sorted(m.wanted), copies, {})
+        m.opened(ack, 1, range(100), reread_all=True)
+        for i in range(100):
+            m.read_stored(i, generation=1)
+        del ack
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert m.listened is m.honored
+    wanted_strings = {id(u) for u in m.wanted}
+    assert all(id(u) in wanted_strings for u in m.honored)
+    assert not m.unread and m.unread is LinkMachine(Settings()).unread, "the shared empty set"
+    assert held <= sys.getsizeof(m.honored) * 1.2, f"{held} bytes held for one set of URIs"
+    assert m.targets("test://bench/7/part") == ["test://bench/7"]
+
+
 def test_a_read_activates_only_on_an_open_link_that_honors_it() -> None:
     m = machine()
     m.connect()
@@ -523,3 +592,8 @@ def test_a_state_hint_backs_every_backoff_code() -> None:
     down = m.ended(LIVED, Failed(JsonRpcError(wire.INTERNAL_ERROR, "x")))
     assert isinstance(down, Down)
     assert down.hint == state_hint("SUBSCRIPTION_FAILED")
+
+
+def test_links_of_the_same_settings_share_one_backoff_schedule() -> None:
+    settings = Settings()
+    assert LinkMachine(settings).backoff is LinkMachine(settings).backoff
