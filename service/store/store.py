@@ -45,6 +45,7 @@ from service.store.dialect import LINKS_CHANNEL, dialect_for
 from service.store.health import StorageHealth
 from service.store.records import Event, Revision, Server, Subscription, from_row, loads_object
 from service.store.remembered import Answer, Remembered
+from service.store.writelock import WriteLock
 from service.store.writer import WriterThread
 
 T = TypeVar("T")
@@ -143,6 +144,9 @@ MAX_READ_BATCH = 256
 """Reads per group-commit transaction: bounds how long one commit holds the write lock (and,
 on PostgreSQL, the event-order lock) while a burst drains."""
 
+_PendingRead = tuple[groupcommit.Read, "asyncio.Future[Any]"]
+_Batch = list[_PendingRead]
+
 EventSink = Callable[[Connection, Event], object]
 """Runs inside the transaction that commits an event (e.g. the webhook outbox)."""
 
@@ -170,10 +174,16 @@ class Store:
         self._writer_conn: Connection | None = None
         """The writer thread's connection, kept between transactions (touched on that thread
         only, and by :meth:`close` once it stopped)."""
-        self._write_lock = asyncio.Lock()
-        self._pending_reads: list[tuple[groupcommit.Read, asyncio.Future[Any]]] = []
+        self._write_lock = WriteLock()
+        self._pending_reads: list[_PendingRead] = []
         """Reads waiting for the next group commit (see :meth:`record_read`)."""
+        self._committing = False
+        """A group commit is scheduled or under way: it takes the pending reads next."""
         self._committer: asyncio.Task[None] | None = None
+        """The group commit's task, when it runs as one (PostgreSQL, the write lock taken,
+        a batch that failed); SQLite's usual batch runs from loop callbacks instead."""
+        self._commits_settled: asyncio.Future[None] | None = None
+        """For :meth:`close`: set once no batch is in flight."""
         self._discover_waiting: dict[int, list[asyncio.Future[str | None]]] = {}
         """Links waiting for their kept discover result (see :meth:`stored_discover`)."""
         self._discover_loader: asyncio.Task[None] | None = None
@@ -229,9 +239,10 @@ class Store:
         return store
 
     async def close(self) -> None:
-        if self._committer is not None and not self._committer.done():
-            with contextlib.suppress(Exception):  # its callers get the outcome or the error
-                await self._committer
+        if self._committing:  # its callers get the outcome or the error
+            self._commits_settled = asyncio.get_running_loop().create_future()
+            with contextlib.suppress(Exception):
+                await self._commits_settled
         await self.engine.dispose()
         self._writer.shutdown()
         held, self._writer_conn = self._writer_conn, None
@@ -574,8 +585,12 @@ class Store:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[Revision, Event] | None] = loop.create_future()
         self._pending_reads.append((read, future))
-        if self._committer is None or self._committer.done():
-            self._committer = loop.create_task(self._commit_reads())
+        if not self._committing:
+            self._committing = True
+            if self.sync_engine is None:  # PostgreSQL: the transaction is awaited
+                self._committer = loop.create_task(self._commit_reads())
+            else:
+                loop.call_soon(self._commit_pending)  # the reads of this turn go in one batch
         try:
             outcome = await future
         finally:
@@ -583,47 +598,121 @@ class Store:
                 await self.record_storage_events()
         return None if outcome is None else outcome[0]
 
-    async def _commit_reads(self) -> None:
-        """Commit the queued reads, a batch per writer call, until none are left.
+    # ---- group commit ---------------------------------------------------------------------
+    # SQLite's usual batch runs from loop callbacks: scheduled with ``call_soon`` (so every
+    # read of the turn joins it), handed to the writer thread, settled from the thread's
+    # hand-back (:meth:`WriterThread.submit`). Each read's caller wakes once, from its own
+    # future. Whatever needs to await (PostgreSQL's transaction, the write lock held by
+    # another write, a batch that failed and is written read by read) runs the same steps in
+    # a task, :meth:`_commit_reads`.
 
-        The task starts on the loop's next turn, so the first batch is every read queued in
-        the tick that started it; later batches are what queued while the writer was busy.
-        Committed events are published in id order, even for callers that went away."""
-        while self._pending_reads:
-            batch = [
-                item for item in self._pending_reads[:MAX_READ_BATCH] if not item[1].done()
-            ]  # a caller cancelled before its turn: not written, as before group commit
-            del self._pending_reads[:MAX_READ_BATCH]
-            if not batch:
-                continue
-            try:
-                async with self._write_lock:
-                    outcomes, activated = await self._write_reads(batch)
-            except Exception as exc:
+    def _take_batch(self) -> _Batch:
+        """The next batch: up to ``MAX_READ_BATCH`` pending reads, less those whose caller
+        left before their turn (not written, as before group commit)."""
+        batch = [item for item in self._pending_reads[:MAX_READ_BATCH] if not item[1].done()]
+        del self._pending_reads[:MAX_READ_BATCH]
+        return batch
+
+    def _commit_pending(self) -> None:
+        """On the loop, with ``_committing`` set: start the next batch, or stand down."""
+        if self.sync_engine is None or not self._write_lock.try_acquire():
+            self._committer = asyncio.get_running_loop().create_task(self._commit_reads())
+            return
+        batch: _Batch = []
+        while self._pending_reads and not batch:
+            batch = self._take_batch()
+        if not batch:
+            self._write_lock.release()
+            self._stand_down()
+            return
+        reads = [read for read, _future in batch]
+        sinks = self.event_sinks
+        activated: list[Event] = []
+
+        def transaction(conn: Connection) -> list[tuple[Revision, Event] | None]:
+            return linkstate.record_reads(conn, self.dialect, reads, sinks, activated)
+
+        def written(outcomes: Any, error: BaseException | None) -> None:
+            self._write_lock.release()
+            if error is None:
+                self.health.succeeded()
+                self._settle_batch(batch, outcomes, activated)
+                self._continue()
+            elif isinstance(error, Exception):  # write it read by read, as the task does
+                self._committer = asyncio.get_running_loop().create_task(
+                    self._commit_reads(failed=(batch, error))
+                )
+            else:  # not an error of the batch's (the thread is stopping): fail, do not hang
                 for _read, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            except BaseException:  # cancelled (the store is closing): fail the queue, not hang it
-                for _read, future in [*batch, *self._pending_reads]:
                     future.cancel()
-                self._pending_reads.clear()
-                raise
-            events = activated + [outcome[1] for outcome in outcomes if outcome is not None]
-            self.publish(sorted(events, key=lambda event: event.id) if activated else events)
-            for (_read, future), outcome in zip(batch, outcomes, strict=True):
+                self._continue()
+
+        self._writer.submit(lambda: self._in_transaction(transaction), written)
+
+    def _continue(self) -> None:
+        if self._pending_reads:
+            self._commit_pending()
+        else:
+            self._stand_down()
+
+    def _stand_down(self) -> None:
+        self._committing = False
+        settled, self._commits_settled = self._commits_settled, None
+        if settled is not None and not settled.done():
+            settled.set_result(None)
+
+    def _settle_batch(
+        self, batch: _Batch, outcomes: list[tuple[Revision, Event] | None], activated: list[Event]
+    ) -> None:
+        """Publish what the batch committed, in event id order, then answer its callers
+        (those that went away too: their revisions were committed all the same)."""
+        events = activated + [outcome[1] for outcome in outcomes if outcome is not None]
+        self.publish(sorted(events, key=lambda event: event.id) if activated else events)
+        for (_read, future), outcome in zip(batch, outcomes, strict=True):
+            if not future.done():
+                future.set_result(outcome)
+
+    async def _commit_reads(self, failed: tuple[_Batch, Exception] | None = None) -> None:
+        """The group commit as a task, until no read is pending; ``failed``: first finish a
+        batch whose transaction failed (:meth:`_write_reads`' second half)."""
+        try:
+            if failed is not None:
+                await self._commit_batch(*failed)
+            while self._pending_reads:
+                batch = self._take_batch()
+                if batch:
+                    await self._commit_batch(batch)
+        except BaseException:  # cancelled (the store is closing): fail the queue, not hang it
+            for _read, future in self._pending_reads:
+                future.cancel()
+            self._pending_reads.clear()
+            self._stand_down()
+            raise
+        self._stand_down()
+
+    async def _commit_batch(self, batch: _Batch, failed: Exception | None = None) -> None:
+        try:
+            async with self._write_lock:
+                if failed is None:
+                    outcomes, activated = await self._write_reads(batch)
+                else:
+                    outcomes, activated = await self._write_reads_apart(batch, failed)
+        except Exception as exc:
+            for _read, future in batch:
                 if not future.done():
-                    future.set_result(outcome)
+                    future.set_exception(exc)
+            return
+        except BaseException:
+            for _read, future in batch:
+                future.cancel()
+            raise
+        self._settle_batch(batch, outcomes, activated)
 
     async def _write_reads(
-        self, batch: list[tuple[groupcommit.Read, asyncio.Future[Any]]]
+        self, batch: _Batch
     ) -> tuple[list[tuple[Revision, Event] | None], list[Event]]:
-        """One transaction for the batch (callers hold the write lock).
-
-        If it fails for a storage reason (disk full) every read fails with that error, and
-        ``health`` counts one failed write per read, as when each had its own transaction.
-        Any other failure is one read's: the reads are then written one transaction each,
-        so the others are stored and only the failing read gets its error.
+        """One transaction for the batch (callers hold the write lock); if it fails,
+        :meth:`_write_reads_apart`.
 
         Returns each read's outcome and the ``subscription.state`` events of the reads that
         marked their subscription ``active`` (``Read.activate``)."""
@@ -636,16 +725,28 @@ class Store:
             )
             return written, activated
         except Exception as exc:
-            if len(batch) == 1:
-                raise
-            if health.is_storage_failure(exc):
-                for _ in batch[1:]:
-                    self.health.failed(exc)
-                raise
+            return await self._write_reads_apart(batch, exc)
+
+    async def _write_reads_apart(
+        self, batch: _Batch, failed: Exception
+    ) -> tuple[list[tuple[Revision, Event] | None], list[Event]]:
+        """After the batch's transaction failed with ``failed`` (callers hold the write lock).
+
+        If it failed for a storage reason (disk full) every read fails with that error, and
+        ``health`` counts one failed write per read, as when each had its own transaction.
+        Any other failure is one read's: the reads are then written one transaction each,
+        so the others are stored and only the failing read gets its error."""
+        if len(batch) == 1:
+            raise failed
+        if health.is_storage_failure(failed):
+            for _ in batch[1:]:
+                self.health.failed(failed)
+            raise failed
+        sinks = self.event_sinks
         outcomes: list[tuple[Revision, Event] | None] = []
         committed: list[Event] = []
         for read, future in batch:
-            activated = []
+            activated: list[Event] = []
 
             def alone(
                 conn: Connection, read: groupcommit.Read = read, activated: list[Event] = activated

@@ -10,6 +10,7 @@ failure failing every read of the batch the way it fails one.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, event
 
-from service.store import Store
+from service.store import Store, linkstate
 from service.store.health import FAULT_FILE_ENV, is_storage_failure
 from service.store.records import Event, Revision
 from service.webhooks.repository import WebhookRepository
@@ -33,18 +34,17 @@ def contents(text: str, uri: str) -> list[dict[str, str]]:
     return [{"uri": uri, "mimeType": "text/plain", "text": text}]
 
 
-def count_writer_calls(store: Store) -> list[int]:
-    """Wrap ``store.in_writer``: the list grows by one per writer call that writes reads
-    (not, e.g., the ``daemon.storage`` event a failure queues)."""
+def count_writer_calls(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The list grows by one per transaction that writes reads (not, e.g., the
+    ``daemon.storage`` event a failure queues), whichever way the store runs it."""
     calls: list[int] = []
-    original = store.in_writer
+    original = linkstate.record_reads
 
-    async def counted(fn: Callable[[Connection], Any]) -> Any:
-        if "_write_reads" in getattr(fn, "__qualname__", ""):
-            calls.append(1)
-        return await original(fn)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
 
-    store.in_writer = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(linkstate, "record_reads", counted)
     return calls
 
 
@@ -60,14 +60,16 @@ async def subscriptions(store: Store, url: str, count: int) -> list[tuple[int, i
     return [(sub.id, sub.server_id) for sub, _ in added]
 
 
-async def test_a_fenced_row_in_a_batch_leaves_the_other_rows_alone(store: Store) -> None:
+async def test_a_fenced_row_in_a_batch_leaves_the_other_rows_alone(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a = await subscriptions(store, URL, 3)
     b = await subscriptions(store, OTHER, 2)
     gen_a = await bump_generation(store, a[0][1])
     stale_b = await bump_generation(store, b[0][1])
     current_b = await bump_generation(store, b[0][1])  # link b re-listened: stale_b is fenced
     seen = published(store)
-    calls = count_writer_calls(store)
+    calls = count_writer_calls(store, monkeypatch)
     plan = [(a[0], gen_a), (b[0], stale_b), (a[1], gen_a), (b[1], current_b), (a[2], gen_a)]
     results = await asyncio.gather(
         *(
@@ -87,12 +89,14 @@ async def test_a_fenced_row_in_a_batch_leaves_the_other_rows_alone(store: Store)
     assert again is not None and again.generation == current_b
 
 
-async def test_event_ids_follow_the_calls_within_and_across_batches(store: Store) -> None:
+async def test_event_ids_follow_the_calls_within_and_across_batches(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     subs = await subscriptions(store, URL, 40)
     gen = await bump_generation(store, subs[0][1])
     before = await store.last_event_id()
     seen = published(store)
-    calls = count_writer_calls(store)
+    calls = count_writer_calls(store, monkeypatch)
 
     def read(i: int, tag: str) -> Any:
         sid, server = subs[i]
@@ -111,7 +115,9 @@ async def test_event_ids_follow_the_calls_within_and_across_batches(store: Store
     assert [e.id for e in stored] == ids
 
 
-async def test_a_failing_row_costs_only_itself(store: Store) -> None:
+async def test_a_failing_row_costs_only_itself(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = WebhookRepository(store)
     await repo.create_target("http://127.0.0.1:9/hook", uri_patterns=["test://*"])
     subs = await subscriptions(store, URL, 3)
@@ -124,7 +130,7 @@ async def test_a_failing_row_costs_only_itself(store: Store) -> None:
 
     store.event_sinks.append(refuse)
     seen = published(store)
-    calls = count_writer_calls(store)
+    calls = count_writer_calls(store, monkeypatch)
     results = await asyncio.gather(
         *(
             store.record_read(sid, server, gen, contents(f"v{sid}", "u"), f"v{sid}")
@@ -153,7 +159,7 @@ async def test_a_storage_failure_fails_every_read_of_the_batch(
         gen = await bump_generation(store, subs[0][1])
         before = await store.last_event_id()
         seen = published(store)
-        calls = count_writer_calls(store)
+        calls = count_writer_calls(store, monkeypatch)
         full.touch()
         results = await asyncio.gather(
             *(
@@ -186,22 +192,38 @@ async def test_a_caller_that_leaves_before_its_turn_is_not_written(store: Store)
     subs = await subscriptions(store, URL, 3)
     gen = await bump_generation(store, subs[0][1])
     seen = published(store)
-    # The writer is busy with a first read (held inside its writer call, the public seam
-    # count_writer_calls wraps too): the next two reads wait in the queue behind it.
-    busy, go_on = asyncio.Event(), asyncio.Event()
-    original = store.in_writer
+    # The writer is busy with the first read's batch: the next two reads wait in the queue
+    # behind it. SQLite's writer thread is held inside a transaction queued before the
+    # batch; PostgreSQL's transactions run on the loop, so its writer call is held instead.
+    go_on, go_on_loop = threading.Event(), asyncio.Event()
+    holding: asyncio.Future[Any] | None = None
+    if store.sync_engine is not None:
+        busy = threading.Event()
 
-    async def held(fn: Callable[[Connection], Any]) -> Any:
-        busy.set()
-        await go_on.wait()
-        return await original(fn)
+        def held_thread(_conn: Connection) -> None:
+            busy.set()
+            go_on.wait(10)
 
-    store.in_writer = held  # type: ignore[method-assign]
+        holding = asyncio.ensure_future(store.in_writer(held_thread))
+        assert await asyncio.to_thread(busy.wait, 10)
+    else:
+        reached = asyncio.Event()
+        original = store.in_writer
+
+        async def held(fn: Callable[[Connection], Any]) -> Any:
+            reached.set()
+            await go_on_loop.wait()
+            return await original(fn)
+
+        store.in_writer = held  # type: ignore[method-assign]
     first = asyncio.ensure_future(
         store.record_read(subs[2][0], subs[2][1], gen, contents("f", "u"), "f")
     )
-    await busy.wait()
-    store.in_writer = original  # type: ignore[method-assign]
+    if store.sync_engine is None:
+        await reached.wait()
+        store.in_writer = original  # type: ignore[method-assign]
+    else:
+        await asyncio.sleep(0)  # the first read's batch is on its way to the writer thread
     kept = asyncio.ensure_future(
         store.record_read(subs[0][0], subs[0][1], gen, contents("k", "u"), "k")
     )
@@ -211,6 +233,9 @@ async def test_a_caller_that_leaves_before_its_turn_is_not_written(store: Store)
     await asyncio.sleep(0)  # both are queued
     left.cancel()
     go_on.set()
+    go_on_loop.set()
+    if holding is not None:
+        await holding
     assert (await first) is not None
     revision = await kept
     assert revision is not None and left.cancelled()
@@ -249,3 +274,67 @@ async def test_the_writer_keeps_one_connection_and_a_failure_replaces_it(
         assert len(checkouts) == kept + 1, "the failed transaction's connection is not reused"
     finally:
         await store.close()
+
+
+async def test_an_sqlite_read_is_committed_without_a_task(tmp_path: Path) -> None:
+    """SQLite's batch runs from loop callbacks and the writer thread's hand-back: a
+    committer task per batch was a task created and two loop turns per re-read."""
+    store = migrated_store(tmp_path / "mcpsub.db")
+    loop = asyncio.get_running_loop()
+    created: list[object] = []
+    factory = loop.get_task_factory()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        created.append(getattr(coro, "__qualname__", coro))
+        if factory is not None:
+            return factory(loop, coro, **kwargs)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    try:
+        subs = await subscriptions(store, URL, 3)
+        gen = await bump_generation(store, subs[0][1])
+        seen = published(store)
+        loop.set_task_factory(counting)
+        try:
+            for n in range(4):
+                sid, server = subs[n % 3]
+                assert await store.record_read(sid, server, gen, contents(f"v{n}", "u"), "t")
+        finally:
+            loop.set_task_factory(factory)
+        assert created == []
+        assert len(seen) == 4
+    finally:
+        await store.close()
+
+
+async def test_a_write_waiting_behind_a_batch_publishes_after_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Event ids reach subscribers in order across writers: a write that asked for the lock
+    while a batch was being committed runs, and publishes, after the batch; a batch that
+    finds the lock taken waits its turn."""
+    subs = await subscriptions(store, URL, 2)
+    gen = await bump_generation(store, subs[0][1])
+    seen = published(store)
+
+    async def note(tag: str) -> list[Event]:
+        def transaction(conn: Connection) -> list[Event]:
+            return [store.dialect.insert_event(conn, "daemon.storage", 0.0, data={"t": tag})]
+
+        events = await store.write(transaction, events=True)
+        store.publish(events)
+        return events
+
+    first = asyncio.ensure_future(
+        store.record_read(subs[0][0], subs[0][1], gen, contents("a", "u"), "a")
+    )
+    await asyncio.sleep(0)  # the batch is on its way (it holds the write lock)
+    written = asyncio.ensure_future(note("after the first batch"))
+    await asyncio.sleep(0)  # the write waits for the lock ...
+    second = asyncio.ensure_future(
+        store.record_read(subs[1][0], subs[1][1], gen, contents("b", "u"), "b")
+    )  # ... and a read queued after it commits after it
+    await asyncio.gather(first, written, second)
+    ids = [e.id for e in seen]
+    assert ids == sorted(ids) and len(ids) == 3
+    assert [e.type for e in seen] == ["resource.updated", "daemon.storage", "resource.updated"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -87,3 +88,42 @@ async def test_commits_that_finish_while_the_loop_is_busy_wake_it_once() -> None
         writer.shutdown()
     assert results == [True, 1, 2, 3, 4, None]
     assert woken == 1
+
+
+async def test_submit_hands_each_outcome_to_its_callback_on_the_loop() -> None:
+    """The group commit's way in: no future, a callback run by the loop's delivery; a
+    callback that raises goes to the loop's exception handler, not the next outcome."""
+    writer = WriterThread("test-writer")
+    loop = asyncio.get_running_loop()
+    got: list[tuple[object, object, bool]] = []
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    done = asyncio.Event()
+
+    def on_done(n: int) -> Callable[[object, BaseException | None], None]:
+        def settle(result: object, error: BaseException | None) -> None:
+            got.append((result, error, threading.current_thread() is threading.main_thread()))
+            if n == 1:
+                raise RuntimeError("a defective callback")
+            if n == 2:
+                done.set()
+
+        return settle
+
+    def fail() -> None:
+        raise ValueError("nope")
+
+    try:
+        writer.submit(lambda: "zero", on_done(0))
+        writer.submit(lambda: "one", on_done(1))
+        writer.submit(fail, on_done(2))
+        await asyncio.wait_for(done.wait(), 10)
+    finally:
+        loop.set_exception_handler(None)
+        writer.shutdown()
+    assert [(r, type(e).__name__, on_loop) for r, e, on_loop in got] == [
+        ("zero", "NoneType", True),
+        ("one", "NoneType", True),
+        (None, "ValueError", True),
+    ]
+    assert len(errors) == 1 and isinstance(errors[0]["exception"], RuntimeError)
