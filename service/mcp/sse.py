@@ -74,6 +74,27 @@ class SSEDecoder:
         if self._pending_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         self._pending_cr = False
+        buf = self._buffer
+        if b"\r" in chunk or b"\r" in buf:
+            self._feed_any_line_end(chunk, out)
+        else:
+            # Lines that end in LF alone, as servers send them: one split, not a search for
+            # CR and one for LF per line (the decoder was a sixth of probe --follow's CPU).
+            if buf:
+                buf += chunk
+                lines = bytes(buf).split(b"\n")
+            else:
+                lines = chunk.split(b"\n")
+            rest = lines.pop()
+            for raw in lines:
+                self._line(raw, out)
+            buf[:] = rest
+        if len(buf) > self._max:
+            raise EventTooLarge(f"SSE line longer than {self._max} bytes")
+        return out
+
+    def _feed_any_line_end(self, chunk: bytes, out: list[Event | Comment]) -> None:
+        """The general case: lines may end in CRLF, LF or a lone CR."""
         self._buffer += chunk
         start = 0
         buf = self._buffer
@@ -95,9 +116,6 @@ class SSEDecoder:
             self._line(bytes(buf[start:end]), out)
             start = next_start
         del buf[:start]
-        if len(buf) > self._max:
-            raise EventTooLarge(f"SSE line longer than {self._max} bytes")
-        return out
 
     def comments_only(self, piece: bytes) -> int:
         """How many comments ``piece`` holds when feeding it would report them and change

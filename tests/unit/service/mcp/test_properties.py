@@ -99,6 +99,68 @@ def test_sse_arbitrary_bytes_never_crash(raw: bytes, cuts: list[int]) -> None:
         pass
 
 
+class GeneralDecoder(SSEDecoder):
+    """The decoder with its general line splitting only (CRLF, LF, lone CR): the reference
+    for the LF-only split that :meth:`SSEDecoder.feed` takes when no CR is in sight."""
+
+    def feed(self, chunk: bytes) -> list[Event | Comment]:
+        out: list[Event | Comment] = []
+        if not chunk:
+            return out
+        if self._pending_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._pending_cr = False
+        self._feed_any_line_end(chunk, out)
+        if len(self._buffer) > self._max:
+            raise EventTooLarge("too long")
+        return out
+
+
+sse_bytes = st.lists(
+    st.sampled_from(
+        [
+            b"data: ",
+            b"event: x",
+            b": c",
+            b"id: 1",
+            b"retry: 5",
+            b"\n",
+            b"\n",
+            b"\r",
+            b"\r\n",
+            b"x",
+            b"\xc3\xa9",
+            b"\xef\xbb\xbf",
+            b":",
+        ]
+    ),
+    max_size=60,
+).map(b"".join)
+
+
+@FAST
+@given(
+    st.one_of(sse_bytes, st.binary(max_size=300)), st.lists(st.integers(min_value=0), max_size=12)
+)
+def test_sse_the_lf_only_split_decodes_as_the_general_one(raw: bytes, cuts: list[int]) -> None:
+    fast, general = SSEDecoder(max_event_bytes=64), GeneralDecoder(max_event_bytes=64)
+    got: list[object] = []
+    want: list[object] = []
+    start = 0
+    for cut in [*sorted(set(c % (len(raw) + 1) for c in cuts)), len(raw)]:
+        piece = raw[start:cut]
+        start = cut
+        for decoder, items in ((fast, got), (general, want)):
+            try:
+                items += decoder.feed(piece)
+            except EventTooLarge:
+                items.append("too large")
+        if got and got[-1] == "too large":
+            break
+    assert got == want
+    assert bytes(fast._buffer) == bytes(general._buffer)
+
+
 @FAST
 @given(st.integers(min_value=1, max_value=64), st.integers(min_value=65, max_value=400))
 def test_sse_limit_holds_for_any_line_length(limit: int, length: int) -> None:
