@@ -50,7 +50,7 @@ from service.daemon.linkstatus import LinkState
 from service.daemon.logs import set_log_level
 from service.daemon.reload import ConfigSource, Reloader
 from service.daemon.sdnotify import Notifier
-from service.daemon.supervisor import Supervisor
+from service.daemon.supervisor import Supervisor, idle_budget
 from service.daemon.wiring import supervisor_collaborators
 from service.http.connections import ApiLimits, ConnectionTracker, guarded_h11
 from service.http.server import WakeOnExitServer
@@ -452,6 +452,7 @@ class DaemonRun:
             lambda: tracker.open,
             relieve=supervisor.close_idle_connections,
         )
+        supervisor.idle_pool.max_idle = idle_budget(self.open_files)
         supervisor.admit_link = budget.check
         supervisor.descriptors_short = budget.relieve_now
         supervisor.gauges.update(

@@ -29,6 +29,7 @@ from service.daemon.takeover import Handover
 from service.daemon.tokens import SharedTokens
 from service.mcp.transports.base import Transport
 from service.mcp.transports.choose import default_tls, make_transport
+from service.mcp.transports.lean import IdlePool
 from service.store import Store, Subscription
 from service.store.database import describe
 from service.store.eventhub import EventHub
@@ -38,6 +39,21 @@ from service.triggers.runner import TriggerRunner
 from service.webhooks.dispatcher import Dispatcher
 
 log = structlog.get_logger("mcpsubd.supervisor")
+
+
+IDLE_SHARE_OF_DESCRIPTORS = 8
+"""The links' idle connections may hold one descriptor in this many: with one listen
+stream per link, links fill half a 20,000 limit at 10,000, and what a start has in flight
+(``connect_concurrency`` discovers, ``read_concurrency`` reads) stays well inside the rest."""
+DEFAULT_IDLE = 1024
+"""The pool's size where the descriptor limit is unknown."""
+
+
+def idle_budget(open_files: int) -> int:
+    """How many idle connections the links may keep, all origins together."""
+    if open_files <= 0:
+        return DEFAULT_IDLE
+    return max(READS_PER_LINK, open_files // IDLE_SHARE_OF_DESCRIPTORS)
 
 
 class Supervisor:
@@ -74,6 +90,9 @@ class Supervisor:
         # on every request, and with one shared pool holding 1,000 listen streams that scan
         # was most of the daemon's CPU per update (results/daemon.md).
         self._tls: ssl.SSLContext | None = None
+        self.idle_pool = IdlePool(idle_budget(0))
+        """The links' idle plain-http connections, shared per origin (a read takes what
+        another link's read left); sized to the descriptor limit by :func:`idle_budget`."""
         self._lock = asyncio.Lock()
         self._prune_task: asyncio.Task[None] | None = None
         self._tick_task: asyncio.Task[None] | None = None
@@ -155,6 +174,7 @@ class Supervisor:
         await asyncio.gather(*(link.stop() for link in links), return_exceptions=True)
         # Links stopped on a lost lease, reconciles: ended on purpose, not left to be destroyed.
         await asyncio.gather(*list(self._background), return_exceptions=True)
+        self.idle_pool.close_all()
         await self.leases.leave()
         await self.webhooks.stop()
         await self.triggers.stop()
@@ -299,6 +319,7 @@ class Supervisor:
             max_connections=8,
             max_idle=READS_PER_LINK,
             tls=self._shared_tls,
+            pool=self.idle_pool,
         )
 
     def _shared_tls(self) -> ssl.SSLContext:

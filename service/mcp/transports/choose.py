@@ -22,6 +22,8 @@ from service.netguard import AddressCheck
 if TYPE_CHECKING:
     import ssl  # a probe on plain http:// never loads it (its start-up cost)
 
+    from service.mcp.transports.lean import IdlePool
+
 
 def default_tls() -> ssl.SSLContext:
     """The default trust (:mod:`service.tlstrust`: the system's store), loaded once by a
@@ -41,6 +43,7 @@ def make_transport(
     ca_cert: str | None = None,
     tls: Callable[[], ssl.SSLContext] | None = None,
     address_check: AddressCheck | None = None,
+    pool: IdlePool | None = None,
 ) -> Transport:
     """The transport for ``url``: lean on plain ``http://`` without a proxy, httpx otherwise.
 
@@ -51,7 +54,8 @@ def make_transport(
     shares one loaded CA bundle between many transports (see :func:`default_tls`); otherwise ``ca_cert`` names the CA file (default: the system's trust,
     :mod:`service.tlstrust`).
     ``address_check`` judges every address a host name resolves to before connecting
-    (:mod:`service.netguard`, webhook targets). While a wire transcript is being recorded
+    (:mod:`service.netguard`, webhook targets). ``pool``: the lean transport keeps its idle
+    connections there, shared per origin (:class:`~service.mcp.transports.lean.IdlePool`). While a wire transcript is being recorded
     (:func:`service.mcp.transports.trace.recording`), the transport is wrapped to write it.
     """
     chosen = _choose(
@@ -63,6 +67,7 @@ def make_transport(
         ca_cert=ca_cert,
         tls=tls,
         address_check=address_check,
+        pool=pool,
     )
     recorder = trace.current()
     return chosen if recorder is None else trace.TracingTransport(chosen, recorder)
@@ -78,13 +83,18 @@ def _choose(
     ca_cert: str | None,
     tls: Callable[[], ssl.SSLContext] | None,
     address_check: AddressCheck | None,
+    pool: IdlePool | None,
 ) -> Transport:
     connect = timeout if connect_timeout is None else connect_timeout
     if lean_usable(url):
         from service.mcp.transports.lean import LeanHttp
 
         return LeanHttp(
-            url, connect_timeout=connect, max_idle=max_idle, address_check=address_check
+            url,
+            connect_timeout=connect,
+            max_idle=max_idle,
+            address_check=address_check,
+            pool=pool,
         )
     from service.mcp.transports.viahttpx import HttpxTransport
 

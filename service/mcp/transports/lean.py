@@ -72,7 +72,14 @@ MAX_HEAD_BYTES = 16 * 1024
 """A response head (status line and header fields) larger than this is refused: h11's
 default bound, which this transport had before (httpx, through httpcore, allows 100 KiB)."""
 
-__all__ = ["BodyRefused", "LeanHttp", "LeanStream", "RemoteProtocolError", "lean_usable"]
+__all__ = [
+    "BodyRefused",
+    "IdlePool",
+    "LeanHttp",
+    "LeanStream",
+    "RemoteProtocolError",
+    "lean_usable",
+]
 
 _TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x21-\x7e\t]*[\x21-\x7e])?)?")
@@ -497,6 +504,77 @@ class LeanStream:
         return self._conn.is_closed
 
 
+class IdlePool:
+    """Kept-alive connections shared by every :class:`LeanHttp` of one daemon, per origin.
+
+    Why: a transport per link kept its own idle connections, so 10,000 links on a few
+    servers' origins (a gateway serving many MCP servers under one ``host:port``, and the
+    scale bench's peers) opened a read connection or two per link at a cold start although
+    only ``read_concurrency`` reads run at once: ~20,000 connects, asyncio's connect path a
+    third of the start's CPU, and descriptors short (10,000 listens plus two idle read
+    connections each pass a 20,000 limit). Shared per origin, a link's read takes the
+    connection another link's read just left, and a listen the one a discover left. A
+    request carries its own ``Authorization`` and ``Host``, so a connection is bound to
+    neither the link nor its credential (as in any HTTP client's pool).
+
+    Bounded by ``max_idle`` in all, sized by the daemon to its descriptor limit: past it the
+    connection idle longest (of any origin) is closed, so a busy link keeps its warm one.
+    Within an origin the newest idle connection is taken first and the oldest closed first.
+    """
+
+    __slots__ = ("_by_origin", "_order", "max_idle")
+
+    def __init__(self, max_idle: int) -> None:
+        self.max_idle = max_idle
+        self._by_origin: dict[tuple[str, int], list[_Connection]] = {}
+        """Origin -> its idle connections, oldest first."""
+        self._order: dict[_Connection, tuple[str, int]] = {}
+        """Every idle connection -> its origin, oldest first (a dict keeps insertion order)."""
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def take(self, origin: tuple[str, int]) -> _Connection | None:
+        idle = self._by_origin.get(origin)
+        if not idle:
+            return None
+        conn = idle.pop()
+        del self._order[conn]
+        if not idle:
+            del self._by_origin[origin]
+        return conn
+
+    def put(self, origin: tuple[str, int], conn: _Connection) -> None:
+        if self.max_idle <= 0:
+            conn.close()
+            return
+        while len(self._order) >= self.max_idle:
+            oldest, its_origin = next(iter(self._order.items()))
+            self._remove_oldest(its_origin)
+            oldest.close()
+        self._by_origin.setdefault(origin, []).append(conn)
+        self._order[conn] = origin
+
+    def close_idle(self, origin: tuple[str, int], before: float) -> None:
+        """Close ``origin``'s connections idle since before ``before`` (the oldest are first)."""
+        idle = self._by_origin.get(origin)
+        while idle and idle[0].idle_since < before:
+            self._remove_oldest(origin).close()
+
+    def close_all(self) -> None:
+        conns, self._order, self._by_origin = self._order, {}, {}
+        for conn in conns:
+            conn.close()
+
+    def _remove_oldest(self, origin: tuple[str, int]) -> _Connection:
+        idle = self._by_origin[origin]
+        conn = idle.pop(0)
+        del self._order[conn]
+        if not idle:
+            del self._by_origin[origin]
+        return conn
+
+
 class _Stale(Exception):
     """A reused connection was found closed before any byte of the answer arrived."""
 
@@ -514,10 +592,13 @@ class LeanHttp:
         max_idle: int = 2,
         max_body: int = MAX_BODY_BYTES,
         address_check: AddressCheck | None = None,
+        pool: IdlePool | None = None,
     ) -> None:
         """``address_check``: resolve the host ourselves, refuse the connection if any of its
         addresses fails the check (:mod:`service.netguard`, webhook targets) and connect to
-        the address that was judged."""
+        the address that was judged. ``pool``: keep idle connections there, shared with the
+        other transports of the same origin (``max_idle`` then does not apply); never with
+        ``address_check``, whose connections were judged for this transport alone."""
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"lean HTTP serves plain http:// URLs only, not {url!r}")
@@ -533,6 +614,8 @@ class LeanHttp:
         self.max_body = max_body
         self.address_check = address_check
         self._idle: list[_Connection] = []
+        self._pool = pool if address_check is None else None
+        self._origin = (self.host.lower(), self.port)
         self._closed = False
         self._sendable = bool(
             _TARGET.fullmatch(self.target) and _FIELD_VALUE.fullmatch(self.host_header)
@@ -582,12 +665,18 @@ class LeanHttp:
             raise
 
     def close_idle(self, before: float) -> None:
-        """Close the idle connections released before ``before`` (the oldest are first)."""
+        """Close the idle connections released before ``before`` (the oldest are first); with
+        a shared pool, those of this transport's origin."""
+        if self._pool is not None:
+            self._pool.close_idle(self._origin, before)
+            return
         idle = self._idle
         while idle and idle[0].idle_since < before:
             idle.pop(0).close()
 
     async def aclose(self) -> None:
+        """Close this transport's idle connections; those in a shared pool are the pool's
+        (another transport of the origin may take them; its owner closes it)."""
         self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
@@ -619,6 +708,14 @@ class LeanHttp:
         return b"".join(parts)
 
     async def _acquire(self) -> tuple[_Connection, bool]:
+        pool = self._pool
+        if pool is not None:
+            while (conn := pool.take(self._origin)) is not None:
+                if conn.idle_ok():
+                    conn.url = self.url  # its errors now name this transport's URL
+                    return conn, True
+                conn.close()
+            return await self._connect(), False
         while self._idle:
             conn = self._idle.pop()
             if conn.idle_ok():
@@ -679,9 +776,13 @@ class LeanHttp:
         return answer
 
     def _release(self, conn: _Connection) -> None:
-        if self._closed or len(self._idle) >= self.max_idle or not conn.reusable:
+        pool = self._pool
+        if self._closed or not conn.reusable or (pool is None and len(self._idle) >= self.max_idle):
             conn.close()
             return
         conn.idle_since = time.monotonic()
         conn.rest()
-        self._idle.append(conn)
+        if pool is not None:
+            pool.put(self._origin, conn)
+        else:
+            self._idle.append(conn)

@@ -566,3 +566,63 @@ def test_an_idle_connection_keeps_no_answer_and_checked_fields_are_shared_and_bo
             await other.aclose()
 
     asyncio.run(scenario())
+
+
+def test_transports_of_one_origin_share_a_pool_and_errors_name_their_own_url() -> None:
+    """Links on one ``host:port`` (a gateway's servers under distinct paths) share idle
+    connections through an ``IdlePool``: the second link's read takes the connection the
+    first's left instead of connecting. A failure then names the URL of the transport that
+    used the connection, not the one that opened it."""
+
+    async def answer_then_hang_up(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int
+    ) -> None:
+        if len(served) <= 3:  # the fourth answer breaks off
+            writer.write(reply(OK_BODY))
+            await writer.drain()
+        else:
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n{")
+            await writer.drain()
+            writer.close()
+
+    served: list[int] = []
+
+    async def scenario() -> tuple[list[int], str]:
+        nonlocal served
+        async with serve(answer_then_hang_up) as (url, served_here):
+            served = served_here
+            base = url.split("/mcp")[0]
+            pool = lean_module.IdlePool(max_idle=8)
+            one = LeanHttp(f"{base}/s/1/mcp", pool=pool)
+            two = LeanHttp(f"{base}/s/2/mcp", pool=pool)
+            alone = LeanHttp(f"{base}/s/3/mcp")  # no pool: its own connection
+            assert (await one.post(b"{}", {})).body == OK_BODY
+            assert (await two.post(b"{}", {})).body == OK_BODY
+            assert (await alone.post(b"{}", {})).body == OK_BODY
+            with pytest.raises(TransportError) as failed:
+                await two.post(b"{}", {}, idempotent=False)
+            await one.aclose()
+            await two.aclose()
+            await alone.aclose()
+            pool.close_all()
+            return list(served), str(failed.value)
+
+    served_by, message = asyncio.run(scenario())
+    assert served_by == [1, 1, 2, 1]
+    assert "/s/2/mcp" in message and "/s/1/mcp" not in message
+
+
+def test_a_transport_with_an_address_check_keeps_its_connections_out_of_a_shared_pool() -> None:
+    """A webhook target's connection was judged for that target's host alone."""
+
+    async def scenario() -> tuple[int, list[int]]:
+        async with serve(keep_alive) as (url, served):
+            pool = lean_module.IdlePool(max_idle=8)
+            checked = LeanHttp(url, pool=pool, address_check=lambda address: None)
+            assert (await checked.post(b"{}", {})).body == OK_BODY
+            assert (await checked.post(b"{}", {})).body == OK_BODY
+            kept = len(pool)
+            await checked.aclose()
+            return kept, served
+
+    assert asyncio.run(scenario()) == (0, [1, 1])
