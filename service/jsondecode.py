@@ -16,7 +16,6 @@ not per byte; a 16 MiB text resource is a handful of containers).
 from __future__ import annotations
 
 import json
-import re as _re
 import sys
 
 TYPE_CHECKING = False  # typing costs more than socket+json: not imported at run time
@@ -30,10 +29,12 @@ MAX_DEPTH = 128
 FAST_MAX_BYTES = 64 * 1024
 """Texts up to this size may go through orjson (after the search below, which is bounded by
 it); larger ones, rare, through :mod:`json` directly."""
-_WIDE_NUMBER = _re.compile(r"\d{19}")
-_WIDE_NUMBER_BYTES = _re.compile(rb"\d{19}")
-"""19 digits in a row: an integer orjson may turn into a float (below -2**63 or past
-2**64 - 1). Also found in strings; those texts just take json's way."""
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x78 for b in range(256))
+_WIDE_NUMBER = b"0" * 19
+r"""19 ASCII digits in a row: an integer orjson may turn into a float (below -2**63 or past
+2**64 - 1). Also found in strings; those texts just take json's way. Found by mapping every
+digit to ``0`` and searching for the run: a third of the time of ``re.search(r"\d{19}")``,
+which cost more than orjson's own decode of a read's answer."""
 
 
 class InvalidJson(ValueError):
@@ -79,9 +80,9 @@ def loads(data: str | bytes | bytearray, *, max_depth: int = MAX_DEPTH) -> Any:
 
 
 def _has_wide_number(data: str | bytes | bytearray) -> bool:
-    if isinstance(data, str):
-        return _WIDE_NUMBER.search(data) is not None
-    return _WIDE_NUMBER_BYTES.search(data) is not None
+    if isinstance(data, str):  # digits are ASCII, so UTF-8's other bytes never look like one
+        data = data.encode("utf-8", "surrogatepass")
+    return _WIDE_NUMBER in data.translate(_DIGITS_AS_ZERO)
 
 
 def depth_exceeds(value: Any, max_depth: int) -> bool:

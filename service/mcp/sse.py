@@ -129,6 +129,7 @@ class SSEDecoder:
         """
         if (
             len(piece) > MAX_QUIET_PIECE_BYTES
+            or piece[:1] not in (b":", b"\n")  # an event's frame: told at its first byte
             or self._buffer
             or self._pending_cr
             or self._bom_pending

@@ -86,3 +86,23 @@ def test_with_orjson_loaded_the_values_are_json_s(value: object, as_bytes: bool)
     data: str | bytes = text.encode("utf-8", "surrogatepass") if as_bytes else text
     expected = json.loads(data)
     assert json.dumps(jsondecode.loads(data)) == json.dumps(expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-9223372036854775809",
+        "18446744073709551616",
+        '{"é": [1, 123456789012345678901234567890]}',
+        '["\\ud800", 99999999999999999999]',
+        '"\u0663\u0663\u0663\u0663\u0663\u0663\u0663\u0663\u0663\u0663"',
+    ],
+)
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_integers_orjson_cannot_hold_stay_integers(text: str, as_bytes: bool) -> None:
+    """The search for 19 digits in a row that sends a text json's way: in str and in bytes,
+    beside non-ASCII text and escapes (the boundary the hypothesis test may not reach)."""
+    import orjson  # noqa: F401  # loaded, as in the daemon
+
+    data: str | bytes = text.encode() if as_bytes else text
+    assert json.dumps(jsondecode.loads(data)) == json.dumps(json.loads(data))
