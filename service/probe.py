@@ -39,7 +39,7 @@ from service.mcp.errors import (
     ProtocolViolation,
     TransportError,
 )
-from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified, honored_uris
+from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
 from service.proberesult import ProbeResult as ProbeResult
 
 MAX_QUEUED_NOTIFICATIONS = 100
@@ -275,7 +275,7 @@ async def run_probe(options: ProbeOptions, result: ProbeResult | None = None) ->
                     # The ack may have arrived before the frame that broke the rules.
                     if stream.acknowledged and stream.machine is not None:
                         result.listen_acknowledged = True
-                        result.honored_uris = honored_uris(stream.machine.honored)
+                        result.honored_uris = stream.honored_uris
                     result.close_reason = "local"
                     raise
                 if isinstance(exc, TransportError) and exc.kind == "connect":

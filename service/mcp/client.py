@@ -288,7 +288,10 @@ class ListenStream:
         self.requested = dict(notifications)
         self.listen_id: Any = None
         self.machine: ListenMachine | None = None
-        self.honored: dict[str, Any] = {}
+        self.honored_uris: list[str] = []
+        """The acknowledgement's honored URIs; those it shares with the request are the
+        request's own strings, so an open stream keeps no part of the parsed acknowledgement
+        (a daemon holds thousands of streams for their lives)."""
         self.last_activity = time.monotonic()
         self.closed_locally = False
         self.streamed = False
@@ -305,13 +308,9 @@ class ListenStream:
         self._ended: ListenEvent | None = None
 
     @property
-    def honored_uris(self) -> list[str]:
-        return honored_uris(self.honored)
-
-    @property
     def acknowledged(self) -> bool:
         """The server's acknowledgement arrived (even if a later frame broke the rules)."""
-        return self.machine is not None and self.machine.honored is not None
+        return self.machine is not None and self.machine.acknowledged
 
     async def __aenter__(self) -> ListenStream:
         await self.open()
@@ -365,7 +364,6 @@ class ListenStream:
     async def _acknowledged(self) -> Acknowledged:
         event = await self._next()
         if isinstance(event, Acknowledged):
-            self.honored = event.honored
             content = self._content
             take = getattr(self._response, "take_quiet_pieces", None)
             if take is not None and content is not None and content.coding is None:
@@ -426,7 +424,11 @@ class ListenStream:
                     if item.event != "message":
                         continue
                     event = self.machine.receive(parse_json_message(item.data))
-                    if isinstance(event, Failed):  # the server's own words: may echo secrets
+                    if isinstance(event, Acknowledged):
+                        # Here, not when open() takes it: a later frame of the same piece
+                        # may break the rules first, and the probe reports what was honored.
+                        self._honor(event)
+                    elif isinstance(event, Failed):  # the server's own words: may echo secrets
                         self._client.redact(event.error)
                     self._pending.append(event)
                     if isinstance(event, (Closed, Failed)):
@@ -437,6 +439,12 @@ class ListenStream:
         except McpError as exc:
             self._client.redact(exc)
             raise
+
+    def _honor(self, ack: Acknowledged) -> None:
+        asked = self.requested.get("resourceSubscriptions")
+        own = {u: u for u in asked if isinstance(u, str)} if isinstance(asked, list) else {}
+        self.honored_uris = [own.get(u, u) for u in honored_uris(ack.honored)]
+        self.requested = {}  # sent and answered: not kept for the stream's life
 
     def _quiet_piece(self, piece: bytes) -> bool:
         """A piece that arrived while :meth:`_next` waits for a chunk (the lean transport

@@ -102,10 +102,15 @@ def _kind(message: dict[str, Any]) -> str:
 
 
 class ListenMachine:
+    __slots__ = ("acknowledged", "listen_id", "state")
+
     def __init__(self, listen_id: Any) -> None:
         self.listen_id = listen_id
         self.state = ListenState.AWAITING_ACK
-        self.honored: dict[str, Any] | None = None
+        self.acknowledged = False
+        """The acknowledgement arrived (even if a later frame broke the rules). Its honored
+        filter goes out in :class:`Acknowledged` and is not kept: a daemon holds one machine
+        per open stream for the stream's life, and needs the honored URIs once."""
 
     # -- the table --------------------------------------------------------------------------
     def receive(self, message: dict[str, Any]) -> ListenEvent:
@@ -141,9 +146,9 @@ class ListenMachine:
         honored = params.get("notifications")
         if honored is not None and not isinstance(honored, dict):
             raise ProtocolViolation("acknowledgement: notifications is not an object")
-        self.honored = dict(honored or {})
+        self.acknowledged = True
         self.state = ListenState.OPEN
-        return Acknowledged(self.honored)
+        return Acknowledged(dict(honored or {}))
 
     def _on_notification(self, message: dict[str, Any]) -> ListenEvent:
         params = self._check_tag(message)

@@ -63,13 +63,13 @@ def test_ack_first_acknowledges_with_honored_filter() -> None:
     event = machine.receive(ack("listen-1", honored))
     assert event == Acknowledged(honored)
     assert machine.state is ListenState.OPEN
-    assert machine.honored == honored
+    assert machine.acknowledged
 
 
 def test_ack_without_notifications_honors_nothing() -> None:
     machine = ListenMachine(1)
     assert machine.receive(ack(1)) == Acknowledged({})
-    assert machine.honored == {}
+    assert machine.acknowledged
 
 
 def test_ack_with_non_object_filter_is_violation() -> None:
@@ -77,7 +77,7 @@ def test_ack_with_non_object_filter_is_violation() -> None:
     with pytest.raises(ProtocolViolation, match="not an object"):
         machine.receive(ack(1, [URI]))
     assert machine.state is ListenState.AWAITING_ACK
-    assert machine.honored is None
+    assert not machine.acknowledged
 
 
 def test_notification_before_ack_is_violation_and_state_unchanged() -> None:
@@ -217,7 +217,7 @@ def test_second_ack_is_violation() -> None:
     with pytest.raises(ProtocolViolation, match="second acknowledgement"):
         machine.receive(ack(1, {"resourceSubscriptions": ["other://x"]}))
     assert machine.state is ListenState.OPEN
-    assert machine.honored == {"resourceSubscriptions": [URI]}
+    assert machine.acknowledged
 
 
 @pytest.mark.parametrize("opened_first", [False, True])

@@ -82,11 +82,38 @@ def test_a_listen_stream_is_read_frame_by_frame() -> None:
     async def scenario() -> tuple[Any, Any]:
         client = McpClient(URL, transport=MemoryTransport(URL, handler))
         async with client, client.listen({"resourceSubscriptions": ["test://a"]}) as stream:
-            return stream.honored, await stream.next_event()
+            return stream.honored_uris, await stream.next_event()
 
     honored, event = asyncio.run(scenario())
-    assert honored == {"resourceSubscriptions": ["test://a"]}
+    assert honored == ["test://a"]
     assert isinstance(event, Notified) and event.uri == "test://a"
+
+
+def test_an_open_stream_keeps_the_requests_strings_not_the_acknowledgements() -> None:
+    """The daemon holds every stream for its life: the honored URIs it keeps are the strings
+    it asked with (one copy per link), and nothing else of the parsed acknowledgement."""
+    asked = ["test://a", "test://b"]
+
+    async def handler(content: bytes, headers: dict[str, str]) -> MemoryStream:
+        meta = {wire.META_SUBSCRIPTION_ID: json.loads(content)["id"]}
+        honored = {"resourceSubscriptions": ["test://a", "test://c"], "x": {"big": "y" * 500}}
+        ack = {
+            "jsonrpc": "2.0",
+            "method": wire.ACKNOWLEDGED,
+            "params": {"_meta": meta, "notifications": honored},
+        }
+        return MemoryStream(200, {"content-type": "text/event-stream"}, [_frame(ack)])
+
+    async def scenario() -> Any:
+        client = McpClient(URL, transport=MemoryTransport(URL, handler))
+        async with client, client.listen({"resourceSubscriptions": asked}) as stream:
+            assert stream.acknowledged and stream.machine is not None
+            assert stream.honored_uris == ["test://a", "test://c"]
+            assert stream.honored_uris[0] is asked[0]
+            assert not hasattr(stream, "honored")
+            assert not hasattr(stream.machine, "honored")
+
+    asyncio.run(scenario())
 
 
 def test_a_frame_of_another_listen_is_a_protocol_error() -> None:
