@@ -10,9 +10,10 @@ asks which one it holds, and never imports httpx.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, NoReturn
@@ -96,7 +97,9 @@ class McpClient:
         self.transport: Transport = transport or make_transport(
             url, ca_cert=ca_cert, timeout=timeout
         )
-        self.client_info = {"name": client_name, "version": client_version}
+        self.client_info = _client_info(client_name, client_version)
+        """Shared by every client of the same name and version (a daemon makes one client
+        per link): never changed in place."""
         self.capabilities = dict(capabilities or {})
         self._ids = itertools.count(1)
         self.timeout = timeout
@@ -274,6 +277,31 @@ def _not_a_stream(
 class ListenStream:
     """One open ``subscriptions/listen`` stream: the machine plus the bytes it is fed."""
 
+    # Slots, not an attribute dict: a daemon holds one per link for the stream's life.
+    __slots__ = (
+        "_chunks",
+        "_client",
+        "_content",
+        "_decoder",
+        "_ended",
+        "_eof",
+        "_follower",
+        "_on_event",
+        "_pending",
+        "_pieces",
+        "_rate",
+        "_refilled",
+        "_response",
+        "_tokens",
+        "closed_locally",
+        "honored_uris",
+        "last_activity",
+        "listen_id",
+        "machine",
+        "requested",
+        "streamed",
+    )
+
     def __init__(
         self,
         client: McpClient,
@@ -306,6 +334,9 @@ class ListenStream:
         self._eof = False
         self._chunks: AsyncIterator[bytes] | None = None
         self._ended: ListenEvent | None = None
+        self._on_event: Callable[[ListenEvent | McpError], None] | None = None
+        """Who :meth:`follow` hands the events to (None: nobody follows)."""
+        self._follower: asyncio.Task[None] | None = None
 
     @property
     def acknowledged(self) -> bool:
@@ -488,6 +519,139 @@ class ListenStream:
         elif not fresh:
             await asyncio.sleep(0)
 
+    def follow(self, on_event: Callable[[ListenEvent | McpError], None]) -> None:
+        """Hand every later event of the acknowledged stream to ``on_event``: notifications,
+        then the one that ends it (Closed, Failed, Lost) or the :class:`McpError` of a frame
+        that broke the rules, after which nothing more comes. ``on_event`` returns at once
+        (it must not wait); an exception from it ends the following like a broken frame.
+
+        Why: a daemon follows thousands of idle streams, and a task per stream waiting in
+        :meth:`next_event` is a task and its chain of coroutine frames each. On the lean
+        transport, when the body is not content-coded, the stream is followed inside the
+        socket's callback (:meth:`LeanStream.follow`) and no task exists; over the frame
+        rate the socket is left unread for as long as a reader would have slept. Elsewhere
+        one task reads as :meth:`next_event` does."""
+        self._on_event = on_event
+        for event in self._pending:
+            if self._on_event is None:
+                return
+            self._deliver(event)
+        self._pending = []
+        if self._ended is not None:
+            self._finish(self._ended)
+            return
+        response = self._response
+        hand = getattr(response, "follow", None)
+        content = self._content
+        if hand is None or content is None or content.coding is not None or self._eof:
+            self._follower = asyncio.get_running_loop().create_task(self._drive())
+            return
+        for piece in self._pieces:
+            self._piece(piece)
+            if self._on_event is None:
+                return
+        self._pieces = iter(())
+        hand(self._piece, self._body_ended)
+
+    def unfollow(self) -> None:
+        """Hand nothing more to the follower (the stream stays open)."""
+        self._on_event = None
+        follower, self._follower = self._follower, None
+        if follower is not None and follower is not asyncio.current_task():
+            follower.cancel()
+        hand = getattr(self._response, "follow", None)
+        if hand is not None:
+            hand(None, None)
+
+    def _deliver(self, event: ListenEvent | McpError) -> None:
+        on_event = self._on_event
+        if on_event is None:
+            return
+        if isinstance(event, McpError | Closed | Failed | Lost):
+            self._finish(event)
+            return
+        try:
+            on_event(event)
+        except Exception as exc:
+            self._finish(McpError(f"listen reader crashed: {exc!r}"[:300]))
+
+    def _finish(self, end: ListenEvent | McpError) -> None:
+        """The last event: handed over once, then the following stops."""
+        on_event = self._on_event
+        if isinstance(end, McpError):
+            self._client.redact(end)
+        elif self._ended is None:
+            self._ended = end
+        self.unfollow()
+        if on_event is not None:
+            with contextlib.suppress(Exception):
+                on_event(end)
+
+    def _piece(self, piece: bytes) -> None:
+        """One body piece of a followed stream, in the socket's callback: never raises."""
+        try:
+            items = self._decoder.feed(piece)
+            if not items:
+                return
+            now = self.last_activity = time.monotonic()
+            rate = self._rate
+            if rate is not None:
+                tokens = min(rate, self._tokens + (now - self._refilled) * rate) - len(items)
+                self._tokens, self._refilled = tokens, now
+                if tokens < 0:
+                    pause = getattr(self._response, "pause_for", None)
+                    if pause is not None:
+                        pause(-tokens / rate)
+            machine = self.machine
+            assert machine is not None
+            for item in items:
+                if self._on_event is None:
+                    return
+                if not isinstance(item, Event) or item.event != "message":
+                    continue
+                event = machine.receive(parse_json_message(item.data))
+                if isinstance(event, Failed):  # the server's own words: may echo secrets
+                    self._client.redact(event.error)
+                self._deliver(event)
+        except EventTooLarge as exc:
+            self._finish(ProtocolViolation(str(exc)))
+        except McpError as exc:
+            self._finish(exc)
+        except Exception as exc:
+            self._finish(McpError(f"listen reader crashed: {exc!r}"[:300]))
+
+    def _body_ended(self, exc: BaseException | None) -> None:
+        """The followed stream's body ended: cleanly (what the decoder still holds, then
+        EOF), or broken."""
+        try:
+            machine = self.machine
+            assert machine is not None and self._content is not None
+            if exc is None:
+                self._eof = True
+                for piece in self._content.flush():
+                    self._piece(piece)
+                if self._on_event is not None:
+                    self._finish(machine.eof())
+            elif isinstance(exc, TransportError):
+                cause = exc.__cause__ or exc
+                self._finish(machine.eof(f"stream broke: {str(cause) or type(cause).__name__}"))
+            elif isinstance(exc, McpError):
+                self._finish(exc)
+            else:
+                self._finish(McpError(f"listen stream failed: {exc!r}"[:300]))
+        except Exception as failure:
+            self._finish(McpError(f"listen reader crashed: {failure!r}"[:300]))
+
+    async def _drive(self) -> None:
+        """:meth:`follow` where the transport cannot hand pieces over: one task reads."""
+        try:
+            while self._on_event is not None:
+                self._deliver(await self._next())
+        except McpError as exc:
+            self._finish(exc)
+        except Exception as exc:
+            self._finish(McpError(f"listen reader crashed: {exc!r}"[:300]))
+
     async def next_event(self) -> ListenEvent:
         """The next notification, or the event that ended the stream (Closed/Failed/Lost)."""
         return await self._next()
@@ -502,6 +666,8 @@ class ListenStream:
 
     async def aclose(self) -> None:
         """Close from our side; on HTTP that is the unsubscribe (spec §3.5)."""
+        if self._on_event is not None or self._follower is not None:
+            self.unfollow()
         response = self._response
         if response is not None and not response.is_closed:
             self.closed_locally = self._ended is None
@@ -515,6 +681,18 @@ __all__ = [
     "ListenStream",
     "McpClient",
 ]
+
+
+_CLIENT_INFOS: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def _client_info(name: str, version: str) -> dict[str, str]:
+    info = _CLIENT_INFOS.get((name, version))
+    if info is None:
+        if len(_CLIENT_INFOS) >= 16:
+            _CLIENT_INFOS.clear()  # a caller naming its clients freely must not grow it
+        info = _CLIENT_INFOS[(name, version)] = {"name": name, "version": version}
+    return info
 
 
 def _discovered(result: dict[str, Any]) -> DiscoverResult:

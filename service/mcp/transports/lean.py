@@ -159,6 +159,7 @@ class _Connection(asyncio.BufferedProtocol):
         "_drained",
         "_eof",
         "_failure",
+        "_framed_by_close",
         "_head_bytes",
         "_keep",
         "_lost",
@@ -175,6 +176,8 @@ class _Connection(asyncio.BufferedProtocol):
         "parser",
         "quiet",
         "received_bytes",
+        "sink",
+        "sink_end",
         "status",
         "transport",
         "url",
@@ -194,6 +197,11 @@ class _Connection(asyncio.BufferedProtocol):
         """A stream's reader's offer (:meth:`LeanStream.take_quiet_pieces`): a body piece that
         arrives while the reader waits and nothing is unread is shown to it here first; True
         means it was taken, and the reader is not woken for it."""
+        self.sink: Callable[[bytes], None] | None = None
+        self.sink_end: Callable[[BaseException | None], None] | None = None
+        """A stream followed in the callbacks (:meth:`LeanStream.follow`): every body piece
+        goes to ``sink`` as it is parsed, the answer's end (None, or what ended it) to
+        ``sink_end`` once; no task waits on the connection."""
         self.idle_since = 0.0
         """When the connection last went back to the idle list (``time.monotonic``)."""
         self._reset(streaming=False, max_body=0)
@@ -202,6 +210,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.status = 0
         self.headers: dict[str, str] = {}
         self.head_done = False
+        self._framed_by_close = False
         self.complete = False
         self._head_bytes = 0
         self._streaming = streaming
@@ -220,6 +229,7 @@ class _Connection(asyncio.BufferedProtocol):
         """A new exchange: a fresh parser; a stream keeps its body in pieces for the reader."""
         self._reset(streaming=streaming, max_body=max_body)
         self.quiet = None
+        self.sink = self.sink_end = None
         self.parser = httptools.HttpResponseParser(self)
 
     # ---- asyncio.Protocol -------------------------------------------------------------
@@ -278,11 +288,9 @@ class _Connection(asyncio.BufferedProtocol):
 
     def _ended(self) -> None:
         self._eof = True
-        if self.head_done and not self.complete and self._failure is None:
-            headers = self.headers
-            if "content-length" not in headers and not _chunked(headers):
-                self._closed_by_peer = True  # the answer was framed by the close
-                self.on_message_complete()
+        if self.head_done and not self.complete and self._failure is None and self._framed_by_close:
+            self._closed_by_peer = True  # the answer was framed by the close
+            self.on_message_complete()
         self._wake()
 
     def pause_writing(self) -> None:
@@ -298,6 +306,60 @@ class _Connection(asyncio.BufferedProtocol):
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+        if self.sink_end is not None:
+            self._sink_ended()
+
+    def _sink_ended(self) -> None:
+        """The followed answer's end, told once: None when it completed, else what
+        :meth:`_check` would raise to a reader."""
+        end = self.sink_end
+        if end is None or not (self.complete or self._failure is not None or self._eof):
+            return
+        self.sink = self.sink_end = None
+        try:
+            self._check()
+        except BaseException as exc:
+            end(exc)
+            return
+        end(None)
+
+    def follow(
+        self,
+        sink: Callable[[bytes], None] | None,
+        end: Callable[[BaseException | None], None] | None,
+    ) -> None:
+        """Hand the stream's body to ``sink`` from now on: what is unread first, then each
+        piece as it is parsed (None: stop)."""
+        self.sink, self.sink_end = sink, end
+        if sink is None:
+            return
+        # The head was read (the stream's reader took what it needed of it): a followed
+        # stream is held for its life, its head fields need not be (the framing is a flag).
+        self.headers = {}
+        chunks = self._chunks
+        while chunks and self.sink is sink:
+            data = chunks.pop(0)
+            self._size -= len(data)
+            sink(data)
+        if self._paused and self.sink is sink:
+            self._unpause()
+        self._sink_ended()
+
+    def pause_for(self, seconds: float) -> None:
+        """Read no more from the socket for ``seconds`` (a followed stream over its frame
+        rate): the server's writes then block, as with a reader that sleeps."""
+        transport = self.transport
+        if self._paused or transport is None or transport.is_closing():
+            return
+        self._paused = True
+        transport.pause_reading()
+        asyncio.get_running_loop().call_later(seconds, self._unpause)
+
+    def _unpause(self) -> None:
+        self._paused = False
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.resume_reading()
 
     # ---- llhttp callbacks -------------------------------------------------------------
     def on_message_begin(self) -> None:
@@ -323,6 +385,8 @@ class _Connection(asyncio.BufferedProtocol):
             return
         self.status = status
         self.head_done = True
+        headers = self.headers
+        self._framed_by_close = "content-length" not in headers and not _chunked(headers)
         if not self._streaming:
             coding = self.headers.get("content-encoding")
             if codings(coding):  # identity stays on the plain path
@@ -336,6 +400,10 @@ class _Connection(asyncio.BufferedProtocol):
         if not self.head_done:
             return  # an informational answer has no body; llhttp sends none anyway
         if self._streaming:
+            sink = self.sink
+            if sink is not None:
+                sink(body)
+                return
             quiet, waiter = self.quiet, self._waiter
             if (
                 quiet is not None
@@ -483,12 +551,26 @@ class LeanStream:
         runs inside the protocol's callback, so it must be quick and never raise."""
         self._conn.quiet = take
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        while True:
-            data = await self._conn.next_chunk()
-            if data is None:
-                return
-            yield data
+    def follow(
+        self,
+        sink: Callable[[bytes], None] | None,
+        end: Callable[[BaseException | None], None] | None,
+    ) -> None:
+        """Hand each body piece to ``sink`` inside the socket's callback, and the answer's end
+        to ``end`` (None when it completed, else the :class:`TransportError` a reader of
+        :meth:`chunks` would get): a followed stream needs no task reading it. What arrived
+        unread is handed over first. ``sink`` and ``end`` run inside the protocol's
+        callbacks: they must never raise. None stops it."""
+        self._conn.follow(sink, end)
+        if sink is not None:
+            self.headers = self._conn.headers
+
+    def pause_for(self, seconds: float) -> None:
+        """A followed stream over its rate: leave the socket unread for ``seconds``."""
+        self._conn.pause_for(seconds)
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        return _Chunks(self._conn)
 
     async def read_all(self, limit: int) -> bytes:
         body = LimitedBody(self.headers.get("content-encoding"), limit)
@@ -573,6 +655,26 @@ class IdlePool:
         if not idle:
             del self._by_origin[origin]
         return conn
+
+
+class _Chunks:
+    """A stream's body chunks as they arrive. Not an async generator: a listen stream keeps
+    its iterator for its life, and a suspended generator's frame kept the last chunk it
+    yielded (the acknowledgement's bytes, on a followed stream) besides itself."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: _Connection) -> None:
+        self._conn = conn
+
+    def __aiter__(self) -> _Chunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        data = await self._conn.next_chunk()
+        if data is None:
+            raise StopAsyncIteration
+        return data
 
 
 class _Stale(Exception):

@@ -219,3 +219,11 @@ def test_a_paced_stream_reads_each_chunk_in_the_turn_that_brought_it() -> None:
     assert received == events
     # Per event: the arrival's callback and the reader's wake-up; no third turn.
     assert turns == 2 * events, turns
+
+
+def test_clients_of_one_name_share_their_client_info() -> None:
+    """A daemon makes a client per link: the same ``clientInfo`` object, not a dict each."""
+    one = McpClient(URL, client_name="mcpsubd", transport=MemoryTransport(URL, None))  # type: ignore[arg-type]
+    two = McpClient(URL, client_name="mcpsubd", transport=MemoryTransport(URL, None))  # type: ignore[arg-type]
+    assert one.client_info is two.client_info
+    assert one.client_info["name"] == "mcpsubd"
