@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -40,7 +41,7 @@ from service.mcp import discovercache, wire
 from service.mcp.classify import iter_causes
 from service.mcp.client import DiscoverResult, ListenStream, McpClient
 from service.mcp.errors import McpError, TransportError
-from service.mcp.listen import Closed, Failed, Lost, Notified
+from service.mcp.listen import Closed, Failed, ListenEvent, Lost, Notified
 from service.mcp.transports.base import Transport
 from service.safetext import redact_urls
 from service.store import Store
@@ -61,7 +62,7 @@ after 5 s, closes it first)."""
 
 class _Down(Exception):
     """Internal: the machine decided the session ends (:class:`Down`); unwinds to
-    :meth:`ServerLink._attempt`, which applies it."""
+    :meth:`ServerLink.run`, which applies it."""
 
     def __init__(self, down: Down) -> None:
         super().__init__(down.message)
@@ -278,16 +279,53 @@ class ServerLink:
 
     # ---- the loop -------------------------------------------------------------------------
     async def run(self) -> None:
-        """The link's task. Its boundary catches what nothing inside did (a bug): the crash
-        is logged with its traceback, shown as ``INTERNAL_ERROR`` and the loop restarted after
-        a backoff, so a link never dies silently while its subscriptions look fine."""
+        """The link's task: sessions, and the waits between them, until it stops.
+
+        Its boundary catches what nothing inside did (a bug): the crash is logged with its
+        traceback, shown as ``INTERNAL_ERROR`` and the loop restarted after a backoff, so a
+        link never dies silently while its subscriptions look fine. One coroutine for the
+        loop and its boundary, and a session awaited from it directly: every idle link's task
+        holds its chain of suspended frames for the session's life (a few hundred bytes
+        each, thousands of links)."""
         crashes = 0
+        machine = self.machine
         while not self._stopping:
             try:
-                await self._loop()
-                return
+                if not machine.wanted:
+                    machine.idle()
+                    await self._close_stream(self.stream)
+                    self.stream = None
+                    self._changed.clear()
+                    await self._changed.wait()
+                    continue
+                try:
+                    await self._session()
+                    continue  # nothing is wanted any more
+                except asyncio.CancelledError:
+                    raise
+                except LeaseLost:
+                    raise
+                except Exception as exc:
+                    down = self._down_of(exc)
+                await self._fail(down)
+                if down.counted:
+                    self._stats["reconnects_total"] = self._stats.get("reconnects_total", 0) + 1
+                self._changed.clear()
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(down.delay_s):
+                        if down.wake is Wake.CHANGE:
+                            await self._changed.wait()
+                        else:
+                            await self._wake.wait()
+                machine.waited(recheck=self._wake.is_set(), changed=self._changed.is_set())
             except asyncio.CancelledError:
                 raise
+            except LeaseLost as lost:
+                # A fenced write (the session's, or writing the link down) shows the link
+                # is gone.
+                await self._lease_lost(str(lost))
+                return
             except Exception as exc:
                 crashes += 1
                 log.exception("link task crashed; restarting it", url=self.url)
@@ -301,51 +339,13 @@ class ServerLink:
                     log.exception("recording the crashed link's state failed", url=self.url)
                 await asyncio.sleep(down.delay_s)
 
-    async def _loop(self) -> None:
-        machine = self.machine
-        while not self._stopping:
-            if not machine.wanted:
-                machine.idle()
-                await self._close_stream(self.stream)
-                self.stream = None
-                self._changed.clear()
-                await self._changed.wait()
-                continue
-            try:
-                down = await self._attempt()
-            except LeaseLost as lost:
-                await self._lease_lost(str(lost))
-                return
-            if down is not None:
-                self._changed.clear()
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(down.delay_s):
-                        if down.wake is Wake.CHANGE:
-                            await self._changed.wait()
-                        else:
-                            await self._wake.wait()
-                machine.waited(recheck=self._wake.is_set(), changed=self._changed.is_set())
-
-    async def _attempt(self) -> Down | None:
-        """One session, and the machine's decision when it ended (None: nothing is wanted
-        any more). Raises LeaseLost when a fenced write shows the link is gone."""
-        try:
-            await self._session()
-            return None
-        except asyncio.CancelledError:
-            raise
-        except LeaseLost:
-            raise
-        except _Down as ended:
-            down = ended.down
-        except Exception as exc:
-            down = self.machine.failed(exc)
-            if down.unexpected:
-                log.exception("link failed with an unexpected error", url=self.url)
-        await self._fail(down)
-        if down.counted:
-            self._stats["reconnects_total"] = self._stats.get("reconnects_total", 0) + 1
+    def _down_of(self, exc: Exception) -> Down:
+        """The machine's decision on what ended a session."""
+        if isinstance(exc, _Down):
+            return exc.down
+        down = self.machine.failed(exc)
+        if down.unexpected:
+            log.exception("link failed with an unexpected error", url=self.url)
         return down
 
     async def _lease_lost(self, reason: str) -> None:
@@ -458,16 +458,14 @@ class ServerLink:
             # all at once, their discovers queued on the loop past the request deadline.
             await gate.acquire()
         try:
-            stream, reader, client, queue = await self._connect()
+            stream, client, queue = await self._connect()
         finally:
             if gate is not None:
                 gate.release()
         self.stream = stream
-        await self._serve(client, queue, reader)
+        await self._serve(client, queue)
 
-    async def _connect(
-        self,
-    ) -> tuple[ListenStream, asyncio.Task[None], McpClient, LinkInbox[StreamEnd]]:
+    async def _connect(self) -> tuple[ListenStream, McpClient, LinkInbox[StreamEnd]]:
         """A session's start: the token, discover, the first listen until acknowledged."""
         machine = self.machine
         token = self._session_token = await self._token()
@@ -481,15 +479,13 @@ class ServerLink:
         down = machine.listening(time.monotonic())
         if down is not None:
             raise _Down(down)
-        stream, reader = await self._relisten(client, queue, None, reread_all=True)
-        return stream, reader, client, queue
+        stream = await self._relisten(client, queue, reread_all=True)
+        return stream, client, queue
 
-    async def _serve(
-        self, client: McpClient, queue: LinkInbox[StreamEnd], reader: asyncio.Task[None]
-    ) -> None:
+    async def _serve(self, client: McpClient, queue: LinkInbox[StreamEnd]) -> None:
         """A connected session: serve its stream's ends and the link's changes until the link
-        wants nothing (return) or the machine says down (``_Down``). The stream's reader of
-        the moment is cancelled on the way out."""
+        wants nothing (return) or the machine says down (``_Down``). The stream of the moment
+        is no longer followed on the way out."""
         machine = self.machine
         try:
             while True:
@@ -504,35 +500,31 @@ class ServerLink:
                     for generation, item in ends:
                         if generation != machine.generation:
                             continue
-                        stream, reader = await self._reopen(client, queue, reader, item)
-                        self.stream = stream
+                        self.stream = await self._reopen(client, queue, item)
                 if self._changed.is_set():
                     self._changed.clear()
                     if machine.wants_relisten():
-                        stream, reader = await self._relisten(client, queue, reader)
-                        self.stream = stream
+                        self.stream = await self._relisten(client, queue)
                 if await self._token_rotated(client):
                     # Spec gap 14: a listen is authorised once; re-listen (make-before-break)
                     # with the refreshed token before the old one lapses.
-                    stream, reader = await self._relisten(client, queue, reader)
-                    self.stream = stream
+                    self.stream = await self._relisten(client, queue)
                 if self._silent_for is not None:
                     self._silent_for = None
                     watchdog = self._settings.keepalive_s * 3
                     # Make-before-break: the silent stream is closed once the new one is acked.
                     silent = Lost(f"no bytes for {watchdog:g} s (keep-alive watchdog)")
-                    stream, reader = await self._reopen(client, queue, reader, silent)
-                    self.stream = stream
+                    self.stream = await self._reopen(client, queue, silent)
         finally:
-            reader.cancel()
+            if self.stream is not None:
+                self.stream.unfollow()
 
     async def _reopen(
         self,
         client: McpClient,
         queue: LinkInbox[StreamEnd],
-        reader: asyncio.Task[None] | None,
         end: StreamEnd,
-    ) -> tuple[ListenStream, asyncio.Task[None]]:
+    ) -> ListenStream:
         """Listen again after the current stream ended, when and if the machine says."""
         decided = self.machine.ended(time.monotonic(), end)
         if isinstance(decided, Down):
@@ -541,7 +533,7 @@ class ServerLink:
         log.info("listen stream ended; re-listening", url=self.url, reason=decided.reason)
         if decided.delay_s > 0:
             await asyncio.sleep(decided.delay_s)
-        return await self._relisten(client, queue, reader, reread_all=True)
+        return await self._relisten(client, queue, reread_all=True)
 
     def close_idle(self, before: float) -> None:
         """Close this link's read connections idle since before ``before`` (monotonic)."""
@@ -592,10 +584,9 @@ class ServerLink:
         self,
         client: McpClient,
         queue: LinkInbox[StreamEnd],
-        old_reader: asyncio.Task[None] | None,
         *,
         reread_all: bool = False,
-    ) -> tuple[ListenStream, asyncio.Task[None]]:
+    ) -> ListenStream:
         """Make-before-break: open and acknowledge the new stream, then close the old one.
         ``reread_all``: re-read every honored URI (a new stream), else the added ones."""
         machine = self.machine
@@ -632,10 +623,7 @@ class ServerLink:
             # subset of these URIs, now refused too) and send no listen loop for it.
             await stream.aclose()
             raise _Down(opened)
-        old_stream = self.stream
-        if old_reader is not None:
-            old_reader.cancel()
-        await self._close_stream(old_stream)
+        await self._close_stream(self.stream)  # no longer followed: its end is not told
         self._stats["streams_opened_total"] = self._stats.get("streams_opened_total", 0) + 1
         if opened.retry_not_honored:
             loop = asyncio.get_running_loop()
@@ -650,56 +638,49 @@ class ServerLink:
         reads = self.reads
         for uri in opened.reread:
             reads.trigger(uri, "acknowledged")
-        generation = machine.generation
-        reader = asyncio.get_running_loop().create_task(self._pump(stream, generation, queue))
-        return stream, reader
+        stream.follow(functools.partial(self._take, machine.generation, queue))
+        return stream
 
     def _retry_not_honored(self) -> None:
         if self.machine.retry_not_honored():
             self._changed.set()
 
-    async def _pump(
-        self,
-        stream: ListenStream,
-        generation: int,
-        queue: LinkInbox[StreamEnd],
+    def _take(
+        self, generation: int, queue: LinkInbox[StreamEnd], event: ListenEvent | McpError
     ) -> None:
-        """Read one stream: each update straight to the link's reads, the stream's end to
-        the link's inbox (the link decides what follows).
+        """One event of a followed stream (:meth:`ListenStream.follow`, in the socket's
+        callback on the lean transport): each update straight to the link's reads, the
+        stream's end to the link's inbox (the link decides what follows).
 
         An update costs a dict entry at most, coalesced per URI in the reads' ready set,
         which holds only URIs the link wants: a flood for other URIs costs a counter, and
-        one for ours no more than one pending read per URI. No hop through the link's own
-        task: the reads' reader is woken directly.
+        one for ours no more than one pending read per URI. No task reads the stream, and
+        no hop through the link's own task: the reads' reader is woken directly. Whatever
+        raises here ends the following and reaches the link as the stream's end at once
+        (a reader that died silently would leave a link "open" until the watchdog fired).
         """
+        if isinstance(event, McpError | Closed | Lost | Failed):
+            queue.put_end(generation, event)
+            return
+        if not isinstance(event, Notified):
+            return  # the acknowledgement, which open() consumed already
         stats = self._stats
         machine = self.machine
-        reads = self.reads
         try:
-            while True:
-                event = await stream.next_event()
-                if isinstance(event, (Closed, Lost, Failed)):
-                    queue.put_end(generation, event)
-                    return
-                if not isinstance(event, Notified):
-                    continue  # the acknowledgement, which open() consumed already
-                stats["notifications_total"] = stats.get("notifications_total", 0) + 1
-                if event.method != wire.RESOURCE_UPDATED or not event.uri:
-                    continue
-                targets = machine.targets(event.uri)
-                if not targets:
-                    self._unsubscribed(event.uri)
-                for uri in targets:
-                    if machine.reads(uri) and not reads.trigger(uri):
-                        key = "notifications_coalesced_total"
-                        stats[key] = stats.get(key, 0) + 1
-        except McpError as exc:
-            queue.put_end(generation, exc)
-        except Exception as exc:
-            # Whatever kills the reader must reach the link at once: a reader that died
-            # silently would leave a link "open" until the keep-alive watchdog fired.
+            stats["notifications_total"] = stats.get("notifications_total", 0) + 1
+            if event.method != wire.RESOURCE_UPDATED or not event.uri:
+                return
+            targets = machine.targets(event.uri)
+            if not targets:
+                self._unsubscribed(event.uri)
+            reads = self.reads
+            for uri in targets:
+                if machine.reads(uri) and not reads.trigger(uri):
+                    key = "notifications_coalesced_total"
+                    stats[key] = stats.get(key, 0) + 1
+        except Exception:
             log.exception("listen reader crashed", url=self.url)
-            queue.put_end(generation, McpError(f"listen reader crashed: {exc!r}"[:300]))
+            raise
 
     def _unsubscribed(self, uri: str) -> None:
         """Count an update for a URI we did not subscribe; log it at most once per interval."""

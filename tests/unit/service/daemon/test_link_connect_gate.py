@@ -54,7 +54,7 @@ def test_links_connect_one_turn_at_a_time_and_a_failed_connect_frees_its_turn() 
                 await release[n].wait()
                 if n == 1:
                     raise RuntimeError("discover failed")
-                return None, cast(asyncio.Task[None], None), None, None
+                return None, None, None
 
             return connect
 
