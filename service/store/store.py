@@ -144,6 +144,10 @@ MAX_READ_BATCH = 256
 """Reads per group-commit transaction: bounds how long one commit holds the write lock (and,
 on PostgreSQL, the event-order lock) while a burst drains."""
 
+DISCOVER_SNAPSHOT_S = 60.0
+"""How long one snapshot of the kept discover results answers links' first sessions: a
+daemon's start (10,000 links pass the connect gate in ~30 s) within one snapshot."""
+
 _PendingRead = tuple[groupcommit.Read, "asyncio.Future[Any]"]
 _Batch = list[_PendingRead]
 
@@ -187,6 +191,8 @@ class Store:
         self._discover_waiting: dict[int, list[asyncio.Future[str | None]]] = {}
         """Links waiting for their kept discover result (see :meth:`stored_discover`)."""
         self._discover_loader: asyncio.Task[None] | None = None
+        self._discover_snapshot: dict[int, str] | None = None
+        """Server id -> kept discover result, for a while (see :meth:`_answer_discovers`)."""
         self.on_event: list[Any] = []
         """Callbacks ``(Event) -> None`` run after an event's transaction commits."""
         self._status: Remembered[catalog.StatusCounts] = Remembered(
@@ -395,24 +401,33 @@ class Store:
             await self._answer_discovers(waiting)
 
     async def _answer_discovers(self, waiting: dict[int, list[asyncio.Future[str | None]]]) -> None:
-        ids = sorted(waiting)
-        column = schema.servers.c.discovered
-        found: dict[int, str | None] = {}
+        """Answer from one snapshot of every kept discover result, taken by the first round
+        and reused for :data:`DISCOVER_SNAPSHOT_S`: at a start the links pass the connect
+        gate a few at a time, so the rounds were hundreds of small queries (a thread hop and
+        an ``IN`` list each: ~9 % of a 10,000-link start's samples). A result stored since
+        the snapshot is missed and that link discovers; an older one is still judged by its
+        own ``ttlMs`` (:mod:`service.mcp.discovercache`)."""
+        found = self._discover_snapshot
+        if found is None:
+            column = schema.servers.c.discovered
 
-        def query(conn: Connection) -> None:
-            for start in range(0, len(ids), 500):  # bound the statement's parameters
-                chunk = ids[start : start + 500]
-                rows = conn.execute(
-                    select(schema.servers.c.id, column).where(schema.servers.c.id.in_(chunk))
+            def query(conn: Connection) -> dict[int, str]:
+                rows = conn.execute(select(schema.servers.c.id, column).where(column.is_not(None)))
+                return {int(i): str(text) for i, text in rows}
+
+            found = {}
+            with contextlib.suppress(Exception):  # nothing kept: every link discovers
+                found = self._discover_snapshot = await self.in_reader(query)
+                asyncio.get_running_loop().call_later(
+                    DISCOVER_SNAPSHOT_S, self._drop_discover_snapshot
                 )
-                found.update((int(i), text) for i, text in rows)
-
-        with contextlib.suppress(Exception):  # nothing kept: every link discovers
-            await self.in_reader(query)
         for server_id, futures in waiting.items():
             for future in futures:
                 if not future.done():
                     future.set_result(found.get(server_id))
+
+    def _drop_discover_snapshot(self) -> None:
+        self._discover_snapshot = None
 
     async def subscription_states(self) -> dict[str, int]:
         """How many subscriptions are in each state (one GROUP BY: ``/v1/status`` at 10,000
@@ -535,6 +550,9 @@ class Store:
         acked = await self.write(transaction)
         if acked is not None:
             self.publish(acked.events)
+            snapshot = self._discover_snapshot
+            if discovered is not None and snapshot is not None:
+                snapshot[server_id] = discovered  # what this process wrote, it reads back
         return acked
 
     # ---- content --------------------------------------------------------------------------

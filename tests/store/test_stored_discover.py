@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from service.store import Store
+from service.store import Store, schema
 
 pytestmark = pytest.mark.anyio
 
@@ -50,3 +50,39 @@ async def test_links_asking_in_one_turn_share_a_query(store: Store) -> None:
     async with asyncio.timeout(5):
         assert await asyncio.gather(*(store.stored_discover(i) for i in ids)) == [None] * 5
     assert rounds == 1
+
+
+async def test_links_asking_in_later_rounds_are_answered_from_one_query(store: Store) -> None:
+    """A start's links pass the connect gate a few at a time: each round was a query of its
+    own (hundreds at 10,000 links). One snapshot answers them all for a while, with what this
+    store wrote since; another replica's write since is missed (that link discovers)."""
+    ids = [
+        (await store.add_subscription(URL.format(n), "test://kept"))[0].server_id for n in range(3)
+    ]
+    assert await store.listen_acknowledged(ids[0], 0, [], '{"kept": 0}') is not None
+    queries = 0
+    in_reader = store.in_reader
+
+    async def counted(fn):  # type: ignore[no-untyped-def]
+        nonlocal queries
+        queries += 1
+        return await in_reader(fn)
+
+    store.in_reader = counted  # type: ignore[method-assign]
+    async with asyncio.timeout(5):
+        assert await store.stored_discover(ids[0]) == '{"kept": 0}'
+        assert await store.listen_acknowledged(ids[1], 0, [], '{"kept": 1}') is not None
+        assert await store.stored_discover(ids[1]) == '{"kept": 1}'  # ours: read back
+        assert await store.stored_discover(ids[2]) is None
+        await store.write(  # another replica's, after the snapshot
+            lambda conn: conn.execute(
+                schema.servers.update()
+                .where(schema.servers.c.id == ids[2])
+                .values(discovered='{"kept": 2}')
+            )
+        )
+        assert await store.stored_discover(ids[2]) is None
+        assert queries == 1
+        store._drop_discover_snapshot()  # its time is up
+        assert await store.stored_discover(ids[2]) == '{"kept": 2}'
+    assert queries == 2
