@@ -590,13 +590,18 @@ class ListenStream:
     def _piece(self, piece: bytes) -> None:
         """One body piece of a followed stream, in the socket's callback: never raises."""
         try:
-            items = self._decoder.feed(piece)
-            if not items:
+            # Keep-alive comments only: what feeding them would do (they are frames, and
+            # proof of life), without decoding each into a Comment nobody reads. At 10,000
+            # links that is 667 keep-alives a second (docs/benchmarks.md).
+            comments = self._decoder.comments_only(piece)
+            items = [] if comments else self._decoder.feed(piece)
+            frames = comments or len(items)
+            if not frames:
                 return
             now = self.last_activity = time.monotonic()
             rate = self._rate
             if rate is not None:
-                tokens = min(rate, self._tokens + (now - self._refilled) * rate) - len(items)
+                tokens = min(rate, self._tokens + (now - self._refilled) * rate) - frames
                 self._tokens, self._refilled = tokens, now
                 if tokens < 0:
                     pause = getattr(self._response, "pause_for", None)

@@ -238,3 +238,34 @@ async def test_a_followed_stream_keeps_no_chunk_it_read() -> None:
         held += [r for o in held for r in gc.get_referents(o)]
         await stream.aclose()
     assert not [r for r in held if isinstance(r, bytes) and wire.ACKNOWLEDGED.encode() in r]
+
+
+@pytest.mark.anyio
+async def test_a_followed_streams_keep_alives_are_counted_not_decoded() -> None:
+    """An idle daemon's streams carry only keep-alives (667 a second at 10,000 links): they
+    move ``last_activity`` as a decoded comment would, without a ``Comment`` each."""
+    script = Script([KEEPALIVE, KEEPALIVE, frame(updated("test://a"))])
+    seen: list[ListenEvent | McpError] = []
+    async with serve(script) as url, McpClient(url, transport=LeanHttp(url)) as client:
+        stream = client.listen({"resourceSubscriptions": ["test://a"]})
+        await stream.open()
+        fed: list[bytes] = []
+        decoder = stream._decoder
+        feed = decoder.feed
+
+        def counted(piece: bytes) -> Any:
+            fed.append(piece)
+            return feed(piece)
+
+        decoder.feed = counted  # type: ignore[method-assign]
+        stream.follow(seen.append)
+        for _ in range(2):
+            stream.last_activity = 0.0
+            script.allow(1)
+            await until_async("the keep-alive was seen", lambda: stream.last_activity > 0)
+        assert fed == [] and seen == []
+        script.allow(1)
+        await until_async("the update arrived", lambda: seen)
+        await stream.aclose()
+    assert len(fed) == 1
+    assert isinstance(seen[0], Notified) and seen[0].uri == "test://a"
