@@ -10,6 +10,7 @@ link's backoff) instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -21,7 +22,17 @@ FD_DIRS = ("/proc/self/fd", "/dev/fd")
 
 
 def open_descriptors() -> int | None:
-    """How many descriptors this process has open (None where we cannot tell)."""
+    """How many descriptors this process has open (None where we cannot tell).
+
+    Linux 6.2 and later give the count as the size of ``/proc/self/fd``: one ``stat``. Listing
+    the directory builds a name per descriptor, 119 ms at 19,000 of them, and a daemon of
+    10,000 links counted that way on every ``/metrics`` scrape and every second of its start
+    (the budget's recount). Older kernels report 0 there, and other systems have no such
+    directory: they list it."""
+    with contextlib.suppress(OSError):
+        size = os.stat(FD_DIRS[0]).st_size
+        if size > 0:
+            return size
     for path in FD_DIRS:
         try:
             return len(os.listdir(path)) - 1  # listdir's own descriptor
