@@ -87,6 +87,8 @@ subscriptions = Table(
     # Ids are never reused (migration 0003): an old event never points at a new object.
     sqlite_autoincrement=True,
 )
+# The counts per state (/metrics, /v1/status) read the groups in order from it (migration 0015).
+Index("ix_subscriptions_state", subscriptions.c.state)
 
 revisions = Table(
     "revisions",
