@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -186,7 +186,8 @@ class Supervisor:
     def standby(self) -> set[int]:
         return set(self.handover.links)
 
-    def new_link(self, server_id: int, url: str, subs: list[Subscription]) -> ServerLink:
+    def new_link(self, server_id: int, url: str, wanted: Mapping[str, int]) -> ServerLink:
+        """A link wanting ``wanted`` (URI -> subscription id), not started."""
         link = ServerLink(
             server_id,
             url,
@@ -200,22 +201,22 @@ class Supervisor:
         link.admit = self.admit_link
         link.descriptors_short = self.descriptors_short
         link.connecting = self._connecting
-        for sub in subs:
-            link.want(sub.uri, sub.id)
+        for uri, subscription_id in wanted.items():
+            link.want(uri, subscription_id)
         return link
 
-    async def adopt(self, claimed: Claimed, subs: list[Subscription] | None = None) -> None:
-        """Start the link we just leased, under the generation the claim gave it (``subs``:
-        its subscriptions when the caller read them already)."""
-        if subs is None:
-            subs = await self.store.list_subscriptions(claimed.server_id)
+    async def adopt(self, claimed: Claimed, wanted: Mapping[str, int] | None = None) -> None:
+        """Start the link we just leased, under the generation the claim gave it (``wanted``:
+        its URIs, URI -> subscription id, when the caller read them already)."""
+        if wanted is None:
+            wanted = (await self.store.wanted_uris([claimed.server_id]))[claimed.server_id]
         for stale in (
             self.links.pop(claimed.server_id, None),  # an old run of ours, fenced by the claim
             self.handover.pop(claimed.server_id),  # its request overtaken
         ):
             if stale is not None:
                 await stale.stop()
-        link = self.new_link(claimed.server_id, claimed.url, subs)
+        link = self.new_link(claimed.server_id, claimed.url, wanted)
         link.generation = claimed.generation
         link.on_lease_lost = self.lease_lost
         self.links[claimed.server_id] = link
@@ -256,9 +257,7 @@ class Supervisor:
             )
             if not stale:
                 return
-            wanted: dict[int, dict[str, int]] = {server_id: {} for server_id in stale}
-            for sub in await self.store.list_subscriptions(server_ids=stale):
-                wanted.setdefault(sub.server_id, {})[sub.uri] = sub.id
+            wanted = await self.store.wanted_uris(stale)
             for server_id in stale:
                 link = self.links.get(server_id)
                 if link is None:

@@ -14,14 +14,13 @@ the supervisor itself.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from service.daemon.link import ServerLink
 from service.store import Store
 from service.store.leases import Claimed, Requested
-from service.store.records import Subscription
 
-NewLink = Callable[[int, str, list[Subscription]], ServerLink]
+NewLink = Callable[[int, str, Mapping[str, int]], ServerLink]
 
 
 class Handover:
@@ -50,8 +49,8 @@ class Handover:
         while the previous owner is told to close its stream."""
         if requested.server_id in self._held or requested.server_id in self.links:
             return
-        subs = await self._store.list_subscriptions(requested.server_id)
-        link = self._new_link(requested.server_id, requested.url, subs)
+        wanted = await self._store.wanted_uris([requested.server_id])
+        link = self._new_link(requested.server_id, requested.url, wanted[requested.server_id])
 
         async def taken() -> int | None:
             return await self.take(link)
@@ -83,8 +82,7 @@ class Handover:
         self._held[link.server_id] = link
         # A subscription added or removed through another replica while we stood by: its
         # NOTIFY found no held link here, so bring the URI set in line now.
-        subs = await self._store.list_subscriptions(link.server_id)
-        uris = {sub.uri: sub.id for sub in subs}
+        uris = (await self._store.wanted_uris([link.server_id]))[link.server_id]
         for uri in set(link.wanted) - set(uris):
             link.unwant(uri)
         for uri, subscription_id in uris.items():

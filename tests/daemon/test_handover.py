@@ -51,8 +51,8 @@ class FakeStore:
     def __init__(self, subs: dict[int, list[FakeSub]]) -> None:
         self.subs = subs
 
-    async def list_subscriptions(self, server_id: int) -> list[FakeSub]:
-        return list(self.subs.get(server_id, []))
+    async def wanted_uris(self, server_ids: list[int]) -> dict[int, dict[str, int]]:
+        return {i: {sub.uri: sub.id for sub in self.subs.get(i, [])} for i in server_ids}
 
 
 def _handover(
@@ -65,10 +65,10 @@ def _handover(
     async def take_lease(server_id: int) -> Claimed | None:
         return lease
 
-    def new_link(server_id: int, url: str, subs: list[Any]) -> FakeLink:
+    def new_link(server_id: int, url: str, wanted: dict[str, int]) -> FakeLink:
         link = FakeLink(server_id, url)
-        for sub in subs:
-            link.want(sub.uri, sub.id)
+        for uri, subscription_id in wanted.items():
+            link.want(uri, subscription_id)
         return link
 
     handover = Handover(store, take_lease, new_link, held, lost.append)  # type: ignore[arg-type]

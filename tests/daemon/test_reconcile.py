@@ -50,13 +50,13 @@ async def test_reconcile_reloads_only_the_links_that_changed(store: Store, tmp_p
     link_b = FakeLink({b1.uri: b1.id})
     sup.links = {a1.server_id: link_a, b1.server_id: link_b}  # type: ignore[dict-item]
     loads: list[Any] = []
-    real_list = store.list_subscriptions
+    real_wanted = store.wanted_uris
 
-    async def counting_list(*args: Any, **kwargs: Any) -> Any:
-        loads.append(kwargs.get("server_ids", args))
-        return await real_list(*args, **kwargs)
+    async def counting_wanted(server_ids: list[int]) -> Any:
+        loads.append(server_ids)
+        return await real_wanted(server_ids)
 
-    store.list_subscriptions = counting_list  # type: ignore[method-assign]
+    store.wanted_uris = counting_wanted  # type: ignore[method-assign]
     digests = await LeaseRepository(store).uri_set_digests(ME)
     assert digests == {
         a1.server_id: uri_set_digest(link_a.wanted),

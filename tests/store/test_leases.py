@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from service.store import Store
 from service.store.lease_repository import LeaseRepository
@@ -209,6 +209,34 @@ async def _sqlite_takeover(store: Store) -> None:
     assert await LeaseRepository(store).balance(TTL) == (1, 3)
 
 
+async def test_a_sqlite_claim_updates_every_link_in_one_statement(
+    sqlite_template: Path, tmp_path: Path
+) -> None:
+    """A start claims every link at once: one UPDATE for all of them, not one per link (10,000
+    statements on the writer thread at 10,000 links), and each keeps its previous owner."""
+    shutil.copyfile(sqlite_template, tmp_path / "db")
+    store = Store.open(f"sqlite:///{tmp_path / 'db'}")
+    try:
+        ids = await add_links(store, 6)
+        await LeaseRepository(store).claim("run1", TTL, 2)
+        updates: list[str] = []
+
+        def seen(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+            if statement.lstrip().upper().startswith("UPDATE"):
+                updates.append(statement)
+
+        assert store.sync_engine is not None
+        event.listen(store.sync_engine, "before_cursor_execute", seen)
+        claimed = await LeaseRepository(store).claim("run2", TTL, 10)
+        event.remove(store.sync_engine, "before_cursor_execute", seen)
+        assert [c.server_id for c in claimed] == ids
+        assert [c.previous_owner for c in claimed] == ["run1", "run1", None, None, None, None]
+        assert [c.generation for c in claimed] == [2, 2, 1, 1, 1, 1]
+        assert len(updates) == 1
+    finally:
+        await store.close()
+
+
 async def test_each_delivery_attempt_is_leased_to_one_replica(
     pg_pair: tuple[Store, Store],
 ) -> None:
@@ -252,9 +280,9 @@ class RecordingOwner:
     def held(self) -> set[int]:
         return set(self.links)
 
-    async def adopt(self, claimed, subs=None) -> None:  # type: ignore[no-untyped-def]
-        assert subs is not None, "the keeper reads the claimed links' subscriptions itself"
-        self.links[claimed.server_id] = [s.uri for s in subs]
+    async def adopt(self, claimed, wanted=None) -> None:  # type: ignore[no-untyped-def]
+        assert wanted is not None, "the keeper reads the claimed links' subscriptions itself"
+        self.links[claimed.server_id] = list(wanted)
 
     async def drop(self, server_id: int, *, release: bool) -> None:
         self.links.pop(server_id)
@@ -273,6 +301,35 @@ class RecordingOwner:
         pass
 
 
+@pytest.mark.parametrize("only", [False, True])
+async def test_a_claim_starts_each_batch_before_claiming_the_next(
+    store: Store, monkeypatch: pytest.MonkeyPatch, only: bool
+) -> None:
+    """A start of 10,000 links claimed them all, read 100,000 subscriptions and built every
+    link before the first one connected. In batches, the first batch's links run while the
+    next one is claimed; every link is claimed once, with one URI query per batch."""
+    from service.daemon import leases as keeper_module
+    from service.daemon.leases import LeaseKeeper
+
+    monkeypatch.setattr(keeper_module, "CLAIM_BATCH", 5)
+    ids = await add_links(store, 12)
+    owner = RecordingOwner()
+    keeper = LeaseKeeper(store, owner, TTL, "replica-a")
+    claim = keeper.repo.claim
+    held_at_claim: list[int] = []
+
+    async def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
+        held_at_claim.append(len(owner.held()))
+        return await claim(*args, **kwargs)
+
+    keeper.repo.claim = watched  # type: ignore[method-assign]
+    claimed = await keeper.claim(12, only=ids if only else None)
+    assert sorted(c.server_id for c in claimed) == ids
+    assert owner.held() == set(ids)
+    assert held_at_claim[:3] == [0, 5, 10]
+    assert len(held_at_claim) <= 4  # without ``only``: a last claim that finds nothing free
+
+
 async def test_a_pass_claims_and_offers_many_links_in_a_few_statements(
     pg_pair: tuple[Store, Store],
 ) -> None:
@@ -286,13 +343,13 @@ async def test_a_pass_claims_and_offers_many_links_in_a_few_statements(
     ids = await add_links(a, 12)
     await a.add_subscription("http://127.0.0.1:1/mcp0", "test://b")
     reads: list[object] = []
-    list_subscriptions = a.list_subscriptions
+    wanted_uris = a.wanted_uris
 
-    async def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        reads.append(kwargs.get("server_ids", args))
-        return await list_subscriptions(*args, **kwargs)
+    async def counted(server_ids):  # type: ignore[no-untyped-def]
+        reads.append(server_ids)
+        return await wanted_uris(server_ids)
 
-    a.list_subscriptions = counted  # type: ignore[method-assign]
+    a.wanted_uris = counted  # type: ignore[method-assign]
     owner = RecordingOwner()
     keeper = LeaseKeeper(a, owner, TTL, "replica-a")
     await keeper.tick()  # alone: claims every link
@@ -353,12 +410,12 @@ async def test_a_renew_during_a_claim_does_not_claim_the_link_again(store: Store
     adopting, go_on = asyncio.Event(), asyncio.Event()
 
     class SlowFirstStart(RecordingOwner):
-        async def adopt(self, claimed, subs=None) -> None:  # type: ignore[no-untyped-def]
+        async def adopt(self, claimed, wanted=None) -> None:  # type: ignore[no-untyped-def]
             self.generations = [*getattr(self, "generations", []), claimed.generation]
             if not adopting.is_set():
                 adopting.set()
                 await go_on.wait()  # the subscribe's claim: committed, its link not yet started
-            await super().adopt(claimed, subs)
+            await super().adopt(claimed, wanted)
 
     owner = SlowFirstStart()
     keeper = LeaseKeeper(store, owner, TTL, "replica-a")
@@ -404,9 +461,9 @@ async def test_a_standby_whose_owner_left_claims_the_link(pg_pair: tuple[Store, 
         async def prepare(self, requested) -> None:  # type: ignore[no-untyped-def]
             self.waiting.add(requested.server_id)  # its listen is never acknowledged
 
-        async def adopt(self, claimed, subs=None) -> None:  # type: ignore[no-untyped-def]
+        async def adopt(self, claimed, wanted=None) -> None:  # type: ignore[no-untyped-def]
             self.waiting.discard(claimed.server_id)  # the standby link gives way
-            await super().adopt(claimed, subs)
+            await super().adopt(claimed, wanted)
 
     owner = Standing()
     keeper = LeaseKeeper(b, owner, TTL, "b")
