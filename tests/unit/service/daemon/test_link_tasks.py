@@ -25,6 +25,7 @@ from service.mcp import wire
 from service.mcp.transports.lean import LeanHttp
 from service.store import Store
 from tests.support.poll import until_async
+from tests.support.rawhttp import chunk, read_json_request, sse_frame
 from tests.unit.service.daemon.test_link_memory import URIS, _Store
 
 
@@ -37,13 +38,7 @@ class _Peer:
             ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError
         ):
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":", 1)[1])
-                    for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                )
-                request = json.loads(await reader.readexactly(length))
+                request = await read_json_request(reader)
                 method, rid = request["method"], request["id"]
                 if method == wire.LISTEN:
                     honored = request["params"]["notifications"]
@@ -51,7 +46,7 @@ class _Peer:
                     writer.write(
                         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                         b"transfer-encoding: chunked\r\n\r\n"
-                        + _chunk(_frame({"method": wire.ACKNOWLEDGED, "params": params}))
+                        + chunk(_frame({"method": wire.ACKNOWLEDGED, "params": params}))
                     )
                     self.streams.append((writer, rid))
                     await reader.read()  # held until the client closes
@@ -73,7 +68,7 @@ class _Peer:
     def update(self, uri: str) -> None:
         writer, rid = self.streams[-1]
         params = {"_meta": {wire.META_SUBSCRIPTION_ID: rid}, "uri": uri}
-        writer.write(_chunk(_frame({"method": wire.RESOURCE_UPDATED, "params": params})))
+        writer.write(chunk(_frame({"method": wire.RESOURCE_UPDATED, "params": params})))
 
     def end(self) -> None:
         """End the current stream's body without a result: a lost stream."""
@@ -82,11 +77,7 @@ class _Peer:
 
 
 def _frame(message: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n\n"
-
-
-def _chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
+    return sse_frame({"jsonrpc": "2.0", **message})
 
 
 @contextlib.asynccontextmanager

@@ -25,13 +25,9 @@ from service.mcp.listen import ListenEvent, Lost, Notified
 from service.mcp.transports.lean import LeanHttp
 from service.mcp.transports.memory import MemoryStream, MemoryTransport
 from tests.support.poll import until_async
-from tests.unit.service.mcp.test_quiet_keepalives import (
-    KEEPALIVE,
-    Script,
-    frame,
-    serve,
-    updated,
-)
+from tests.support.rawhttp import chunk, read_json_request
+from tests.support.rawhttp import sse_frame as frame
+from tests.unit.service.mcp.test_quiet_keepalives import KEEPALIVE, Script, serve, updated
 
 END = b""
 """Written as the last chunk: the server ends the stream's body without a result (lost)."""
@@ -184,13 +180,7 @@ async def test_a_followed_stream_keeps_no_head_fields_and_a_cut_one_still_broke(
     cut = asyncio.Event()
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":", 1)[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length:")
-        )
-        request = json.loads(await reader.readexactly(length))
+        request = await read_json_request(reader)
         meta = {wire.META_SUBSCRIPTION_ID: request["id"]}
         ack = {"jsonrpc": "2.0", "method": wire.ACKNOWLEDGED, "params": {"_meta": meta}}
         body = frame(ack)
@@ -198,7 +188,7 @@ async def test_a_followed_stream_keeps_no_head_fields_and_a_cut_one_still_broke(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-padding: "
             + b"p" * 200
             + b"\r\ntransfer-encoding: chunked\r\n\r\n"
-            + b"%x\r\n%s\r\n" % (len(body), body)
+            + chunk(body)
         )
         await writer.drain()
         await cut.wait()

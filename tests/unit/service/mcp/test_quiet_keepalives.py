@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,17 +22,11 @@ from service.mcp.listen import Notified
 from service.mcp.transports import lean as lean_module
 from service.mcp.transports.lean import LeanHttp
 from tests.support.poll import until_async
+from tests.support.rawhttp import chunk, read_json_request
+from tests.support.rawhttp import sse_frame as frame
 
 KEEPALIVE = b": keepalive\n\n"
 LISTEN_ID = 1
-
-
-def chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-def frame(message: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(message).encode() + b"\n\n"
 
 
 class Script:
@@ -52,13 +45,7 @@ class Script:
 @contextlib.asynccontextmanager
 async def serve(script: Script) -> AsyncIterator[str]:
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":", 1)[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length:")
-        )
-        request = json.loads(await reader.readexactly(length))
+        request = await read_json_request(reader)
         assert request["id"] == LISTEN_ID
         meta = {wire.META_SUBSCRIPTION_ID: request["id"]}
         ack = {
