@@ -121,7 +121,7 @@ _PIECES = st.sampled_from(
 
 
 @given(st.lists(_PIECES, max_size=8).map("".join))
-@settings(max_examples=500)
+@settings(max_examples=200)
 def test_the_shortcut_finds_what_the_full_search_finds(text: str) -> None:
     assert extract_next_action(text) == _reference(text)
 

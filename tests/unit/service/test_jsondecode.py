@@ -75,7 +75,7 @@ _values = st.recursive(
 
 
 @given(_values, st.booleans())
-@settings(max_examples=600)
+@settings(max_examples=200)
 def test_with_orjson_loaded_the_values_are_json_s(value: object, as_bytes: bool) -> None:
     """The daemon has orjson loaded, so loads() decodes with it first: whatever it decodes
     must be exactly what json.loads gives (types too: a wide integer stays an int, a float

@@ -29,7 +29,7 @@ from service.localclient import (
     TooLarge,
 )
 
-FUZZ = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 Parsed = tuple[int, str, dict[str, str], bytes]
 
 

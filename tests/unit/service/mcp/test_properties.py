@@ -308,7 +308,7 @@ _SSE_BITS = st.sampled_from(
     before=st.lists(_SSE_BITS, max_size=6).map(b"".join),
     piece=st.lists(_SSE_BITS, min_size=1, max_size=5).map(b"".join),
 )
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 def test_a_piece_of_comments_only_changes_nothing_but_the_comments(
     before: bytes, piece: bytes
 ) -> None:

@@ -33,7 +33,7 @@ _json = st.recursive(
 
 
 @given(st.lists(st.dictionaries(st.text(), _json, max_size=5), max_size=3))
-@settings(max_examples=500)
+@settings(max_examples=200)
 def test_the_digest_is_the_canonical_json_digest(contents: list[dict[str, Any]]) -> None:
     assert content_hash(contents) == defined(contents)
 
