@@ -57,8 +57,6 @@ from service.store.leases import Claimed, Requested
 
 log = structlog.get_logger("mcpsubd.leases")
 RECONCILE_EVERY = 10  # lease passes between full reconciles when nothing changed
-CLAIM_BATCH = 500
-"""Links claimed, read and started per batch (see :meth:`LeaseKeeper._claim`)."""
 SINGLE_REPLICA_PASS_S = 60.0
 """Seconds between lease passes (renew, balance) of a single-replica (SQLite) daemon whose
 storage is healthy; with replicas, or while writes fail, a third of the TTL."""
@@ -478,40 +476,15 @@ class LeaseKeeper:
     async def _claim(
         self, limit: int, only: list[int] | None = None, *, mine_too: bool = False
     ) -> list[Claimed]:
-        """Claim in batches of :data:`CLAIM_BATCH` links, each started before the next batch
-        is claimed: a start of 10,000 links claimed and built all of them (the statement,
-        100,000 subscriptions read, 10,000 links made) before the first one connected, ~7 %
-        of the start with the network idle. A batch is one claim statement and one query
-        for its links' URIs, however many links: with a query per link, claiming 1,000 links
-        took one pass longer than the TTL on a busy host, the next heartbeat came too late,
-        the other replicas counted this one dead and took the links back (bench/scaleout.py)."""
-        claimed: list[Claimed] = []
-        offset = 0
-        while len(claimed) < limit:
-            size = min(CLAIM_BATCH, limit - len(claimed))
-            batch_only = None
-            if only is not None:  # the next slice of ``only``, whatever the last one found free
-                batch_only = only[offset : offset + CLAIM_BATCH]
-                offset += CLAIM_BATCH
-                if not batch_only:
-                    break
-            elif mine_too:  # our own links stay claimable: a second batch would take them again
-                size = limit
-            batch = await self.repo.claim(
-                self.replica_id, self.ttl_s, size, batch_only, mine_too=mine_too
-            )
-            claimed.extend(batch)
-            await self._start_claimed(batch)
-            if only is None and (len(batch) < size or mine_too):
-                break
-        self.stats["leases_held"] = float(len(self.owner.held()))
-        return claimed
-
-    async def _start_claimed(self, batch: list[Claimed]) -> None:
-        if not batch:
-            return
-        wanted = await self.store.wanted_uris([item.server_id for item in batch])
-        for item in batch:
+        claimed = await self.repo.claim(self.replica_id, self.ttl_s, limit, only, mine_too=mine_too)
+        # The claimed links' URIs in one query, not one per link: with a query per link,
+        # claiming 1,000 links took one pass longer than the TTL on a busy host, the next
+        # heartbeat came too late, the other replicas counted this one dead and took the
+        # links back, and the replicas passed the links to and fro (bench/scaleout.py).
+        wanted = (
+            await self.store.wanted_uris([item.server_id for item in claimed]) if claimed else {}
+        )
+        for item in claimed:
             self.stats["lease_claims_total"] += 1
             handed_over = item.previous_owner not in (None, self.replica_id)
             if handed_over:
@@ -525,6 +498,8 @@ class LeaseKeeper:
                 previous=item.previous_owner,
             )
             await self.owner.adopt(item, wanted[item.server_id])
+        self.stats["leases_held"] = float(len(self.owner.held()))
+        return claimed
 
     async def take(self, server_id: int) -> Claimed | None:
         """A standby link's listen was acknowledged: take its lease (fencing the previous

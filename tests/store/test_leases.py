@@ -301,35 +301,6 @@ class RecordingOwner:
         pass
 
 
-@pytest.mark.parametrize("only", [False, True])
-async def test_a_claim_starts_each_batch_before_claiming_the_next(
-    store: Store, monkeypatch: pytest.MonkeyPatch, only: bool
-) -> None:
-    """A start of 10,000 links claimed them all, read 100,000 subscriptions and built every
-    link before the first one connected. In batches, the first batch's links run while the
-    next one is claimed; every link is claimed once, with one URI query per batch."""
-    from service.daemon import leases as keeper_module
-    from service.daemon.leases import LeaseKeeper
-
-    monkeypatch.setattr(keeper_module, "CLAIM_BATCH", 5)
-    ids = await add_links(store, 12)
-    owner = RecordingOwner()
-    keeper = LeaseKeeper(store, owner, TTL, "replica-a")
-    claim = keeper.repo.claim
-    held_at_claim: list[int] = []
-
-    async def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
-        held_at_claim.append(len(owner.held()))
-        return await claim(*args, **kwargs)
-
-    keeper.repo.claim = watched  # type: ignore[method-assign]
-    claimed = await keeper.claim(12, only=ids if only else None)
-    assert sorted(c.server_id for c in claimed) == ids
-    assert owner.held() == set(ids)
-    assert held_at_claim[:3] == [0, 5, 10]
-    assert len(held_at_claim) <= 4  # without ``only``: a last claim that finds nothing free
-
-
 async def test_a_pass_claims_and_offers_many_links_in_a_few_statements(
     pg_pair: tuple[Store, Store],
 ) -> None:
