@@ -10,7 +10,6 @@ import service.daemon.without_dev_extras  # noqa: F401  # first: no rich, no htt
 
 # isort: split
 import argparse
-import asyncio
 import contextlib
 import os
 import signal
@@ -18,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from service import eventloop
 from service._version import __version__
 from service.daemon import dbcommands
 from service.daemon.config import ConfigError
@@ -140,8 +140,8 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "migrate":
             return dbcommands.migrate(settings)
         with _transcript(settings.trace_file):
-            return asyncio.run(serve(settings, source, status))
-    except ConfigError as exc:
+            return eventloop.run(serve(settings, source, status))
+    except (ConfigError, eventloop.EventLoopError) as exc:
         print(f"mcpsubd: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 

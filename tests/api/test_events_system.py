@@ -61,6 +61,7 @@ async def test_status(client: httpx.AsyncClient, supervisor: FakeSupervisor) -> 
     status = (await client.get("/v1/status")).json()
     assert status["version"]
     assert status["uptimeSeconds"] >= 0
+    assert status["eventLoop"] == "asyncio"  # the test's own loop (the daemon's: uvloop)
     assert status["links"] == supervisor.link_status()
     assert status["counts"] == {"servers": 1, "subscriptions": 1, "revisions": 1, "events": 2}
     assert status["subscriptionsByState"] == {"pending": 1}

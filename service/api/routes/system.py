@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from service import eventloop
 from service._version import __version__
 from service.api.metrics import uptime
 from service.api.state import api_state
@@ -30,6 +32,7 @@ async def status(request: Request) -> Response:
         "version": __version__,
         "ready": supervisor.ready,
         "uptimeSeconds": round(uptime(supervisor.started_at), 3),
+        "eventLoop": eventloop.name_of(asyncio.get_running_loop()),
     }
     tail = {
         "counts": counts.rows,

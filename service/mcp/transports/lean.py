@@ -55,6 +55,7 @@ import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from typing import cast
 from urllib.parse import unquote, urlsplit
 
 import httptools
@@ -234,8 +235,9 @@ class _Connection(asyncio.BufferedProtocol):
 
     # ---- asyncio.Protocol -------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # cast, not isinstance: uvloop's transports (the daemon's loop, service/eventloop.py)
+        # have asyncio.Transport's methods without being its subclass
+        self.transport = cast(asyncio.Transport, transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return _read_buffer.view
