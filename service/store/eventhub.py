@@ -12,6 +12,11 @@ The ring only ever answers when it can *prove* it is complete: it holds consecut
 order or not at all, empties it and starts it again), and it must reach back to the caller's
 cursor and up to the newest id published. Otherwise :meth:`EventHub.recent_after` says
 ``None`` and the caller queries the table, as before.
+
+Waiting costs one future per wait and no timer of its own: the waiters' deadlines share one
+loop timer, armed for the earliest and re-armed only when it fires (a follower's keep-alive
+wait began and ended a few hundred times a second at rate, each with an ``asyncio.timeout``
+that scheduled and cancelled a timer: a fifth of the event stream's CPU).
 """
 
 from __future__ import annotations
@@ -30,7 +35,10 @@ class EventHub:
     def __init__(self, last_id: int = 0, ring_size: int = RING_SIZE) -> None:
         self.last_id = last_id
         self._ring: deque[Event] = deque(maxlen=ring_size)
-        self._changed = asyncio.Event()
+        self._waiters: dict[asyncio.Future[bool], float | None] = {}
+        """Each waiting caller's future -> its deadline (loop time; None: none)."""
+        self._timer: asyncio.TimerHandle | None = None
+        """The one timer for all deadlines: due at or before the earliest."""
         self.ring_hits = 0
         """Reads answered from memory (``/metrics``)."""
         self.ring_misses = 0
@@ -43,9 +51,7 @@ class EventHub:
             ring.clear()  # a gap or a late event: completeness can no longer be proven
         ring.append(event)
         self.last_id = max(self.last_id, event.id)
-        # Wake every waiter at once; later waiters wait on a fresh Event.
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._wake()
 
     def seen(self, event_id: int) -> None:
         """Another replica committed ``event_id`` (LISTEN/NOTIFY): wake the waiters; they
@@ -53,8 +59,7 @@ class EventHub:
         if event_id <= self.last_id:
             return
         self.last_id = event_id
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._wake()
 
     def recent_after(
         self,
@@ -96,10 +101,59 @@ class EventHub:
         """Wait until an event with id > ``after`` was committed; False on timeout."""
         if self.last_id > after:
             return True
-        try:
-            async with asyncio.timeout(timeout):
-                while self.last_id <= after:
-                    await self._changed.wait()
-        except TimeoutError:
-            return False
-        return True
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            waiter: asyncio.Future[bool] = loop.create_future()
+            self._waiters[waiter] = deadline  # a publish replaces the dict: look it up anew
+            if deadline is not None:
+                timer = self._timer
+                if timer is None or timer.when() > deadline:
+                    self._arm(loop, deadline)
+            try:
+                woken = await waiter
+            finally:
+                # a publish swapped the dict out; a timeout or a cancel leaves it here
+                self._waiters.pop(waiter, None)
+            if self.last_id > after:
+                return True
+            if not woken:
+                return False
+
+    @property
+    def waiting(self) -> int:
+        """Callers waiting now (tests: nobody is left behind)."""
+        return len(self._waiters)
+
+    def _wake(self) -> None:
+        """Every waiter at once: each checks the new id against its own cursor."""
+        waiters = self._waiters
+        if not waiters:
+            return
+        self._waiters = {}
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(True)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_at(when, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The shared timer: end the waits that are due, then arm it for the earliest left
+        (a deadline met by a publish first is simply gone from the waiters)."""
+        self._timer = None
+        now = loop.time()
+        earliest: float | None = None
+        for waiter, deadline in list(self._waiters.items()):
+            if deadline is None:
+                continue
+            if deadline <= now:
+                del self._waiters[waiter]
+                if not waiter.done():
+                    waiter.set_result(False)
+            elif earliest is None or deadline < earliest:
+                earliest = deadline
+        if earliest is not None:
+            self._arm(loop, earliest)

@@ -7,6 +7,7 @@ would silently lose events: each case here is one way the ring could be incomple
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from service.store.eventhub import EventHub
 from service.store.records import Event
@@ -103,3 +104,72 @@ def test_wait_beyond_wakes_on_publish_and_times_out_otherwise() -> None:
         return woke, timed_out, already
 
     assert asyncio.run(scenario()) == (True, False, True)
+
+
+def test_waits_share_one_timer_and_end_each_at_its_own_deadline() -> None:
+    """A follower waits again after every event, each wait with its keep-alive deadline:
+    the waits schedule no timer each (``asyncio.timeout`` did), yet each still ends when its
+    own deadline passes, earliest first, whatever order they began in."""
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        scheduled = 0
+        real_call_at = loop.call_at
+
+        def counting_call_at(when: float, callback: Any, *args: Any, **kw: Any) -> Any:
+            nonlocal scheduled
+            scheduled += 1
+            return real_call_at(when, callback, *args, **kw)
+
+        loop.call_at = counting_call_at  # type: ignore[method-assign]
+        hub = EventHub(0)
+        for n in range(1, 201):  # a follower at rate: wait, woken, wait again
+            waiter = asyncio.create_task(hub.wait_beyond(n - 1, 30.0))
+            await asyncio.sleep(0)
+            hub.publish(_event(n))
+            assert await waiter is True
+        assert scheduled <= 2, scheduled
+        assert hub.waiting == 0
+
+        ended: list[str] = []
+
+        async def wait(name: str, timeout: float) -> None:
+            assert await hub.wait_beyond(200, timeout) is False
+            ended.append(name)
+
+        await asyncio.gather(wait("late", 0.2), wait("early", 0.02), wait("middle", 0.1))
+        assert ended == ["early", "middle", "late"]
+        assert hub.waiting == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_woken_waiter_whose_cursor_is_still_ahead_waits_on_to_its_deadline() -> None:
+    async def scenario() -> tuple[bool, bool]:
+        hub = EventHub(5)
+        ahead = asyncio.create_task(hub.wait_beyond(8, 0.05))
+        behind = asyncio.create_task(hub.wait_beyond(5, 5.0))
+        await asyncio.sleep(0)
+        hub.publish(_event(6))  # wakes both: only `behind` has its event
+        return await behind, await ahead
+
+    assert asyncio.run(scenario()) == (True, False)
+
+
+def test_a_cancelled_wait_leaves_nothing_behind() -> None:
+    """A client that disconnects while its stream waits (no event for hours): its future is
+    gone from the hub at once, not kept until the next event."""
+
+    async def scenario() -> None:
+        hub = EventHub(0)
+        tasks = [asyncio.create_task(hub.wait_beyond(0, None)) for _ in range(50)]
+        tasks += [asyncio.create_task(hub.wait_beyond(0, 60.0)) for _ in range(50)]
+        await asyncio.sleep(0)
+        assert hub.waiting == 100
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert hub.waiting == 0
+        assert await hub.wait_beyond(0, 0.01) is False  # the shared timer still works
+
+    asyncio.run(scenario())
