@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import h11
+from h11._writers import ChunkedWriter
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
@@ -59,7 +60,23 @@ def ambiguous_framing(headers: Any) -> bool:
 class StrictH11Connection(h11.Connection):
     """An h11 server connection that raises ``RemoteProtocolError`` for a request head with
     ambiguous framing, before any of its body is read. uvicorn answers a
-    ``RemoteProtocolError`` with 400 and closes the connection, as RFC 9112 §6.3 asks."""
+    ``RemoteProtocolError`` with 400 and closes the connection, as RFC 9112 §6.3 asks.
+
+    It also frames a chunked response's body pieces itself (:meth:`send`): an SSE stream
+    sends one piece per event, and h11's state machine, consulted for each, was a fifth of
+    the event stream's CPU, though a body piece never changes its state."""
+
+    def send(self, event: Any) -> Any:
+        if (
+            type(event) is h11.Data
+            and self.our_state is h11.SEND_BODY
+            and type(self._writer) is ChunkedWriter
+        ):
+            # What h11 would write (ChunkedWriter.send_data): an empty piece is nothing,
+            # since a zero-length chunk would end the body.
+            data = event.data
+            return b"%x\r\n%b\r\n" % (len(data), data) if data else b""
+        return super().send(event)
 
     def next_event(self) -> Any:
         event = super().next_event()
