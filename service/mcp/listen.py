@@ -48,7 +48,7 @@ class Acknowledged:
     honored: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs 5x, once per notification
 class Notified:
     method: str
     params: dict[str, Any] = field(default_factory=dict)

@@ -20,7 +20,7 @@ from service.store.dialect import Dialect
 from service.store.records import Event, Revision
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs 5x, once per read
 class Read:
     """One read to record: the arguments of :func:`record_read`, computed before the hop."""
 

@@ -45,7 +45,7 @@ def invalid_host(url: str, exc: BaseException) -> InvalidUrl:
     return InvalidUrl(f"cannot use {redact_urls(url)}: its host is not a valid DNS name ({exc})")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs 5x, once per answer
 class Answer:
     """A complete answer: status, headers (looked up by lower-case name), decoded body."""
 
