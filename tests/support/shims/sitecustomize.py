@@ -64,3 +64,39 @@ if _answers:
 
     socket.socket.connect = connect
     socket.socket.connect_ex = connect_ex
+
+if _unresolvable or _answers:
+    # The daemon runs on uvloop (service/eventloop.py), whose name lookups and connects are
+    # libuv's, not the socket module's patched above: its loop gets the same answers and the
+    # same refusal of any address off this machine.
+    try:
+        import uvloop
+    except ImportError:
+        uvloop = None
+
+    if uvloop is not None:
+
+        class _ShimLoop(uvloop.Loop):  # type: ignore[misc,name-defined]
+            async def getaddrinfo(self, host, port, *, family=0, type=0, proto=0, flags=0):  # type: ignore[no-untyped-def]
+                name = host.decode() if isinstance(host, bytes) else host
+                if name in _unresolvable or name in _answers:
+                    return _getaddrinfo(host, port, family, type, proto, flags)
+                return await super().getaddrinfo(
+                    host, port, family=family, type=type, proto=proto, flags=flags
+                )
+
+            async def create_connection(self, protocol_factory, host=None, port=None, **kw):  # type: ignore[no-untyped-def]
+                if host is not None:
+                    name = host.decode() if isinstance(host, bytes) else host
+                    if name in _unresolvable or name in _answers:
+                        host = (await self.getaddrinfo(name, port))[0][4][0]
+                    if _answers:
+                        _check((host, port))
+                return await super().create_connection(protocol_factory, host, port, **kw)
+
+            async def sock_connect(self, sock, address):  # type: ignore[no-untyped-def]
+                if _answers:
+                    _check(address)
+                return await super().sock_connect(sock, address)
+
+        uvloop.new_event_loop = _ShimLoop
