@@ -377,10 +377,18 @@ def _follow(args: argparse.Namespace, uris: list[str], timeout_ms: float | None)
     import asyncio
 
     from cli.failures import classify, ctl_exit_code
+    from service import eventloop
     from service.backoff import Backoff
     from service.probe import ProbeOptions
     from service.probe_follow import follow_server
 
+    try:
+        # uvloop, as the daemon: a follow runs for hours, and asyncio's loop was the largest
+        # share of its CPU per re-read left (docs/benchmarks.md); a one-shot probe keeps
+        # asyncio's, which costs no import
+        loop = eventloop.choose()
+    except eventloop.EventLoopError as exc:
+        return _usage_failure("INVALID_ARGUMENT", str(exc), args, uris)
     options = ProbeOptions(
         url=args.url,
         uris=uris,
@@ -421,7 +429,7 @@ def _follow(args: argparse.Namespace, uris: list[str], timeout_ms: float | None)
 
     try:
         with tracing(args.trace, "mcpsubctl"):
-            asyncio.run(run())
+            eventloop.run(run(), loop=loop)
     except KeyboardInterrupt:
         return 0
     except TraceRefused as exc:

@@ -58,7 +58,10 @@ def name_of(loop: asyncio.AbstractEventLoop) -> str:
     return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
 
 
-def run(main: Coroutine[Any, Any, T], env: Mapping[str, str] = os.environ) -> T:
-    """``asyncio.run(main)`` on the loop :func:`choose` picks."""
-    with asyncio.Runner(loop_factory=factory(choose(env))) as runner:
+def run(
+    main: Coroutine[Any, Any, T], env: Mapping[str, str] = os.environ, *, loop: str | None = None
+) -> T:
+    """``asyncio.run(main)`` on ``loop``, or the one :func:`choose` picks. A caller that must
+    answer a bad ``MCPSUB_EVENT_LOOP`` in its own words calls :func:`choose` first."""
+    with asyncio.Runner(loop_factory=factory(loop or choose(env))) as runner:
         return runner.run(main)

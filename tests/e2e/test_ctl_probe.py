@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -444,3 +445,27 @@ def test_follow_ends_at_once_on_a_subscription_not_honored(lab_server: LabServer
     assert "SUBSCRIPTION_NOT_HONORED" in result.stdout + result.stderr
     listens = [e for e in lab_server.log() if e["event"] == "listen.opened"]
     assert len(listens) == (0 if "advertiseSubscribe" in config else 1), listens
+
+
+def test_follow_runs_on_uvloop_and_refuses_an_unknown_loop(lab_server_factory) -> None:
+    """``--follow`` runs for hours, so it runs on the daemon's loop (service/eventloop.py);
+    ``MCPSUB_EVENT_LOOP`` naming no loop is a usage error before anything is sent."""
+    lab = lab_server_factory({"MCP_TEST_UPDATE_DELAY_SECONDS": "600"})
+    proc = _spawn_follow(lab, {})
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())  # the first read: the loop is running
+        assert first["type"] == "read", first
+        maps = Path(f"/proc/{proc.pid}/maps").read_text()
+        assert "/uvloop/loop." in maps
+    finally:
+        proc.send_signal(signal.SIGINT)
+        finish(proc)
+    bad = run_cli(
+        "mcpsubctl", "probe", "--url", lab.url, "--uri", REVIEW, "--follow", "--json",
+        env={"MCPSUB_EVENT_LOOP": "tokio"},
+    )  # fmt: skip
+    assert bad.code == 2, bad
+    assert bad.json["errorCode"] == "INVALID_ARGUMENT"
+    assert "MCPSUB_EVENT_LOOP='tokio'" in bad.json["recommendedNextAction"]
+    assert "Traceback" not in bad.stderr and "Warning" not in bad.stderr
