@@ -216,7 +216,10 @@ class Dialect:
             f"UPDATE servers SET {set_lease} WHERE id {self.in_ids} "
             "RETURNING id, COALESCE(url_secret, url) AS url, generation, lease_epoch"
         )
-        bound = {"me": params["me"], "ttl": params["ttl"], "ids": self.id_list(sorted(previous))}
+        # the pick's own parameters (``only`` is the pick's alone); a lease without a TTL
+        # (SQLite's: one writer) binds none
+        bound: dict[str, Any] = {key: params[key] for key in ("me", "ttl") if key in params}
+        bound["ids"] = self.id_list(sorted(previous))
         return [
             (row.id, row.url, row.generation, row.lease_epoch, previous[int(row.id)])
             for row in conn.execute(update, bound)
