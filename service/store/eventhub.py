@@ -39,6 +39,7 @@ class EventHub:
         """Each waiting caller's future -> its deadline (loop time; None: none)."""
         self._timer: asyncio.TimerHandle | None = None
         """The one timer for all deadlines: due at or before the earliest."""
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
         self.ring_hits = 0
         """Reads answered from memory (``/metrics``)."""
         self.ring_misses = 0
@@ -108,7 +109,8 @@ class EventHub:
             self._waiters[waiter] = deadline  # a publish replaces the dict: look it up anew
             if deadline is not None:
                 timer = self._timer
-                if timer is None or timer.when() > deadline:
+                # a timer of another loop (one closed since) would never fire here
+                if timer is None or timer.when() > deadline or self._timer_loop is not loop:
                     self._arm(loop, deadline)
             try:
                 woken = await waiter
@@ -139,6 +141,7 @@ class EventHub:
         if self._timer is not None:
             self._timer.cancel()
         self._timer = loop.call_at(when, self._expire, loop)
+        self._timer_loop = loop
 
     def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
         """The shared timer: end the waits that are due, then arm it for the earliest left

@@ -173,3 +173,22 @@ def test_a_cancelled_wait_leaves_nothing_behind() -> None:
         assert await hub.wait_beyond(0, 0.01) is False  # the shared timer still works
 
     asyncio.run(scenario())
+
+
+def test_a_hub_outliving_its_loop_still_times_out_on_the_next() -> None:
+    """The shared timer belongs to a loop: a wait on a new loop must not count on a timer
+    left armed on one that has closed (it would never fire)."""
+    hub = EventHub(0)
+
+    async def leave_a_timer() -> None:
+        task = asyncio.create_task(hub.wait_beyond(0, 0.01))  # due before the next wait's
+        await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(leave_a_timer())
+
+    async def wait_on_a_new_loop() -> bool:
+        return await asyncio.wait_for(hub.wait_beyond(0, 0.05), 5.0)
+
+    assert asyncio.run(wait_on_a_new_loop()) is False
