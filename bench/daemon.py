@@ -59,7 +59,7 @@ from typing import Any
 
 import httpx
 
-from bench import daemonscale
+from bench import daemonscale, harness
 from bench.harness import (
     REPO_ROOT,
     Children,
@@ -87,6 +87,7 @@ from bench.harness import (
     seed_subscriptions,
     sigterm_to_interrupt,
     start_daemon,
+    start_kind,
     start_labs,
     status_kb,
     uds_client,
@@ -741,6 +742,7 @@ def render(
         f"({wall_s:.0f} s in all).",
         f"Machine: {machine()}.",
         f"Code: {code}.",
+        f"Daemon start: {start_kind()}.",
         "",
         "Lab servers (`python -m labserver`, 127.0.0.1, log `silent`, keep-alive 15 s) and one",
         "`mcpsubd` with default settings (log level `info`, JSON to a pipe) share the machine",
@@ -1100,7 +1102,15 @@ def main() -> int:
         action="store_true",
         help="scale: run each daemon under tracemalloc and report the bytes per link by line",
     )
+    parser.add_argument(
+        "--source-start",
+        action="store_true",
+        help="start mcpsubd with PYTHONDONTWRITEBYTECODE=1 and the clone's .pyc files removed, "
+        "so that every start compiles our modules (how these benches started it before "
+        "2026-12-04); by default the clone is byte-compiled once first, as a wheel install is",
+    )
     args = parser.parse_args()
+    harness.SOURCE_START = args.source_start
     plan = QUICK if args.quick else FULL
     default_out = (
         REPO_ROOT / "results" / ("daemon-scale.md" if args.phases == "scale" else "daemon.md")

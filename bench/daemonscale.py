@@ -21,6 +21,11 @@ read is stored and every subscription is ``active`` (``/v1/status``); after a wa
 daemon's RSS and CPU over an idle window (only ``/proc`` is read then). *Per link* is the
 slope between rungs (the import footprint is the same in every rung), not RSS ÷ links.
 
+The daemon starts as an installed one does: the clone is byte-compiled once before the runs
+and ``PYTHONDONTWRITEBYTECODE`` is not passed on (:func:`bench.harness.compile_tree`).
+Before 2026-12-04 every start compiled ~100 of our modules from source (~0.7 s of each cold
+start); ``--source-start`` measures that way again.
+
 Descriptors: 10,000 links need ~30,000 in the daemon and ~7,500 in each peer. The bench
 raises its ``RLIMIT_NOFILE`` (soft and hard) to :data:`NOFILE` when it may (root, or a hard
 limit already that high); the children inherit it, and ``mcpsubd`` raises its soft limit to
@@ -66,6 +71,7 @@ from bench.harness import (
     load_average,
     open_fds,
     seed_subscriptions,
+    start_kind,
     start_peer,
     status_kb,
     uds_client,
@@ -494,6 +500,7 @@ def render(
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         f"Machine: {machine}.",
         f"Code: {code}.",
+        f"Daemon start: {start_kind()}.",
         "",
     ]
     return header + out, missed

@@ -40,6 +40,11 @@ DAEMON_READY_TIMEOUT_S = 180.0
 """``/readyz`` of a daemon cold-starting 1,000 links on a busy machine takes well over 20 s."""
 STOP_TIMEOUT_S = 15.0
 _LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:(\d+))/mcp")
+COMPILED_DIRS = ("service", "cli", "labserver", "bench", "mcpsub_start.py")
+"""What the children import from the clone: compiled once by :func:`workspace`."""
+SOURCE_START = False
+"""``--source-start``: the daemon compiles the clone's modules on every start, as every bench
+start did before 2026-12-04 (the session's ``PYTHONDONTWRITEBYTECODE=1`` reached it)."""
 
 
 # ---- processes ---------------------------------------------------------------------------------
@@ -197,6 +202,13 @@ def load_average() -> str:
 class Mcpsubd(Child):
     def __init__(self, state_dir: Path, extra_env: dict[str, str] | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MCPSUB_", "MCP_PROBE_"))}
+        if SOURCE_START:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        else:
+            # An installed daemon starts from its wheel's .pyc files; with this variable (set
+            # on some machines, and in the sessions that run these benches) every start would
+            # compile ~100 of our modules from source, ~0.7 s of each cold start measured.
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.update(
             {
                 "MCPSUB_STATE_DIR": str(state_dir),
@@ -836,8 +848,50 @@ def find_py_spy(explicit: str | None) -> str | None:
     return shutil.which("py-spy")
 
 
+def compile_tree(root: Path = REPO_ROOT) -> None:
+    """Byte-compile the clone's modules, as installing the wheel would: the first daemon a
+    bench starts (which writes its .pyc files, :class:`Mcpsubd`) would otherwise pay for the
+    compilation in the figure it measures. A no-op for files compiled and unchanged since."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    paths = [str(root / name) for name in COMPILED_DIRS if (root / name).exists()]
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", *paths],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        check=True,
+        timeout=300,
+    )
+
+
+def uncompile_tree(root: Path = REPO_ROOT) -> None:
+    """Remove the clone's .pyc files (``--source-start``): with them there a daemon would read
+    them even under ``PYTHONDONTWRITEBYTECODE``."""
+    for name in COMPILED_DIRS:
+        if (root / name).is_dir():
+            for cache in (root / name).rglob("__pycache__"):
+                shutil.rmtree(cache, ignore_errors=True)
+
+
+def start_kind() -> str:
+    """How the benches' daemons start, for a report's header."""
+    if SOURCE_START:
+        return (
+            "from source (`--source-start`: `PYTHONDONTWRITEBYTECODE=1`, every start compiles "
+            "the clone's modules)"
+        )
+    return (
+        "installed (the clone byte-compiled once before the runs, `PYTHONDONTWRITEBYTECODE` "
+        "not passed to `mcpsubd`, as a wheel install starts)"
+    )
+
+
 @contextlib.contextmanager
 def workspace() -> Iterator[tuple[Children, Path]]:
+    if SOURCE_START:
+        uncompile_tree()
+    else:
+        compile_tree()
     children = Children()
     with tempfile.TemporaryDirectory(prefix="mcpsub-bench-daemon-") as tmp_name:
         try:
