@@ -8,8 +8,13 @@ first link of an origin to ask resolves; the others, while the store file is unc
 inode, size and modification time) and the answer is younger than the interval, get that
 answer, and links asking at the same moment wait for the one look-up in flight.
 
-Nothing is cached without a store (the provider then opens nothing) and no failure is cached
-(a link whose login is required asks again on its own schedule). A token that comes within the
+Without a store there is no token to find, and the provider is not asked. That absence is
+kept for :data:`NO_STORE_KEEP_S`: a start of 10,000 links, each looking for a store that is
+not there, spent 2.5 % of its event loop on a failed ``open`` per link and the provider's own
+check. A login during that second is seen by a link starting after it at its first re-check,
+as by a link that started just before the login (the supervisor's tick wakes a tokenless
+link once a store exists). No failure is cached (a link whose login is required asks again
+on its own schedule). A token that comes within the
 provider's refresh margin is refreshed at most one interval later than a link of its own
 would have noticed, which each link's own minute already allowed.
 """
@@ -24,7 +29,12 @@ from typing import Any
 from service.auth.rules import origin_of
 
 StoreSignature = Callable[[], Any]
-"""Something that changes whenever the token store's content may have (None: no store)."""
+"""Something that changes whenever the token store's content may have (None: no store, so
+the provider would find no token)."""
+
+NO_STORE_KEEP_S = 1.0
+"""How long "no token store" answers every look-up without checking the disk again: a store
+made in that time (a login) is one link re-check away anyway (see the module's docstring)."""
 
 
 class SharedTokens:
@@ -42,16 +52,22 @@ class SharedTokens:
         self._asking: dict[str, asyncio.Future[str | None]] = {}
         self.lookups = 0
         """Look-ups that reached the provider (tests, ``/metrics`` if wanted)."""
+        self._no_store_until = float("-inf")
+        """Until then (monotonic), the store was missing: no token, nothing checked."""
 
     async def __call__(self, url: str) -> str | None:
+        now = time.monotonic()
+        if now < self._no_store_until:
+            return None
         try:
             origin = origin_of(url)
         except ValueError:
             return await self._ask(url)
         signature = self._signature()
-        if signature is None:  # no store: the provider opens nothing, nothing to share
-            self._answers.pop(origin, None)
-            return await self._ask(url)
+        if signature is None:  # no store (never made, or a logout removed it): no token
+            self._answers.clear()
+            self._no_store_until = now + NO_STORE_KEEP_S
+            return None
         kept = self._answers.get(origin)
         if (
             kept is not None

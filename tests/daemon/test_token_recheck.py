@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from service.daemon.config import Settings
 from service.daemon.link import ServerLink
 from service.daemon.linkstatus import LinkState
@@ -89,21 +91,69 @@ def test_links_of_one_origin_share_one_token_lookup_until_the_store_changes(
         shared = SharedTokens(provider, lambda: store_signature(path), 60.0)
         urls = [f"http://127.0.0.1:8000/mcp?link={n}" for n in range(50)]
         assert await asyncio.gather(*(shared(u) for u in urls)) == [None] * 50
-        assert len(opened) == 50  # no store: nothing to open, nothing kept
+        assert opened == []  # no store: no token to find, the provider is not asked
 
         save("first")
+        shared = SharedTokens(provider, lambda: store_signature(path), 60.0)
         assert await asyncio.gather(*(shared(u) for u in urls)) == ["first"] * 50
         assert await shared("http://127.0.0.1:9000/mcp") is None  # another origin: its own
-        assert len(opened) == 52
+        assert len(opened) == 2
 
         save("second")  # same length, same size: the change counter tells them apart
         assert await asyncio.gather(*(shared(u) for u in urls)) == ["second"] * 50
-        assert len(opened) == 53
+        assert len(opened) == 3
 
         expired = SharedTokens(provider, lambda: store_signature(path), 0.0)
         await expired(urls[0])
         await expired(urls[0])  # answers older than the interval are asked again
-        assert len(opened) == 55
+        assert len(opened) == 5
+
+    asyncio.run(run())
+
+
+def test_a_missing_store_is_looked_for_once_a_while_and_a_login_is_seen_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold start of 10,000 links with no token store failed to open it once per link (and
+    the provider checked again): 2.5 % of the start's event loop. The absence is now kept for
+    ``NO_STORE_KEEP_S``; a store made after that is seen by the next look-up."""
+    from service.auth.resolve import resolve_token
+    from service.auth.store import TokenStore, now_ms, store_signature
+    from service.daemon import tokens
+
+    monkeypatch.setattr(tokens, "NO_STORE_KEEP_S", 0.2)
+    path = tmp_path / "tokens.db"
+    checks = 0
+
+    def signature() -> object:
+        nonlocal checks
+        checks += 1
+        return store_signature(path)
+
+    async def provider(url: str) -> str | None:
+        return (await resolve_token(url, 5.0, store_path=path))[0]
+
+    async def run() -> None:
+        shared = tokens.SharedTokens(provider, signature, 60.0)
+        urls = [f"http://127.0.0.1:{8000 + n}/mcp" for n in range(1000)]  # 1,000 origins
+        assert await asyncio.gather(*(shared(u) for u in urls)) == [None] * 1000
+        assert checks == 1  # one look at the disk for every link of the start
+        assert shared.lookups == 0
+
+        with TokenStore.create(path) as store:  # a login
+            store.save(
+                "http://127.0.0.1:8000",
+                client_id=None,
+                access_token="logged-in",
+                refresh_token=None,
+                expires_at=now_ms() + 3_600_000,
+            )
+        await asyncio.sleep(0.25)
+        assert await shared(urls[0]) == "logged-in"
+        assert await shared(urls[1]) is None  # another origin: no row for it
+
+        path.unlink()  # a logout: the store is gone, and so is its kept answer
+        assert await shared(urls[0]) is None
 
     asyncio.run(run())
 
