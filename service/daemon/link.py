@@ -628,7 +628,11 @@ class ServerLink:
         if opened.retry_not_honored:
             loop = asyncio.get_running_loop()
             loop.call_later(self._settings.not_honored_retry_s, self._retry_not_honored)
-        log.info(
+        # A link's first stream is debug: a start of 10,000 links wrote 10,000 lines (2 % of
+        # its event loop); the supervisor's tick logs how many links listen instead
+        # ("links listening"). A stream after a loss or a failure stays info.
+        first = self.stream is None and machine.reconnects == 0
+        (log.debug if first else log.info)(
             "listening",
             url=self.url,
             generation=machine.generation,

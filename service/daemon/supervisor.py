@@ -22,6 +22,7 @@ from service.daemon import metrics
 from service.daemon.config import Settings
 from service.daemon.leases import LeaseKeeper, LinkOwner
 from service.daemon.link import ServerLink, TokenProvider
+from service.daemon.linkstatus import LinkState
 from service.daemon.refresher import READS_PER_LINK
 from service.daemon.statuscache import StatusCache
 from service.daemon.subscribe_batch import SubscribeBatcher
@@ -394,12 +395,20 @@ class Supervisor:
     async def _tick_forever(self) -> None:
         """Keep-alive watchdog and token re-checks for every link, from one timer."""
         interval = max(0.05, min(self.settings.keepalive_s, self.settings.token_check_s) / 2)
+        logged = 0
         while True:
             await asyncio.sleep(interval)
             now = time.monotonic()
             available = self._tokens_available is None or self._tokens_available()
+            listening = 0
             for link in list(self.links.values()):
                 link.tick(now, available)
+                listening += link.machine.state is LinkState.OPEN
+            if listening != logged:
+                # In place of a "listening" line per link's first stream (now debug): a
+                # start's progress in a few lines, and a count that drops when links go down.
+                log.info("links listening", listening=listening, links=len(self.links))
+                logged = listening
 
     async def _prune_forever(self) -> None:
         settings = self.settings
