@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import time
@@ -148,8 +149,15 @@ DISCOVER_SNAPSHOT_S = 60.0
 """How long one snapshot of the kept discover results answers links' first sessions: a
 daemon's start (10,000 links pass the connect gate in ~30 s) within one snapshot."""
 
+MAX_ACK_BATCH = 128
+"""Acknowledgements per group-commit transaction (see :meth:`Store.listen_acknowledged`): each
+is a few statements and its events, more than a read, so fewer than :data:`MAX_READ_BATCH`."""
+
 _PendingRead = tuple[groupcommit.Read, "asyncio.Future[Any]"]
 _Batch = list[_PendingRead]
+_Ack = tuple[int, int, Sequence[linkstate.StateChange], str | None]
+"""An acknowledgement to write: server id, expected generation, state changes, discover."""
+_PendingAck = tuple[_Ack, "asyncio.Future[linkstate.Acknowledgement | None]"]
 
 EventSink = Callable[[Connection, Event], object]
 """Runs inside the transaction that commits an event (e.g. the webhook outbox)."""
@@ -188,6 +196,10 @@ class Store:
         a batch that failed); SQLite's usual batch runs from loop callbacks instead."""
         self._commits_settled: asyncio.Future[None] | None = None
         """For :meth:`close`: set once no batch is in flight."""
+        self._pending_acks: list[_PendingAck] = []
+        """Acknowledgements waiting for the next group commit (:meth:`listen_acknowledged`)."""
+        self._acker: asyncio.Task[None] | None = None
+        """The acknowledgements' group commit, while one runs."""
         self._discover_waiting: dict[int, list[asyncio.Future[str | None]]] = {}
         """Links waiting for their kept discover result (see :meth:`stored_discover`)."""
         self._discover_loader: asyncio.Task[None] | None = None
@@ -249,6 +261,8 @@ class Store:
             self._commits_settled = asyncio.get_running_loop().create_future()
             with contextlib.suppress(Exception):
                 await self._commits_settled
+        if self._acker is not None:  # the same for acknowledgements
+            await asyncio.wait({self._acker})
         await self.engine.dispose()
         self._writer.shutdown()
         held, self._writer_conn = self._writer_conn, None
@@ -559,20 +573,86 @@ class Store:
     ) -> linkstate.Acknowledgement | None:
         """A listen was acknowledged: the link's next generation (fenced on ``expected``), the
         server ``open`` and its subscriptions' states (``changes``, under the new generation),
-        in one transaction. None when another replica claimed the link (nothing written)."""
+        in one transaction. None when another replica claimed the link (nothing written).
 
-        def transaction(conn: Connection) -> linkstate.Acknowledgement | None:
-            return linkstate.acknowledged(
-                conn, self.dialect, server_id, expected, changes, discovered
-            )
+        Group committed like the reads (:meth:`record_read`): the acknowledgements that arrive
+        while the writer is busy go in its next transaction, each fenced on its own link. A
+        start of 10,000 links acknowledged each in a transaction and a thread hop of its own.
+        A failure that is not the storage's writes them one by one, so that only the failing
+        one gets its error."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[linkstate.Acknowledgement | None] = loop.create_future()
+        self._pending_acks.append(((server_id, expected, changes, discovered), future))
+        if self._acker is None:
+            self._acker = loop.create_task(self._commit_acks())
+        return await future
 
-        acked = await self.write(transaction)
-        if acked is not None:
-            self.publish(acked.events)
-            snapshot = self._discover_snapshot
-            if discovered is not None and snapshot is not None:
-                snapshot[server_id] = discovered  # what this process wrote, it reads back
-        return acked
+    async def _commit_acks(self) -> None:
+        try:
+            while self._pending_acks:
+                batch = [
+                    item for item in self._pending_acks[:MAX_ACK_BATCH] if not item[1].done()
+                ]  # a caller that left before its turn: not written, as before group commit
+                del self._pending_acks[:MAX_ACK_BATCH]
+                if batch:
+                    await self._commit_ack_batch(batch)
+        except BaseException:  # cancelled (the store is closing): fail the queue, not hang it
+            for _ack, future in self._pending_acks:
+                future.cancel()
+            self._pending_acks.clear()
+            raise
+        finally:
+            self._acker = None
+
+    async def _commit_ack_batch(self, batch: list[_PendingAck]) -> None:
+        dialect = self.dialect
+
+        def transaction(
+            conn: Connection, acks: Sequence[_Ack]
+        ) -> list[linkstate.Acknowledgement | None]:
+            return [linkstate.acknowledged(conn, dialect, *ack) for ack in acks]
+
+        outcomes: list[linkstate.Acknowledgement | BaseException | None]
+        try:
+            async with self._write_lock:
+                acks = [ack for ack, _future in batch]
+                try:
+                    outcomes = list(await self.in_writer(functools.partial(transaction, acks=acks)))
+                except Exception as exc:
+                    if len(batch) == 1 or health.is_storage_failure(exc):
+                        for _ in batch[1:]:  # as many failed writes as transactions before
+                            self.health.failed(exc)
+                        raise
+                    outcomes = []
+                    for ack in acks:  # one transaction each: only the failing one fails
+                        try:
+                            alone = await self.in_writer(functools.partial(transaction, acks=[ack]))
+                            outcomes.append(alone[0])
+                        except Exception as one:
+                            outcomes.append(one)
+        except Exception as exc:
+            for _ack, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        except BaseException:
+            for _ack, future in batch:
+                future.cancel()
+            raise
+        for ((server_id, _expected, _changes, discovered), future), outcome in zip(
+            batch, outcomes, strict=True
+        ):
+            if isinstance(outcome, BaseException):
+                if not future.done():
+                    future.set_exception(outcome)
+                continue
+            if outcome is not None:
+                self.publish(outcome.events)
+                snapshot = self._discover_snapshot
+                if discovered is not None and snapshot is not None:
+                    snapshot[server_id] = discovered  # what this process wrote, it reads back
+            if not future.done():
+                future.set_result(outcome)
 
     # ---- content --------------------------------------------------------------------------
     async def record_read(

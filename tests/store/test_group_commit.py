@@ -20,6 +20,7 @@ from sqlalchemy import Connection, event
 
 from service.store import Store, linkstate
 from service.store.health import FAULT_FILE_ENV, is_storage_failure
+from service.store.linkstate import StateChange
 from service.store.records import Event, Revision
 from service.webhooks.repository import WebhookRepository
 from tests.api.fakes import migrated_store
@@ -338,3 +339,89 @@ async def test_a_write_waiting_behind_a_batch_publishes_after_it(
     ids = [e.id for e in seen]
     assert ids == sorted(ids) and len(ids) == 3
     assert [e.type for e in seen] == ["resource.updated", "daemon.storage", "resource.updated"]
+
+
+# ---- acknowledgements (``Store.listen_acknowledged``) ----------------------------------------
+def count_transactions(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Grows by one per write transaction the store runs (``Store.in_writer``)."""
+    calls: list[int] = []
+    original = store.in_writer
+
+    async def counted(fn: Callable[[Connection], Any]) -> Any:
+        calls.append(1)
+        return await original(fn)
+
+    monkeypatch.setattr(store, "in_writer", counted)
+    return calls
+
+
+async def acked_links(store: Store, count: int) -> list[tuple[int, int, int]]:
+    """``count`` links with one subscription each: [(server id, subscription id, generation)]."""
+    links = []
+    for n in range(count):
+        sub, _ = await store.add_subscription(f"http://127.0.0.1:{n + 1}/mcp", f"test://ack/{n}")
+        generation = await bump_generation(store, sub.server_id)
+        assert generation is not None
+        links.append((sub.server_id, sub.id, generation))
+    return links
+
+
+async def test_acknowledgements_in_one_turn_share_a_transaction_each_fenced_on_its_own(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start of 10,000 links wrote each acknowledgement in a transaction of its own."""
+    links = await acked_links(store, 3)
+    seen = published(store)
+    calls = count_transactions(store, monkeypatch)
+    stale = links[1]
+    results = await asyncio.gather(
+        *(
+            store.listen_acknowledged(
+                server, generation - (server == stale[0]), [StateChange([sub], "active")]
+            )
+            for server, sub, generation in links
+        )
+    )
+    assert len(calls) == 1, "the three acknowledgements were meant to share one transaction"
+    assert results[1] is None  # another replica moved that link on: nothing written for it
+    assert [(r.generation if r else None) for r in results] == [
+        links[0][2] + 1,
+        None,
+        links[2][2] + 1,
+    ]
+    assert [(e.subscription_id, e.data["state"]) for e in seen] == [
+        (links[0][1], "active"),
+        (links[2][1], "active"),
+    ]
+    assert [e.id for e in seen] == sorted(e.id for e in seen)
+    stale_server = await store.get_server(stale[0])
+    assert stale_server is not None and stale_server.generation == stale[2]
+    assert (await store.get_subscription(stale[1])).state == "pending"  # type: ignore[union-attr]
+
+
+async def test_a_failing_acknowledgement_in_a_batch_costs_only_itself(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    links = await acked_links(store, 3)
+    bad = links[1][0]
+    original = linkstate.acknowledged
+
+    def refuse(conn: Connection, dialect: Any, server_id: int, *rest: Any) -> Any:
+        if server_id == bad:
+            raise RuntimeError("this link's acknowledgement failed")
+        return original(conn, dialect, server_id, *rest)
+
+    monkeypatch.setattr(linkstate, "acknowledged", refuse)
+    calls = count_transactions(store, monkeypatch)
+    results = await asyncio.gather(
+        *(
+            store.listen_acknowledged(server, generation, [StateChange([sub], "active")])
+            for server, sub, generation in links
+        ),
+        return_exceptions=True,
+    )
+    assert len(calls) == 1 + 3, "the batch, then each acknowledgement in a transaction of its own"
+    assert isinstance(results[1], RuntimeError)
+    assert all(isinstance(results[i], linkstate.Acknowledgement) for i in (0, 2)), results
+    states = [(await store.get_subscription(sub)).state for _, sub, _ in links]  # type: ignore[union-attr]
+    assert states == ["active", "pending", "active"]
