@@ -106,6 +106,7 @@ revisions = Table(
     Column("text", Text),
     Column("generation", Integer, nullable=False),
     Column("read_at", Float, nullable=False),
+    # its index serves every lookup by subscription and revision (the only one: 0016)
     UniqueConstraint("subscription_id", "revision", name="uq_revisions_subscription_revision"),
 )
 
@@ -126,7 +127,6 @@ events = Table(
 
 Index("ix_events_subscription", events.c.subscription_id, events.c.id)
 Index("ix_events_uri", events.c.uri, events.c.id)
-Index("ix_revisions_subscription", revisions.c.subscription_id, revisions.c.revision)
 
 webhook_targets = Table(
     "webhook_targets",
