@@ -46,7 +46,7 @@ from service.mcp.transports.base import Transport
 from service.safetext import redact_urls
 from service.store import Store
 from service.store.database import database_errors, describe
-from service.store.records import Revision
+from service.store.records import Event, Revision
 
 log = structlog.get_logger("mcpsubd.link")
 
@@ -737,7 +737,7 @@ class ServerLink:
             timeout=self._settings.request_timeout_s,
         )
 
-    async def record(
+    def record(
         self,
         target: ReadTarget,
         generation: int,
@@ -746,8 +746,8 @@ class ServerLink:
         *,
         trigger: str | None,
         failing: bool,
-    ) -> Revision | None:
-        return await self._store.record_read(
+    ) -> asyncio.Future[tuple[Revision, Event] | None]:
+        return self._store.submit_read(
             target.subscription_id,
             target.server_id,
             generation,
@@ -763,7 +763,7 @@ class ServerLink:
     def is_unread(self, target: ReadTarget) -> bool:
         return self.machine.is_unread(target.subscription_id)
 
-    async def read_ok(self, target: ReadTarget, generation: int) -> None:
+    def read_ok(self, target: ReadTarget, generation: int) -> None:
         self.machine.read_stored(target.subscription_id, generation)
 
     async def read_failed(self, target: ReadTarget, exc: McpError) -> None:

@@ -196,6 +196,8 @@ class Store:
         a batch that failed); SQLite's usual batch runs from loop callbacks instead."""
         self._commits_settled: asyncio.Future[None] | None = None
         """For :meth:`close`: set once no batch is in flight."""
+        self._storage_note: asyncio.Task[None] | None = None
+        """The write of the queued ``daemon.storage`` events after a batch (:meth:`_note_storage`)."""
         self._pending_acks: list[_PendingAck] = []
         """Acknowledgements waiting for the next group commit (:meth:`listen_acknowledged`)."""
         self._acker: asyncio.Task[None] | None = None
@@ -263,6 +265,8 @@ class Store:
                 await self._commits_settled
         if self._acker is not None:  # the same for acknowledgements
             await asyncio.wait({self._acker})
+        if self._storage_note is not None:  # and the storage events a batch left to write
+            await asyncio.wait({self._storage_note})
         await self.engine.dispose()
         self._writer.shutdown()
         held, self._writer_conn = self._writer_conn, None
@@ -687,6 +691,35 @@ class Store:
         a storage failure fails every read of the batch with the error its own transaction
         would have had.
         """
+        future = self.submit_read(
+            subscription_id,
+            server_id,
+            generation,
+            contents,
+            text,
+            read_at=read_at,
+            trigger=trigger,
+            activate=activate,
+        )
+        outcome = await future
+        return None if outcome is None else outcome[0]
+
+    def submit_read(
+        self,
+        subscription_id: int,
+        server_id: int,
+        generation: int,
+        contents: list[dict[str, Any]],
+        text: str | None,
+        *,
+        read_at: float | None = None,
+        trigger: str | None = None,
+        activate: bool = False,
+    ) -> asyncio.Future[tuple[Revision, Event] | None]:
+        """:meth:`record_read` without the wait: the read joins the next group commit and the
+        future settles with its outcome (the revision and its event, or None). The daemon's
+        reader hands its read over and goes on to the next one while this commits.
+        Cancelling the future before its batch is taken drops the read unwritten."""
         read = groupcommit.Read(
             subscription_id,
             server_id,
@@ -708,12 +741,7 @@ class Store:
                 self._committer = loop.create_task(self._commit_reads())
             else:
                 loop.call_soon(self._commit_pending)  # the reads of this turn go in one batch
-        try:
-            outcome = await future
-        finally:
-            if self.health.pending_events:
-                await self.record_storage_events()
-        return None if outcome is None else outcome[0]
+        return future
 
     # ---- group commit ---------------------------------------------------------------------
     # SQLite's usual batch runs from loop callbacks: scheduled with ``call_soon`` (so every
@@ -788,6 +816,16 @@ class Store:
         for (_read, future), outcome in zip(batch, outcomes, strict=True):
             if not future.done():
                 future.set_result(outcome)
+        if self.health.pending_events:
+            self._note_storage()
+
+    def _note_storage(self) -> None:
+        """Write the queued ``daemon.storage`` events now that a write went through (in a task
+        of its own: the batch's callers do not wait for it); one such task at a time."""
+        if self._storage_note is None or self._storage_note.done():
+            self._storage_note = asyncio.get_running_loop().create_task(
+                self.record_storage_events()
+            )
 
     async def _commit_reads(self, failed: tuple[_Batch, Exception] | None = None) -> None:
         """The group commit as a task, until no read is pending; ``failed``: first finish a

@@ -52,6 +52,11 @@ class FakeLink:
         self.ok: list[int] = []
         self.in_flight = 0
         self.most_in_flight = 0
+        self.commit_gate = False
+        """True: commits stay under way until :meth:`commit`."""
+        self.committing: list[tuple[asyncio.Future[Any], Any]] = []
+        self.commit_error: Exception | None = None
+        """The next commit fails with this (the store refused the read)."""
 
     def target(self, uri: str) -> ReadTarget | None:
         sid = self.wanted.get(uri)
@@ -71,7 +76,7 @@ class FakeLink:
             raise answer
         return {"contents": [{"uri": uri, "text": answer}]}
 
-    async def record(
+    def record(
         self,
         target: ReadTarget,
         generation: int,
@@ -80,14 +85,33 @@ class FakeLink:
         *,
         trigger: str | None,
         failing: bool,
-    ) -> Any:
+    ) -> asyncio.Future[Any]:
+        """Settles at once, or with :meth:`commit` while ``commit_gate`` is set; fails with
+        ``commit_error`` (then not recorded)."""
+        committed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.commit_error is not None:
+            committed.set_exception(self.commit_error)
+            self.commit_error = None
+            return committed
         self.recorded.append((target.uri, text, generation, trigger))
-        return SimpleNamespace(revision=len(self.recorded))
+        outcome = (SimpleNamespace(revision=len(self.recorded)), None)
+        if not self.commit_gate:
+            committed.set_result(outcome)
+        else:
+            self.committing.append((committed, outcome))
+        return committed
+
+    def commit(self) -> None:
+        """Settle every commit under way."""
+        for committed, outcome in self.committing:
+            if not committed.done():
+                committed.set_result(outcome)
+        self.committing.clear()
 
     def is_unread(self, target: ReadTarget) -> bool:
         return target.subscription_id in self.unread
 
-    async def read_ok(self, target: ReadTarget, generation: int) -> None:
+    def read_ok(self, target: ReadTarget, generation: int) -> None:
         self.unread.discard(target.subscription_id)
         self.ok.append(generation)
 
@@ -335,15 +359,7 @@ async def test_a_read_the_store_refuses_is_read_again_until_it_is_stored() -> No
     from sqlalchemy.exc import OperationalError
 
     link = FakeLink(["v1", "v2"])
-    record = link.record
-    refusals = [OperationalError("INSERT", {}, Exception("database or disk is full"))]
-
-    async def refusing(*args: Any, **kwargs: Any) -> Any:
-        if refusals:
-            raise refusals.pop()
-        return await record(*args, **kwargs)
-
-    link.record = refusing  # type: ignore[method-assign]
+    link.commit_error = OperationalError("INSERT", {}, Exception("database or disk is full"))
     refresher = Refresher(link)
     refresher.trigger(A)
     await settled(refresher)
@@ -411,3 +427,77 @@ async def test_a_crash_in_a_reads_failure_handling_reads_the_uri_again() -> None
         refresher_module.read_error_code = original
     await settled(refresher)
     assert texts(link) == ["v2"], "read again after the crash"
+
+
+async def test_a_reader_goes_on_to_the_next_uri_while_its_read_commits() -> None:
+    """The workers hand a read to the store and take the next URI: three URIs are read while
+    every commit is still under way (a worker that waited for its commit left the third
+    unread until one settled, with two workers per link)."""
+    uris = ("test://a", "test://b", "test://c")
+    link = FakeLink(uris=uris)
+    link.commit_gate = True
+    refresher = Refresher(link)
+    for uri in uris:
+        refresher.trigger(uri)
+    await until_async("all three read", lambda: len(link.started) == 3)
+    assert len(link.committing) == 3
+    assert len(refresher) == 3, "a URI whose read commits still counts as being read"
+    link.commit()
+    await settled(refresher)
+    await refresher.stop()
+
+
+async def test_a_uris_trailing_read_starts_only_once_its_read_is_committed() -> None:
+    link = FakeLink()
+    link.commit_gate = True
+    refresher = Refresher(link)
+    refresher.trigger(A)
+    await until_async("committing", lambda: len(link.committing) == 1)
+    assert refresher.trigger(A) is True, "a trailing read is asked for"
+    assert refresher.trigger(A) is False, "and coalesced with"
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert link.started == [A], "not read again while its last read commits"
+    link.commit()
+    await until_async("trailing read", lambda: len(link.started) == 2)
+    link.commit_gate = False
+    link.commit()
+    await settled(refresher)
+    assert texts(link) == [f"{A} v1", f"{A} v2"]
+    await refresher.stop()
+
+
+async def test_a_read_holds_its_slot_until_its_commit() -> None:
+    shared = asyncio.Semaphore(1)
+    link_a = FakeLink()
+    link_b = FakeLink(uris=("test://b",))
+    link_a.commit_gate = True
+    a = Refresher(link_a, shared)
+    b = Refresher(link_b, shared)
+    a.trigger(A)
+    await until_async("A commits", lambda: len(link_a.committing) == 1)
+    b.trigger("test://b")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert link_b.started == [], "the one slot is A's until its commit"
+    link_a.commit()
+    await settled(b)
+    assert link_b.started == ["test://b"]
+    await a.stop()
+    await b.stop()
+
+
+async def test_stopping_drops_the_commits_under_way_and_gives_their_slots_back() -> None:
+    shared = asyncio.Semaphore(2)
+    link = FakeLink(uris=("test://a", "test://b"))
+    link.commit_gate = True
+    refresher = Refresher(link, shared)
+    refresher.trigger("test://a")
+    refresher.trigger("test://b")
+    await until_async("both commit", lambda: len(link.committing) == 2)
+    await refresher.stop()
+    await asyncio.sleep(0)
+    assert all(committed.cancelled() for committed, _ in link.committing)
+    for _ in range(2):  # both slots given back
+        await asyncio.wait_for(shared.acquire(), 1)
+    assert link.ok == []

@@ -42,8 +42,12 @@ class _Store:
         self.generation = generation + 1
         return Acknowledgement(self.generation, [], frozenset(range(len(URIS))))
 
-    async def record_read(self, subscription_id: int, *args: Any, **kwargs: Any) -> None:
+    def submit_read(self, subscription_id: int, *args: Any, **kwargs: Any) -> asyncio.Future[None]:
+        """Committed at once (nothing new: the link's reader sees no revision)."""
         self.reads.append(subscription_id)
+        committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        committed.set_result(None)
+        return committed
 
 
 class _Server:
