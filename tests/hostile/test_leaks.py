@@ -381,7 +381,9 @@ def test_secrets_under_other_parameter_names_are_used_on_the_wire_and_never_show
     secrets = [f"hush{n}q" for n in range(len(server_names) + len(hook_names))]
     lab = lab_server_factory()
     put(lab, "test://leak2", "v1")
-    d = daemon_factory(env=WEBHOOKS_FAST)
+    # debug: every line the daemon can write is checked, and a link's first "listening"
+    # line, which names the server URL, is debug since a start of 10,000 links logged 10,000
+    d = daemon_factory(env={**WEBHOOKS_FAST, "MCPSUB_LOG_LEVEL": "debug"})
     query = "&".join(
         f"{name}={secret}" for name, secret in zip(server_names, secrets, strict=False)
     )
