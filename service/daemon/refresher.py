@@ -176,7 +176,6 @@ class Refresher:
         "_busy",
         "_link",
         "_ready",
-        "_recording",
         "_slot",
         "_stopped",
         "_taken",
@@ -191,10 +190,9 @@ class Refresher:
         self._link = link
         self._slot = slot
         """The daemon-wide read slots: one is held from a read's request to its commit."""
-        self._recording: dict[str, asyncio.Future[tuple[Revision, Event] | None]] = {}
-        """URI -> its read's commit, handed to the store and not settled yet."""
-        self._tasks: set[asyncio.Task[None]] = set()
-        """A failed commit's handling, which awaits (its state write): kept until it ends."""
+        self._tasks: set[asyncio.Task[None]] | None = None
+        """A failed commit's handling, which awaits (its state write): kept until it ends
+        (made on the first: a daemon holds thousands of refreshers)."""
         self._stopped = False
         self._ready: dict[str, str | None] = {}
         """URI -> reason: to be read, oldest first; a URI is here once."""
@@ -258,17 +256,16 @@ class Refresher:
         self.failing.pop(uri, None)
 
     async def stop(self) -> None:
-        """End every read: a commit not yet taken by the store is dropped (as a read cut
-        short by the stop was before), one under way finishes in the store unheeded."""
+        """End every read. A read handed to the store is still committed (fenced like any:
+        a link that lost its lease or its subscription writes nothing), unheeded; its slot
+        goes back when it settles."""
         self._stopped = True
         for retry in self._waiting.values():
             retry.handle.cancel()
         self._waiting.clear()
         self._ready.clear()
-        for future in self._recording.values():
-            future.cancel()  # its callback gives the slot back
         workers, self._workers = self._workers, []
-        tasks = [worker.task for worker in workers] + list(self._tasks)
+        tasks = [worker.task for worker in workers] + list(self._tasks or ())
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -290,6 +287,8 @@ class Refresher:
     def _kick(self) -> None:
         """A URI is ready: wake a sleeping worker, or start one while fewer than
         ``READS_PER_LINK`` run."""
+        if self._stopped:
+            return
         for worker in self._workers:
             if worker.sleeping:
                 worker.sleeping = False  # woken: the next URI needs another worker
@@ -383,7 +382,6 @@ class Refresher:
                 raise
             await self._failed(uri, target, reason, caught)
             return False
-        self._recording[uri] = committed
         committed.add_done_callback(
             functools.partial(self._recorded, uri, target, reason, generation)
         )
@@ -403,7 +401,6 @@ class Refresher:
             self._slot.release()
         if self._stopped:
             return
-        self._recording.pop(uri, None)
         if committed.cancelled():  # the store is closing: nothing more is read into it
             self._busy.pop(uri, None)
             return
@@ -412,6 +409,8 @@ class Refresher:
             task = asyncio.get_running_loop().create_task(
                 self._commit_failed(uri, target, reason, error)
             )
+            if self._tasks is None:
+                self._tasks = set()
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return
