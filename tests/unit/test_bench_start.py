@@ -35,3 +35,14 @@ def test_the_tree_is_compiled_once_and_a_source_start_removes_it(
     assert [p.name.split(".")[0] for p in compiled] == ["mod"]
     harness.uncompile_tree(tmp_path)
     assert list((tmp_path / "service").rglob("*.pyc")) == []
+
+
+def test_the_npm_trees_under_bench_are_not_compiled(tmp_path: Path) -> None:
+    """``make node-deps`` puts npm trees under ``bench/`` whose Python 2 scripts do not
+    compile; a bench after ``make test`` failed on them before it started a daemon."""
+    scripts = tmp_path / "bench" / "agents_lab" / "node_modules" / "node-pty" / "ship"
+    scripts.mkdir(parents=True)
+    (scripts / "ship.py").write_text('print "Python 2"\n')
+    (tmp_path / "bench" / "ours.py").write_text("VALUE = 1\n")
+    harness.compile_tree(tmp_path)
+    assert [p.name.split(".")[0] for p in (tmp_path / "bench").rglob("*.pyc")] == ["ours"]
