@@ -193,6 +193,10 @@ _STATE_HINTS: dict[str, str] = {
     "it with `mcpsubctl probe --url URL --uri URI`",
     "AUTH_LOGIN_REQUIRED": "run `mcpsubctl login URL`; the daemon picks the token up",
     "SERVER_ERROR": "the server answered with an error; the daemon retries",
+    "SUBSCRIPTION_FAILED": "the server refused the listen or did not acknowledge it in time; "
+    "the daemon retries with backoff; check it with `mcpsubctl probe --url URL --uri URI`",
+    "SUBSCRIPTION_DISCONNECTED": "the server keeps closing listen streams soon after "
+    "acknowledging them; the daemon listens again with backoff; look at the server's logs",
     "INTERNAL_ERROR": INTERNAL_ERROR_HINT,
 }
 

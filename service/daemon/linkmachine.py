@@ -572,7 +572,8 @@ class LinkMachine:
 
     def _login(self, message: str) -> Down:
         delay = self.settings.login_retry_s
-        return self._terminal(LinkState.LOGIN_REQUIRED, "AUTH_LOGIN_REQUIRED", message, None, delay)
+        code = "AUTH_LOGIN_REQUIRED"
+        return self._terminal(LinkState.LOGIN_REQUIRED, code, message, state_hint(code), delay)
 
     @staticmethod
     def _terminal(

@@ -334,6 +334,66 @@ def test_a_stream_that_fails_after_its_ack_backs_off_on_a_growing_schedule(
     assert delays == [1.0, 2.0, 4.0], "an ack alone does not reset the failures"
 
 
+def _young_end(m: LinkMachine) -> Relisten | Down:
+    assert isinstance(m.ended(0.1, Closed({})), Relisten)
+    opened(m, now=0.2)
+    return m.ended(0.3, Closed({}))
+
+
+def _opened_then(end: Any) -> Callable[[LinkMachine], Relisten | Down]:
+    def step(m: LinkMachine) -> Relisten | Down:
+        opened(m)
+        return m.ended(LIVED, end)
+
+    return step
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        lambda m: m.listen_failed(TimeoutError()),
+        lambda m: m.listen_failed(JsonRpcError(wire.INTERNAL_ERROR, "busy")),
+        lambda m: m.failed(TransportError("refused")),
+        lambda m: m.failed(HttpStatusError(503)),
+        lambda m: m.failed(HttpStatusError(401)),
+        lambda m: m.failed(ProtocolUnsupported("2025-era only")),
+        lambda m: m.failed(RuntimeError("bug")),
+        lambda m: m.crashed(RuntimeError("bug"), 1),
+        lambda m: (opened(m), _young_end(m))[1],
+        _opened_then(Failed(JsonRpcError(wire.INTERNAL_ERROR, "boom"))),
+        _opened_then(ProtocolViolation("5 MB event")),
+        _opened_then(McpError("listen reader crashed: x")),
+        lambda m: opened(m, honored=[]),
+    ],
+    ids=[
+        "not-acked-in-time",
+        "listen-refused",
+        "network",
+        "http-503",
+        "login",
+        "protocol-unsupported",
+        "unexpected",
+        "crashed",
+        "ending-young",
+        "failed-after-ack",
+        "broke-protocol-after-ack",
+        "reader-crashed",
+        "honored-none",
+    ],
+)
+def test_every_down_tells_a_person_what_to_do(
+    step: Callable[[LinkMachine], Relisten | Opened | Down],
+) -> None:
+    """``lastErrorHint`` is never empty while a link is down: the CI run that found the
+    listen's own failures (``SUBSCRIPTION_FAILED``, ``SUBSCRIPTION_DISCONNECTED``) without
+    one."""
+    m = machine()
+    m.connect()
+    down = step(m)
+    assert isinstance(down, Down), down
+    assert down.hint and down.hint.strip(), down
+
+
 def test_relistening_within_a_spent_budget_is_throttled() -> None:
     m = machine(listens_per_minute=1)
     m.connect()
@@ -372,7 +432,7 @@ def test_a_relisten_that_fails_after_an_ack_this_session_waits_the_first_step() 
 @pytest.mark.parametrize(
     ("exc", "state", "code", "hint", "retry"),
     [
-        (TimeoutError(), LinkState.BACKOFF, "SUBSCRIPTION_FAILED", None, None),
+        (TimeoutError(), LinkState.BACKOFF, "SUBSCRIPTION_FAILED", "classified", None),
         (TransportError("refused"), LinkState.BACKOFF, "NETWORK_ERROR", "classified", None),
         (
             TransportError("slow", kind="timeout"),
@@ -434,7 +494,7 @@ def test_a_login_the_token_store_asks_for_parks_the_link() -> None:
     assert (down.state, down.message, down.hint) == (
         LinkState.LOGIN_REQUIRED,
         "run mcpsubctl login",
-        None,
+        state_hint("AUTH_LOGIN_REQUIRED"),
     )
 
 
