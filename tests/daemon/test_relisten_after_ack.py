@@ -1,7 +1,11 @@
 """A listen stream that ends after its ack is re-opened at once, not backed off.
 
-The lab ends every stream 1 s after its ack (gracefully, or by dropping the connection)
-while the resource changes 20 times a second. A close counted as a failure would leave the
+The lab ends every stream 1.2 s after its ack (gracefully, or by dropping the connection)
+while the resource changes 20 times a second. Not 1.0 s: that is the policy's own line
+between a stream that lived and one that died young (``MIN_LIFETIME_S``), and the daemon
+times a stream from the moment it handles the ack, a few milliseconds after the lab sent it;
+under CI's load two streams in a row measured under 1.0 s and were rightly taken as dying
+young. A close counted as a failure would leave the
 link in ``backoff`` for minutes under production settings; the link re-listens, re-reads,
 and the daemon's copy is never more than a moment behind.
 """
@@ -19,16 +23,16 @@ from tests.daemon.test_era import wait_link
 
 SLOW = {"MCP_TEST_UPDATE_DELAY_SECONDS": "600"}
 URI = "test://fast/counter"
-CHANGES = 80  # 4 s at 20 changes a second: four stream ends
+CHANGES = 100  # 5 s at 20 changes a second: four stream ends
 PERIOD_S = 0.05
 
 
 @pytest.mark.parametrize("knob", ["closeAfterAckMs", "dropAfterAckMs"])
-def test_streams_ending_every_1s_are_relistened_at_once(
+def test_streams_ending_every_1_2s_are_relistened_at_once(
     lab_server_factory: Any, daemon_factory: Any, knob: str
 ) -> None:
     lab = lab_server_factory(SLOW)
-    lab.configure(**{knob: 1000})
+    lab.configure(**{knob: 1200})
     put(lab, URI, "v-start")
     d = daemon_factory()
     subscribe(d, lab.url, URI)
