@@ -21,7 +21,7 @@ from sqlalchemy import Connection
 
 from service.safetext import redact_urls
 from service.store import groupcommit
-from service.store.dialect import Dialect, each_dialect
+from service.store.dialect import Dialect, EventRow, each_dialect
 from service.store.driver import sql
 from service.store.records import Event, Revision
 
@@ -109,24 +109,17 @@ def set_states(
         fenced = {**params, "generation": generation}
         updated = dialect.rows(conn, SET_STATE_FENCED[dialect.name], fenced)
     changed = {int(i) for (i,) in updated}
-    return [
-        dialect.insert_event(
-            conn,
-            "subscription.state",
-            now,
-            subscription_id=int(sub_id),
-            server_url=url,
-            uri=uri,
-            data={
-                "state": change.state,
-                "reason": reason,
-                "code": change.code,
-                "previous": previous,
-            },
+    events: list[EventRow] = [
+        (
+            int(sub_id),
+            url,
+            uri,
+            {"state": change.state, "reason": reason, "code": change.code, "previous": previous},
         )
         for sub_id, uri, previous, url in rows
         if sub_id in changed
     ]
+    return dialect.insert_events(conn, "subscription.state", now, events) if events else []
 
 
 def unread_ids(conn: Connection, dialect: Dialect, server_id: int, ids: Sequence[int]) -> set[int]:
