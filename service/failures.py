@@ -14,6 +14,7 @@ import ssl
 import sys
 from dataclasses import dataclass
 
+from service.errorcodes import CODES
 from service.mcp import wire
 from service.mcp.classify import (
     DROPIN_TLS_HINT,
@@ -198,6 +199,7 @@ _STATE_HINTS: dict[str, str] = {
     "SUBSCRIPTION_DISCONNECTED": "the server keeps closing listen streams soon after "
     "acknowledging them; the daemon listens again with backoff; look at the server's logs",
     "INTERNAL_ERROR": INTERNAL_ERROR_HINT,
+    "STORAGE_FAILING": CODES["STORAGE_FAILING"].hint or "",
 }
 
 

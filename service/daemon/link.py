@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
+from sqlalchemy.exc import SQLAlchemyError
 
 from service.daemon import linkstatus
 from service.daemon.config import Settings
@@ -46,6 +47,7 @@ from service.mcp.transports.base import Transport
 from service.safetext import redact_urls
 from service.store import Store
 from service.store.database import database_errors, describe
+from service.store.health import is_storage_failure
 from service.store.records import Event, Revision
 
 log = structlog.get_logger("mcpsubd.link")
@@ -343,6 +345,8 @@ class ServerLink:
         """The machine's decision on what ended a session."""
         if isinstance(exc, _Down):
             return exc.down
+        if _store_failed(exc):
+            return self.machine.storage_failed(describe(exc))
         down = self.machine.failed(exc)
         if down.unexpected:
             log.exception("link failed with an unexpected error", url=self.url)
@@ -787,3 +791,11 @@ def _out_of_descriptors(exc: BaseException) -> bool:
         isinstance(item, OSError) and item.errno in (errno.EMFILE, errno.ENFILE)
         for item in iter_causes(exc)
     )
+
+
+def _store_failed(exc: BaseException) -> bool:
+    """The session's own write to the store failed (SQLAlchemy's error, or a full disk),
+    not the server: a server's error is an :class:`McpError` whatever its text says."""
+    if isinstance(exc, McpError):
+        return False
+    return isinstance(exc, SQLAlchemyError) or is_storage_failure(exc)

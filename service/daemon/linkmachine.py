@@ -416,6 +416,16 @@ class LinkMachine:
             unexpected=failure.code == "INTERNAL_ERROR",
         )
 
+    def storage_failed(self, message: str) -> Down:
+        """The store could not write what the session needed (a full disk, the database
+        gone): neither the server's doing nor a bug, so no traceback and no
+        ``INTERNAL_ERROR``. Back off on the failure schedule; the store reports the
+        daemon-level storage condition, and the next session writes again."""
+        self._require("failed")
+        return self._backoff(
+            "STORAGE_FAILING", f"the link's state could not be stored: {message}", failed=True
+        )
+
     def crashed(self, exc: BaseException, crashes: int) -> Down:
         """The link's task raised what nothing inside caught (a bug): shown as
         ``INTERNAL_ERROR``, and the loop restarts after a backoff."""

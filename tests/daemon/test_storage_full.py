@@ -102,6 +102,54 @@ def _no_traceback(d: Daemon) -> None:
     assert not [line for line in d.lines if "Traceback" in line or '"exception"' in line]
 
 
+def test_a_listen_acknowledged_while_writes_fail_backs_off_as_storage_not_a_bug(
+    lab_server_factory: Callable[..., LabServer],
+    daemon_factory: Callable[..., Daemon],
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    """Was ``INTERNAL_ERROR`` and a traceback ("link failed with an unexpected error"): the
+    acknowledgement's transaction failed on the full disk. A run of the suite on PostgreSQL
+    met it when the acknowledgement came after the disk filled; here the lab holds the ack."""
+    full = tmp_path / "disk-full"
+    lab = lab_server_factory(SLOW)
+    uri = "test://doc/acked"
+    lab.control("PUT", "/lab/resources", json={"uri": uri, "text": "v1", "notify": False})
+    lab.configure(ackDelayMs=1500)
+    d = daemon_factory(
+        env={
+            "MCPSUB_TEST_STORAGE_FULL_FILE": str(full),
+            "MCPSUB_BACKOFF_BASE_S": "0.5",
+            **QUICK_RECOVERY,
+        }
+    )
+    created = d.api("POST", "/v1/subscriptions", json={"url": lab.url, "uri": uri})
+    assert created.status_code == 201
+    full.touch()  # the listen is sent; its acknowledgement is 1.5 s away
+
+    def storage_down() -> dict[str, Any] | None:
+        links = d.api("GET", "/v1/status").json()["links"]
+        return next(
+            (
+                ln
+                for ln in links
+                if ln["lastErrorCode"] == "STORAGE_FAILING" and ln["state"] == "backoff"
+            ),
+            None,
+        )
+
+    link = until("the link backs off on the storage", storage_down)
+    assert "free space" in link["lastErrorHint"], link
+    assert "could not be stored" in link["lastError"], link
+    _no_traceback(d)
+    lab.configure(ackDelayMs=0)
+    full.unlink()
+    until(f"{uri} reads v1 once writes succeed", lambda: _text(d, uri) == "v1")
+    sub = d.api("GET", f"/v1/subscriptions/{created.json()['id']}").json()
+    assert sub["state"] == "active", sub
+    _no_traceback(d)
+
+
 def test_write_routes_answer_storage_failing_and_store_nothing(
     lab_server_factory: Callable[..., LabServer],
     daemon_factory: Callable[..., Daemon],

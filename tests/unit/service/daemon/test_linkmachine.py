@@ -364,6 +364,7 @@ def _opened_then(end: Any) -> Callable[[LinkMachine], Relisten | Down]:
         _opened_then(ProtocolViolation("5 MB event")),
         _opened_then(McpError("listen reader crashed: x")),
         lambda m: opened(m, honored=[]),
+        lambda m: m.storage_failed("OperationalError: database or disk is full"),
     ],
     ids=[
         "not-acked-in-time",
@@ -379,6 +380,7 @@ def _opened_then(end: Any) -> Callable[[LinkMachine], Relisten | Down]:
         "broke-protocol-after-ack",
         "reader-crashed",
         "honored-none",
+        "storage",
     ],
 )
 def test_every_down_tells_a_person_what_to_do(
@@ -392,6 +394,21 @@ def test_every_down_tells_a_person_what_to_do(
     down = step(m)
     assert isinstance(down, Down), down
     assert down.hint and down.hint.strip(), down
+
+
+def test_a_store_that_cannot_write_backs_off_as_storage_not_as_a_bug() -> None:
+    m = machine()
+    m.connect()
+    down = m.storage_failed("OperationalError: database or disk is full")
+    assert (down.state, down.code, down.unexpected, down.counted) == (
+        LinkState.BACKOFF,
+        "STORAGE_FAILING",
+        False,
+        True,
+    )
+    assert down.message.endswith("database or disk is full")
+    assert down.hint == state_hint("STORAGE_FAILING") and "free space" in down.hint
+    assert down.delay_s == 1.0, "the failure schedule's first step"
 
 
 def test_relistening_within_a_spent_budget_is_throttled() -> None:
